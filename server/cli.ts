@@ -1,0 +1,171 @@
+import { parseArgs } from 'node:util';
+import { DEFAULT_BINLOG_SIZE, DEFAULT_MAX_JOB_SIZE, MAX_JOB_SIZE_LIMIT } from '../shared/limits.js';
+
+/** Everything the command line sets. */
+export interface ServerOptions {
+  listen: string;
+  port: number;
+  maxJobSize: number;
+  binlogDir: string | null;
+  /** fsync at most every this many ms; 0 = before every acknowledgement; null = never (-F). */
+  fsyncMs: number | null;
+  binlogSize: number;
+  user: string | null;
+  verbosity: number;
+  /** Budget for all job bodies together (bytes); Infinity when unset. */
+  maxJobBytes: number;
+}
+
+export type CliResult =
+  | { kind: 'run'; options: ServerOptions; warnings: string[] }
+  | { kind: 'help' }
+  | { kind: 'version' }
+  | { kind: 'usage-error'; message: string };
+
+/** beanstalkd's exit status for a bad command line. */
+export const USAGE_EXIT_CODE = 5;
+
+export const USAGE = `Use: beanpole [OPTIONS]
+
+Options:
+ -b DIR   write-ahead log directory
+ -f MS    fsync at most once every MS milliseconds (default is 50ms);
+          use -f0 for "always fsync"
+ -F       never fsync
+ -l ADDR  listen on address (default is 0.0.0.0); unix:/path for a UNIX socket
+ -p PORT  listen on port (default is 11300)
+ -u USER  become user and group
+ -z BYTES set the maximum job size in bytes (default is 65535);
+          max allowed is 1073741824 bytes
+ -s BYTES set the size of each write-ahead log file (default is 10485760);
+          will be rounded up to a multiple of 4096 bytes
+ -v       show version information
+ -V       increase verbosity
+ -h       show this help
+
+Long forms: --binlog-dir --fsync-ms --no-fsync --listen --port --user --max-job-size
+            --binlog-size --version --verbose --help
+Beyond beanstalkd:
+ --max-job-bytes BYTES  memory budget for all job bodies; a put beyond it
+                        gets OUT_OF_MEMORY (default: unlimited)
+`;
+
+const OPTIONS = {
+  'binlog-dir': { type: 'string', short: 'b' },
+  'fsync-ms': { type: 'string', short: 'f' },
+  'no-fsync': { type: 'boolean', short: 'F' },
+  listen: { type: 'string', short: 'l' },
+  port: { type: 'string', short: 'p' },
+  user: { type: 'string', short: 'u' },
+  'max-job-size': { type: 'string', short: 'z' },
+  'binlog-size': { type: 'string', short: 's' },
+  version: { type: 'boolean', short: 'v' },
+  verbose: { type: 'boolean', short: 'V', multiple: true },
+  help: { type: 'boolean', short: 'h' },
+  compact: { type: 'boolean', short: 'c' },
+  'no-compact': { type: 'boolean', short: 'n' },
+  'max-job-bytes': { type: 'string' },
+} as const;
+
+const U64_MAX = 18446744073709551615n;
+
+/** Like sscanf("%zu%c"): optional sign, digits, nothing after; negative values wrap. */
+function parseSize(text: string): bigint | null {
+  const m = /^\s*([+-]?)(\d+)$/.exec(text);
+  if (m === null) return null;
+  const magnitude = BigInt(m[2]!);
+  if (magnitude > U64_MAX) return null;
+  return m[1] === '-' ? BigInt.asUintN(64, -magnitude) : magnitude;
+}
+
+class UsageError extends Error {}
+
+/** Parses beanstalkd-style flags (combined, attached or separate arguments; the last one wins). */
+export function parseCommandLine(argv: string[]): CliResult {
+  let tokens;
+  try {
+    ({ tokens } = parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: false, tokens: true }));
+  } catch (err) {
+    return { kind: 'usage-error', message: (err as Error).message };
+  }
+  const options: ServerOptions = {
+    listen: '0.0.0.0',
+    port: 11300,
+    maxJobSize: DEFAULT_MAX_JOB_SIZE,
+    binlogDir: null,
+    fsyncMs: 50,
+    binlogSize: DEFAULT_BINLOG_SIZE,
+    user: null,
+    verbosity: 0,
+    maxJobBytes: Number.POSITIVE_INFINITY,
+  };
+  const warnings: string[] = [];
+  try {
+    for (const token of tokens) {
+      if (token.kind !== 'option') continue;
+      const value = token.value ?? '';
+      switch (token.name) {
+        case 'help':
+          return { kind: 'help' };
+        case 'version':
+          return { kind: 'version' };
+        case 'binlog-dir':
+          options.binlogDir = value;
+          break;
+        case 'fsync-ms':
+          options.fsyncMs = integer(value, 'fsync interval', 0, 2 ** 31 - 1);
+          break;
+        case 'no-fsync':
+          options.fsyncMs = null;
+          break;
+        case 'listen':
+          options.listen = value;
+          break;
+        case 'port':
+          options.port = integer(value, 'port', 0, 65535);
+          break;
+        case 'user':
+          options.user = value;
+          break;
+        case 'max-job-size': {
+          const size = parseSize(value);
+          if (size === null) throw new UsageError(`invalid size: ${value}`);
+          if (size > BigInt(MAX_JOB_SIZE_LIMIT)) {
+            warnings.push(`maximum job size was set to ${MAX_JOB_SIZE_LIMIT}`);
+            options.maxJobSize = MAX_JOB_SIZE_LIMIT;
+          } else {
+            options.maxJobSize = Number(size);
+          }
+          break;
+        }
+        case 'binlog-size': {
+          const size = parseSize(value);
+          if (size === null || size > BigInt(Number.MAX_SAFE_INTEGER)) throw new UsageError(`invalid size: ${value}`);
+          options.binlogSize = Number(size);
+          break;
+        }
+        case 'verbose':
+          options.verbosity++;
+          break;
+        case 'compact':
+        case 'no-compact':
+          warnings.push(`-${token.rawName.replace(/^-+/, '')} flag was removed. binlog is always compacted.`);
+          break;
+        case 'max-job-bytes':
+          options.maxJobBytes = integer(value, 'memory budget', 0, Number.MAX_SAFE_INTEGER);
+          break;
+      }
+    }
+  } catch (err) {
+    if (err instanceof UsageError) return { kind: 'usage-error', message: err.message };
+    throw err;
+  }
+  return { kind: 'run', options, warnings };
+}
+
+function integer(text: string, what: string, min: number, max: number): number {
+  if (!/^\d+$/.test(text)) throw new UsageError(`invalid ${what}: ${text}`);
+  const n = Number(text);
+  if (n < min || n > max) throw new UsageError(`invalid ${what}: ${text}`);
+  return n;
+}

@@ -1,0 +1,662 @@
+import { DEADLINE_SOON_MARGIN_MS, DEFAULT_TUBE, URGENT_BELOW } from '../../shared/limits.js';
+import type { Clock } from './clock.js';
+import { EngineEvents } from './events.js';
+import { IndexedHeap } from './heap.js';
+import { Job, deadlineLess, readyLess, setDelayIndex, type JobState } from './job.js';
+import { nullJournal, type Journal } from './journal.js';
+import { OrderedSet } from './ordered-set.js';
+import { fail, ok, type ReserveOutcome, type Result } from './results.js';
+import { Session, type SessionDelegate } from './session.js';
+import { ServerStats, type CountedCommand } from './stats.js';
+import { Tube } from './tube.js';
+
+export interface EngineOptions {
+  clock: Clock;
+  journal?: Journal;
+  /** Budget in bytes for all job bodies together; a put beyond it fails with OUT_OF_MEMORY. */
+  maxJobBytes?: number;
+}
+
+/** What a put needs; durations in milliseconds. */
+export interface PutRequest {
+  tube: Tube;
+  priority: number;
+  delayMs: number;
+  ttrMs: number;
+  body: Buffer;
+  /** An id taken earlier with `allocateJobId` (the protocol takes it before the body arrives). */
+  id?: number;
+}
+
+export type KickKind = 'buried' | 'delayed';
+
+/**
+ * The job server's state and every operation on it. Pure: no I/O and no timers. Time comes
+ * from the injected clock; the owner calls `tick(now)` at `nextDeadline()`.
+ *
+ * Nothing here scans all tubes: tubes that have both waiting sessions and ready jobs sit in a
+ * heap keyed by their best ready job, delayed jobs in one global heap by deadline, paused tubes
+ * in a heap by unpause time and sessions in a heap by their next TTR or reserve timeout.
+ */
+export class Engine {
+  readonly stats = new ServerStats();
+  readonly events = new EngineEvents();
+  readonly defaultTube: Tube;
+  /** Bytes of all job bodies held. */
+  bodyBytes = 0;
+  draining = false;
+  readonly startedAt: number;
+
+  private readonly clock: Clock;
+  private readonly journal: Journal;
+  private readonly maxJobBytes: number;
+  private readonly tubesByName = new Map<string, Tube>();
+  /** Tubes in beanstalkd's list order (creation order with swap-remove). */
+  private readonly tubeOrder = new OrderedSet<Tube>();
+  private readonly jobs = new Map<number, Job>();
+  private readonly delayedJobs = new IndexedHeap<Job>(deadlineLess, setDelayIndex);
+  private readonly awaitedTubes = new IndexedHeap<Tube>(
+    (a, b) => readyLess(a.ready.peek()!, b.ready.peek()!),
+    (t, i) => (t.awaitedIndex = i),
+  );
+  private readonly pausedTubes = new IndexedHeap<Tube>(
+    (a, b) => a.unpauseAt < b.unpauseAt,
+    (t, i) => (t.pauseIndex = i),
+  );
+  private readonly sessionTicks = new IndexedHeap<Session>(
+    (a, b) => a.tickAt < b.tickAt,
+    (s, i) => (s.tickIndex = i),
+  );
+  private nextJobId = 1;
+  private nextSessionId = 1;
+
+  constructor(options: EngineOptions) {
+    this.clock = options.clock;
+    this.journal = options.journal ?? nullJournal;
+    this.maxJobBytes = options.maxJobBytes ?? Number.POSITIVE_INFINITY;
+    this.startedAt = this.clock.now();
+    this.defaultTube = this.findOrCreateTube(DEFAULT_TUBE);
+  }
+
+  now(): number {
+    return this.clock.now();
+  }
+
+  // ---- tubes ---------------------------------------------------------------------------------
+
+  tube(name: string): Tube | undefined {
+    return this.tubesByName.get(name);
+  }
+
+  /** All tubes in list-tubes order. */
+  tubes(): readonly Tube[] {
+    return this.tubeOrder.values();
+  }
+
+  /** The tube named `name`, created if needed. The caller has validated the name. */
+  findOrCreateTube(name: string): Tube {
+    let tube = this.tubesByName.get(name);
+    if (tube === undefined) {
+      tube = new Tube(name);
+      this.tubesByName.set(name, tube);
+      this.tubeOrder.add(tube);
+      this.events.emit('tube:created', { tube });
+    }
+    return tube;
+  }
+
+  /** Pauses reservations from a tube for `delayMs` (0: for an instant, which wakes waiters). */
+  pauseTube(name: string, delayMs: number): Result<Tube> {
+    const tube = this.tubesByName.get(name);
+    if (tube === undefined) return fail('NOT_FOUND');
+    const now = this.clock.now();
+    // protocol: a pause of 0 lasts one nanosecond, so waiting clients wake when it ends.
+    tube.pauseMs = delayMs === 0 ? 1e-6 : delayMs;
+    tube.unpauseAt = now + delayMs;
+    tube.cmdPause++;
+    if (tube.pauseIndex < 0) this.pausedTubes.push(tube);
+    else this.pausedTubes.update(tube.pauseIndex);
+    this.refreshAwaited(tube);
+    this.events.emit('tube:paused', { tube });
+    return ok(tube);
+  }
+
+  private unpause(tube: Tube): void {
+    tube.pauseMs = 0;
+    if (tube.pauseIndex >= 0) this.pausedTubes.removeAt(tube.pauseIndex);
+    this.events.emit('tube:paused', { tube });
+    this.refreshAwaited(tube);
+    this.processQueue();
+  }
+
+  /** A paused tube whose pause has run out is unpaused on the spot (as beanstalkd does lazily). */
+  private isPaused(tube: Tube, now: number): boolean {
+    if (!tube.paused) return false;
+    if (tube.unpauseAt > now) return true;
+    this.unpause(tube);
+    return false;
+  }
+
+  private maybeRemoveTube(tube: Tube): void {
+    if (tube.using > 0 || tube.watching > 0 || tube.jobCount > 0 || tube === this.defaultTube) return;
+    this.tubesByName.delete(tube.name);
+    this.tubeOrder.delete(tube);
+    if (tube.pauseIndex >= 0) this.pausedTubes.removeAt(tube.pauseIndex);
+    this.events.emit('tube:removed', { tube });
+  }
+
+  /** Keeps `tube`'s place in the heap of tubes that can hand a job to a waiting session. */
+  private refreshAwaited(tube: Tube): void {
+    const eligible = tube.waiting.size > 0 && tube.ready.size > 0 && !tube.paused;
+    if (eligible) {
+      if (tube.awaitedIndex < 0) this.awaitedTubes.push(tube);
+      else this.awaitedTubes.update(tube.awaitedIndex);
+    } else if (tube.awaitedIndex >= 0) {
+      this.awaitedTubes.removeAt(tube.awaitedIndex);
+    }
+  }
+
+  // ---- sessions ------------------------------------------------------------------------------
+
+  openSession(delegate: SessionDelegate): Session {
+    const session = new Session(this.nextSessionId++, delegate);
+    session.used = this.defaultTube;
+    this.defaultTube.using++;
+    session.watched.add(this.defaultTube);
+    this.defaultTube.watching++;
+    this.stats.currentConnections++;
+    this.stats.totalConnections++;
+    return session;
+  }
+
+  /** Ends a session: it stops waiting and its reserved jobs go back to ready, oldest reservation first. */
+  closeSession(session: Session): void {
+    if (session.closed) return;
+    if (session.waiting) this.stopWaiting(session);
+    for (const job of session.reservedJobs.values()) {
+      this.removeReserved(session, job);
+      this.enqueueReady(job, 'reserved');
+    }
+    // protocol: beanstalkd clears the watch list by always removing the first item, which
+    // decides the order in which unreferenced tubes leave list-tubes.
+    for (let tube = session.watched.shift(); tube !== undefined; tube = session.watched.shift()) {
+      tube.watching--;
+      this.maybeRemoveTube(tube);
+    }
+    session.used.using--;
+    this.maybeRemoveTube(session.used);
+    if (session.tickIndex >= 0) this.sessionTicks.removeAt(session.tickIndex);
+    if (session.isProducer) this.stats.producers--;
+    if (session.isWorker) this.stats.workers--;
+    this.stats.currentConnections--;
+    session.closed = true;
+  }
+
+  use(session: Session, name: string): Tube {
+    const tube = this.findOrCreateTube(name);
+    const old = session.used;
+    old.using--;
+    session.used = tube;
+    tube.using++;
+    this.maybeRemoveTube(old);
+    return tube;
+  }
+
+  /** Adds a tube to the watch list; returns the number of watched tubes. */
+  watch(session: Session, name: string): number {
+    const tube = this.findOrCreateTube(name);
+    if (session.watched.add(tube)) tube.watching++;
+    return session.watched.size;
+  }
+
+  /** Removes a tube from the watch list; the last watched tube cannot be ignored. */
+  ignore(session: Session, name: string): Result<number> {
+    const tube = this.tubesByName.get(name);
+    if (tube === undefined || !session.watched.has(tube)) return ok(session.watched.size);
+    if (session.watched.size < 2) return fail('NOT_IGNORED');
+    session.watched.delete(tube);
+    tube.watching--;
+    this.maybeRemoveTube(tube);
+    return ok(session.watched.size);
+  }
+
+  markProducer(session: Session): void {
+    if (!session.isProducer) {
+      session.isProducer = true;
+      this.stats.producers++;
+    }
+  }
+
+  markWorker(session: Session): void {
+    if (!session.isWorker) {
+      session.isWorker = true;
+      this.stats.workers++;
+    }
+  }
+
+  /** Counts a command for `stats`. */
+  count(command: CountedCommand): void {
+    this.stats.commands[command]++;
+  }
+
+  // ---- jobs ----------------------------------------------------------------------------------
+
+  job(id: number): Job | undefined {
+    return this.jobs.get(id);
+  }
+
+  get jobTotal(): number {
+    return this.jobs.size;
+  }
+
+  get delayedCount(): number {
+    return this.delayedJobs.size;
+  }
+
+  /** Takes the next job id. beanstalkd takes it when the put line arrives, so a failed put uses one up. */
+  allocateJobId(): number {
+    return this.nextJobId++;
+  }
+
+  /** True when `bytes` more body bytes fit the memory budget. */
+  hasRoomFor(bytes: number): boolean {
+    return this.bodyBytes + bytes <= this.maxJobBytes;
+  }
+
+  setDraining(): void {
+    if (this.draining) return;
+    this.draining = true;
+    this.events.emit('server:draining', {});
+  }
+
+  /** Adds a job: ready, or delayed when `delayMs` > 0. Fails with DRAINING or OUT_OF_MEMORY. */
+  put(request: PutRequest): Result<Job> {
+    if (this.draining) return fail('DRAINING');
+    if (!this.hasRoomFor(request.body.length)) return fail('OUT_OF_MEMORY');
+    const now = this.clock.now();
+    const id = request.id ?? this.allocateJobId();
+    const job = new Job(id, request.tube, request.priority, request.delayMs, request.ttrMs, request.body, now);
+    if (request.delayMs > 0) {
+      job.state = 'delayed';
+      job.deadlineAt = now + request.delayMs;
+    }
+    if (!this.journal.put(job)) return fail('OUT_OF_MEMORY');
+    this.jobs.set(id, job);
+    this.bodyBytes += job.body.length;
+    this.stats.totalJobs++;
+    job.tube.totalJobs++;
+    if (request.delayMs > 0) this.enqueueDelayed(job, null);
+    else this.enqueueReady(job, null);
+    return ok(job);
+  }
+
+  /** Blocks `session` for a job from its watched tubes. `timeoutMs` null waits forever. */
+  reserve(session: Session, timeoutMs: number | null): ReserveOutcome {
+    this.markWorker(session);
+    const now = this.clock.now();
+    if (this.deadlineSoon(session, now) && !this.anyWatchedReady(session)) return { kind: 'deadline-soon' };
+    let best: Job | undefined;
+    for (const tube of session.watched.values()) {
+      const head = tube.ready.peek();
+      if (head !== undefined && (best === undefined || readyLess(head, best)) && !this.isPaused(tube, now)) best = head;
+    }
+    if (best !== undefined) {
+      this.removeReady(best);
+      this.reserveFor(session, best, now, 'ready');
+      return { kind: 'reserved', job: best };
+    }
+    if (timeoutMs === 0 || session.halfClosed) return { kind: 'timed-out' };
+    this.startWaiting(session, timeoutMs === null ? -1 : now + timeoutMs);
+    return { kind: 'waiting' };
+  }
+
+  /** The peer half-closed: a blocked reserve gives up now, later ones at once. */
+  halfClose(session: Session): void {
+    session.halfClosed = true;
+    if (!session.waiting) return;
+    this.stopWaiting(session);
+    this.schedule(session);
+    session.delegate.timedOut();
+  }
+
+  /** Reserves a job by id whatever its tube or state (except reserved). */
+  reserveJob(session: Session, id: number): Result<Job> {
+    const job = this.jobs.get(id);
+    if (job === undefined || job.state === 'reserved') return fail('NOT_FOUND');
+    const from = job.state;
+    this.detach(job);
+    this.markWorker(session);
+    this.reserveFor(session, job, this.clock.now(), from);
+    return ok(job);
+  }
+
+  /** Deletes a job that is ready, delayed, buried, or reserved by `session`. */
+  delete(session: Session | null, id: number): Result<Job> {
+    const job = this.jobs.get(id);
+    if (job === undefined || (job.state === 'reserved' && job.reservedBy !== session)) return fail('NOT_FOUND');
+    if (!this.journal.delete(job)) return fail('INTERNAL_ERROR');
+    const from = job.state;
+    if (from === 'reserved') {
+      const holder = job.reservedBy!;
+      this.removeReserved(holder, job);
+      this.schedule(holder);
+    } else {
+      this.detach(job);
+    }
+    this.dropJob(job, from);
+    return ok(job);
+  }
+
+  /** Returns a job reserved by `session` to ready, or delayed when `delayMs` > 0. */
+  release(session: Session, id: number, priority: number, delayMs: number): Result<Job> {
+    const job = this.reservedBy(session, id);
+    if (job === undefined) return fail('NOT_FOUND');
+    this.removeReserved(session, job);
+    this.schedule(session);
+    job.priority = priority;
+    job.delayMs = delayMs;
+    job.releases++;
+    if (delayMs > 0) this.enqueueDelayed(job, 'reserved');
+    else this.enqueueReady(job, 'reserved');
+    if (delayMs > 0 && !this.journal.update(job)) return fail('OUT_OF_MEMORY');
+    return ok(job);
+  }
+
+  bury(session: Session, id: number, priority: number): Result<Job> {
+    const job = this.reservedBy(session, id);
+    if (job === undefined) return fail('NOT_FOUND');
+    this.removeReserved(session, job);
+    this.schedule(session);
+    job.priority = priority;
+    this.buryJob(job, 'reserved');
+    if (!this.journal.update(job)) return fail('INTERNAL_ERROR');
+    return ok(job);
+  }
+
+  /** Restarts the TTR of a job reserved by `session`. */
+  touch(session: Session, id: number): Result<Job> {
+    const job = this.reservedBy(session, id);
+    if (job === undefined) return fail('NOT_FOUND');
+    job.deadlineAt = this.clock.now() + job.ttrMs;
+    session.reservedByDeadline.update(job.heapIndex);
+    this.schedule(session);
+    return ok(job);
+  }
+
+  peekReady(tube: Tube): Job | undefined {
+    return tube.ready.peek();
+  }
+
+  peekDelayed(tube: Tube): Job | undefined {
+    return tube.delayed.peek();
+  }
+
+  peekBuried(tube: Tube): Job | undefined {
+    return tube.firstBuried();
+  }
+
+  /** What a kick on `tube` acts on: buried jobs if it has any, else delayed ones. */
+  kickKind(tube: Tube): KickKind {
+    return tube.buried.size > 0 ? 'buried' : 'delayed';
+  }
+
+  /**
+   * Kicks up to `max` jobs of `kind` from `tube` to ready and returns how many moved. Front doors
+   * call it in bounded slices so a huge kick never stalls other clients.
+   */
+  kickSome(tube: Tube, kind: KickKind, max: number): number {
+    let n = 0;
+    while (n < max) {
+      const job = kind === 'buried' ? tube.firstBuried() : tube.delayed.peek();
+      if (job === undefined) break;
+      this.kickOne(job);
+      n++;
+    }
+    return n;
+  }
+
+  /** kick in one call: for callers with a small bound. */
+  kick(tube: Tube, bound: number): number {
+    return this.kickSome(tube, this.kickKind(tube), bound);
+  }
+
+  kickJob(id: number): Result<Job> {
+    const job = this.jobs.get(id);
+    if (job === undefined || (job.state !== 'buried' && job.state !== 'delayed')) return fail('NOT_FOUND');
+    this.kickOne(job);
+    return ok(job);
+  }
+
+  private kickOne(job: Job): void {
+    const from = job.state;
+    this.detach(job);
+    job.kicks++;
+    this.enqueueReady(job, from);
+    this.journal.update(job);
+  }
+
+  // ---- time ----------------------------------------------------------------------------------
+
+  /** The earliest time (epoch ms) at which `tick` has work, or undefined when nothing is timed. */
+  nextDeadline(): number | undefined {
+    let next = Number.POSITIVE_INFINITY;
+    const delayed = this.delayedJobs.peek();
+    if (delayed !== undefined) next = delayed.deadlineAt;
+    const paused = this.pausedTubes.peek();
+    if (paused !== undefined && paused.unpauseAt < next) next = paused.unpauseAt;
+    const session = this.sessionTicks.peek();
+    if (session !== undefined && session.tickAt < next) next = session.tickAt;
+    return next === Number.POSITIVE_INFINITY ? undefined : next;
+  }
+
+  /**
+   * Does what is due at `now`: delayed jobs become ready, pauses end, TTRs expire, blocked
+   * reserves time out. Does at most `budget` units of work and returns true if more is due.
+   */
+  tick(now: number, budget = Number.POSITIVE_INFINITY): boolean {
+    let work = 0;
+    for (let job = this.delayedJobs.peek(); job !== undefined && job.deadlineAt <= now; job = this.delayedJobs.peek()) {
+      if (work++ >= budget) return true;
+      this.detach(job);
+      this.enqueueReady(job, 'delayed');
+    }
+    for (let tube = this.pausedTubes.peek(); tube !== undefined && tube.unpauseAt <= now; tube = this.pausedTubes.peek()) {
+      if (work++ >= budget) return true;
+      this.unpause(tube);
+    }
+    for (let s = this.sessionTicks.peek(); s !== undefined && s.tickAt <= now; s = this.sessionTicks.peek()) {
+      if (work++ >= budget) return true;
+      this.sessionTimeout(s, now);
+    }
+    return false;
+  }
+
+  private sessionTimeout(session: Session, now: number): void {
+    const soon = session.waiting && this.deadlineSoon(session, now);
+    for (let job = session.soonestReserved(); job !== undefined && job.deadlineAt <= now; job = session.soonestReserved()) {
+      this.stats.jobTimeouts++;
+      job.timeouts++;
+      this.removeReserved(session, job);
+      this.enqueueReady(job, 'reserved');
+    }
+    if (soon && session.waiting) {
+      this.stopWaiting(session);
+      this.schedule(session);
+      session.delegate.deadlineSoon();
+    } else if (session.waiting && session.waitUntil >= 0 && now >= session.waitUntil) {
+      this.stopWaiting(session);
+      session.waitUntil = -1;
+      this.schedule(session);
+      session.delegate.timedOut();
+    } else {
+      this.schedule(session);
+    }
+  }
+
+  // ---- internals -----------------------------------------------------------------------------
+
+  private deadlineSoon(session: Session, now: number): boolean {
+    const job = session.soonestReserved();
+    return job !== undefined && now >= job.deadlineAt - DEADLINE_SOON_MARGIN_MS;
+  }
+
+  /** protocol: the DEADLINE_SOON check looks for ready jobs in watched tubes, paused or not. */
+  private anyWatchedReady(session: Session): boolean {
+    for (const tube of session.watched.values()) if (tube.ready.size > 0) return true;
+    return false;
+  }
+
+  private reservedBy(session: Session, id: number): Job | undefined {
+    const job = this.jobs.get(id);
+    return job !== undefined && job.state === 'reserved' && job.reservedBy === session ? job : undefined;
+  }
+
+  /** Hands every job that a waiting session can take to one, best job first. */
+  private processQueue(): void {
+    const now = this.clock.now();
+    for (let tube = this.awaitedTubes.peek(); tube !== undefined; tube = this.awaitedTubes.peek()) {
+      const job = tube.ready.peek()!;
+      this.removeReady(job);
+      const session = tube.waiting.take()!;
+      this.stopWaiting(session);
+      this.reserveFor(session, job, now, 'ready');
+      session.delegate.reserved(job);
+    }
+  }
+
+  private startWaiting(session: Session, waitUntil: number): void {
+    session.waiting = true;
+    session.waitUntil = waitUntil;
+    this.stats.waiting++;
+    for (const tube of session.watched.values()) {
+      tube.waiting.add(session);
+      if (tube.waiting.size === 1) this.refreshAwaited(tube);
+    }
+    this.schedule(session);
+    this.processQueue();
+  }
+
+  private stopWaiting(session: Session): void {
+    session.waiting = false;
+    this.stats.waiting--;
+    for (const tube of session.watched.values()) {
+      tube.waiting.delete(session);
+      if (tube.waiting.size === 0) this.refreshAwaited(tube);
+    }
+  }
+
+  /** Recomputes when the engine must next look at `session` (beanstalkd's connsched). */
+  private schedule(session: Session): void {
+    let at = Number.POSITIVE_INFINITY;
+    const soonest = session.soonestReserved();
+    if (soonest !== undefined) at = soonest.deadlineAt - (session.waiting ? DEADLINE_SOON_MARGIN_MS : 0);
+    if (session.waiting && session.waitUntil >= 0 && session.waitUntil < at) at = session.waitUntil;
+    if (at === Number.POSITIVE_INFINITY || session.closed) {
+      session.tickAt = 0;
+      if (session.tickIndex >= 0) this.sessionTicks.removeAt(session.tickIndex);
+      return;
+    }
+    session.tickAt = at;
+    if (session.tickIndex < 0) this.sessionTicks.push(session);
+    else this.sessionTicks.update(session.tickIndex);
+  }
+
+  private reserveFor(session: Session, job: Job, now: number, from: JobState): void {
+    job.tube.reserved++;
+    this.stats.reserved++;
+    job.reserves++;
+    job.deadlineAt = now + job.ttrMs;
+    job.state = 'reserved';
+    job.reservedBy = session;
+    session.reservedJobs.set(job.id, job);
+    session.reservedByDeadline.push(job);
+    session.waitUntil = -1;
+    this.schedule(session);
+    this.changed(job, from);
+  }
+
+  private removeReserved(session: Session, job: Job): void {
+    session.reservedJobs.delete(job.id);
+    session.reservedByDeadline.removeAt(job.heapIndex);
+    job.reservedBy = null;
+    job.tube.reserved--;
+    this.stats.reserved--;
+  }
+
+  private enqueueReady(job: Job, from: JobState | null): void {
+    const tube = job.tube;
+    job.state = 'ready';
+    job.deadlineAt = 0;
+    tube.ready.push(job);
+    this.stats.ready++;
+    if (job.priority < URGENT_BELOW) {
+      tube.urgent++;
+      this.stats.urgent++;
+    }
+    this.changed(job, from);
+    if (job.heapIndex === 0) this.refreshAwaited(tube);
+    this.processQueue();
+  }
+
+  private enqueueDelayed(job: Job, from: JobState | null): void {
+    job.state = 'delayed';
+    job.deadlineAt = this.clock.now() + job.delayMs;
+    job.tube.delayed.push(job);
+    this.delayedJobs.push(job);
+    this.changed(job, from);
+  }
+
+  private buryJob(job: Job, from: JobState): void {
+    job.state = 'buried';
+    job.deadlineAt = 0;
+    job.buries++;
+    job.tube.buried.set(job.id, job);
+    this.stats.buried++;
+    this.changed(job, from);
+  }
+
+  private removeReady(job: Job): void {
+    const tube = job.tube;
+    tube.ready.removeAt(job.heapIndex);
+    this.stats.ready--;
+    if (job.priority < URGENT_BELOW) {
+      tube.urgent--;
+      this.stats.urgent--;
+    }
+    this.refreshAwaited(tube);
+  }
+
+  /** Takes a ready, delayed or buried job out of its tube's structures. */
+  private detach(job: Job): void {
+    switch (job.state) {
+      case 'ready':
+        this.removeReady(job);
+        break;
+      case 'delayed':
+        job.tube.delayed.removeAt(job.heapIndex);
+        this.delayedJobs.removeAt(job.delayIndex);
+        break;
+      case 'buried':
+        job.tube.buried.delete(job.id);
+        this.stats.buried--;
+        break;
+      case 'reserved':
+        throw new Error(`detach: job ${job.id} is reserved`);
+    }
+  }
+
+  private dropJob(job: Job, from: JobState): void {
+    this.jobs.delete(job.id);
+    this.bodyBytes -= job.body.length;
+    job.tube.cmdDelete++;
+    if (this.events.has('job:deleted')) this.events.emit('job:deleted', { job, from });
+    this.maybeRemoveTube(job.tube);
+  }
+
+  private changed(job: Job, from: JobState | null): void {
+    if (this.events.has('job:changed')) this.events.emit('job:changed', { job, from, to: job.state });
+  }
+}
+
+export { Session, Tube, Job };
+export type { SessionDelegate };

@@ -1,0 +1,40 @@
+import type { Job, JobState } from './job.js';
+import type { Tube } from './tube.js';
+
+/** What the engine tells observers (the dashboard). Listeners must not call back into the engine. */
+export interface EngineEventMap {
+  /** A job entered `to` from `from` (null: it was just put). */
+  'job:changed': { job: Job; from: JobState | null; to: JobState };
+  'job:deleted': { job: Job; from: JobState };
+  'tube:created': { tube: Tube };
+  'tube:removed': { tube: Tube };
+  'tube:paused': { tube: Tube };
+  'server:draining': Record<string, never>;
+}
+
+type Listener<T> = (payload: T) => void;
+
+/** A minimal typed emitter: the hot path pays one length check when nobody listens. */
+export class EngineEvents {
+  private readonly listeners: { [K in keyof EngineEventMap]?: Listener<EngineEventMap[K]>[] } = {};
+
+  on<K extends keyof EngineEventMap>(event: K, fn: Listener<EngineEventMap[K]>): () => void {
+    const list = (this.listeners[event] ??= []) as Listener<EngineEventMap[K]>[];
+    list.push(fn);
+    return () => {
+      const i = list.indexOf(fn);
+      if (i >= 0) list.splice(i, 1);
+    };
+  }
+
+  has(event: keyof EngineEventMap): boolean {
+    const list = this.listeners[event];
+    return list !== undefined && list.length > 0;
+  }
+
+  emit<K extends keyof EngineEventMap>(event: K, payload: EngineEventMap[K]): void {
+    const list = this.listeners[event] as Listener<EngineEventMap[K]>[] | undefined;
+    if (list === undefined) return;
+    for (const fn of list) fn(payload);
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * A binary min-heap whose items remember their own position, so any item can be removed
+ * or re-ordered in O(log n). The position is stored through `setIndex` (-1 once removed).
+ */
+export class IndexedHeap<T> {
+  private readonly items: T[] = [];
+
+  constructor(
+    private readonly less: (a: T, b: T) => boolean,
+    private readonly setIndex: (item: T, index: number) => void,
+  ) {}
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  peek(): T | undefined {
+    return this.items[0];
+  }
+
+  at(index: number): T | undefined {
+    return this.items[index];
+  }
+
+  push(item: T): void {
+    this.items.push(item);
+    this.setIndex(item, this.items.length - 1);
+    this.siftUp(this.items.length - 1);
+  }
+
+  pop(): T | undefined {
+    if (this.items.length === 0) return undefined;
+    return this.removeAt(0);
+  }
+
+  /** Removes the item at `index` (as last reported through setIndex). */
+  removeAt(index: number): T {
+    const items = this.items;
+    const item = items[index]!;
+    const last = items.pop()!;
+    if (index < items.length) {
+      items[index] = last;
+      this.setIndex(last, index);
+      this.siftDown(index);
+      this.siftUp(index);
+    }
+    this.setIndex(item, -1);
+    return item;
+  }
+
+  /** Restores heap order after the key of the item at `index` changed. */
+  update(index: number): void {
+    this.siftDown(index);
+    this.siftUp(index);
+  }
+
+  /** Visits items in heap-array order (not sorted). */
+  forEach(fn: (item: T) => void): void {
+    for (const item of this.items) fn(item);
+  }
+
+  private siftUp(index: number): void {
+    const items = this.items;
+    const item = items[index]!;
+    while (index > 0) {
+      const parent = (index - 1) >> 1;
+      const p = items[parent]!;
+      if (!this.less(item, p)) break;
+      items[index] = p;
+      this.setIndex(p, index);
+      index = parent;
+    }
+    items[index] = item;
+    this.setIndex(item, index);
+  }
+
+  private siftDown(index: number): void {
+    const items = this.items;
+    const n = items.length;
+    const item = items[index]!;
+    for (;;) {
+      const left = 2 * index + 1;
+      if (left >= n) break;
+      const right = left + 1;
+      const child = right < n && this.less(items[right]!, items[left]!) ? right : left;
+      const c = items[child]!;
+      if (!this.less(c, item)) break;
+      items[index] = c;
+      this.setIndex(c, index);
+      index = child;
+    }
+    items[index] = item;
+    this.setIndex(item, index);
+  }
+}

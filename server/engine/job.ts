@@ -1,0 +1,52 @@
+import type { Tube } from './tube.js';
+import type { Session } from './session.js';
+
+/** Where a job is. `deleted` jobs are gone from every index. */
+export type JobState = 'ready' | 'reserved' | 'delayed' | 'buried';
+
+/** A job and its counters. Times are epoch milliseconds; durations are milliseconds. */
+export class Job {
+  state: JobState = 'ready';
+  /** When the job becomes ready (delayed) or its TTR runs out (reserved); 0 otherwise. */
+  deadlineAt = 0;
+  reserves = 0;
+  timeouts = 0;
+  releases = 0;
+  buries = 0;
+  kicks = 0;
+  /** Binlog segment holding the job's full record (0 without persistence). */
+  file = 0;
+  reservedBy: Session | null = null;
+  /** Position in the tube's ready or delay heap, or in the reserving session's heap. */
+  heapIndex = -1;
+  /** Position in the engine's global delay heap. */
+  delayIndex = -1;
+
+  constructor(
+    readonly id: number,
+    public tube: Tube,
+    public priority: number,
+    public delayMs: number,
+    public ttrMs: number,
+    public body: Buffer,
+    readonly createdAt: number,
+  ) {}
+}
+
+/** Ready order: priority, then id. */
+export function readyLess(a: Job, b: Job): boolean {
+  return a.priority < b.priority || (a.priority === b.priority && a.id < b.id);
+}
+
+/** Delayed and reserved order: deadline, then id. */
+export function deadlineLess(a: Job, b: Job): boolean {
+  return a.deadlineAt < b.deadlineAt || (a.deadlineAt === b.deadlineAt && a.id < b.id);
+}
+
+export function setHeapIndex(job: Job, index: number): void {
+  job.heapIndex = index;
+}
+
+export function setDelayIndex(job: Job, index: number): void {
+  job.delayIndex = index;
+}

@@ -1,0 +1,21 @@
+import type { Job } from './job.js';
+
+/** Why an operation a client asked for did not happen. */
+export type FailureCode = 'NOT_FOUND' | 'DRAINING' | 'OUT_OF_MEMORY' | 'INTERNAL_ERROR' | 'NOT_IGNORED';
+
+export type Result<T> = { ok: true; value: T } | { ok: false; code: FailureCode };
+
+export function ok<T>(value: T): Result<T> {
+  return { ok: true, value };
+}
+
+export function fail<T>(code: FailureCode): Result<T> {
+  return { ok: false, code };
+}
+
+/** What an immediate reserve attempt produced. `waiting`: the session's delegate will be told later. */
+export type ReserveOutcome =
+  | { kind: 'reserved'; job: Job }
+  | { kind: 'deadline-soon' }
+  | { kind: 'timed-out' }
+  | { kind: 'waiting' };

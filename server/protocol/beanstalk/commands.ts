@@ -1,0 +1,181 @@
+import { MAX_U32, TUBE_NAME_CHARS, isValidTubeName } from '../../../shared/limits.js';
+
+/**
+ * One command line, parsed as beanstalkd 1.12 parses it. Numbers are wire values (seconds).
+ * Job ids above 2^53 cannot exist here and are carried as -1, which is never found.
+ */
+export type Command =
+  | { op: 'put'; pri: number; delay: number; ttr: number; bytes: number; trailingGarbage: boolean }
+  | { op: 'peek' | 'reserve-job' | 'delete' | 'kick-job' | 'touch' | 'stats-job'; id: number }
+  | { op: 'peek-ready' | 'peek-delayed' | 'peek-buried' | 'reserve' | 'stats' }
+  | { op: 'list-tubes' | 'list-tube-used' | 'list-tubes-watched' | 'quit' }
+  | { op: 'reserve-with-timeout'; timeout: number }
+  | { op: 'release'; id: number; pri: number; delay: number }
+  | { op: 'bury'; id: number; pri: number }
+  | { op: 'kick'; bound: number }
+  | { op: 'stats-tube' | 'use' | 'watch' | 'ignore'; tube: string }
+  | { op: 'pause-tube'; tube: string; delay: number }
+  /** `countPauseTube`: beanstalkd counts cmd-pause-tube before it validates the name. */
+  | { op: 'bad-format'; countPauseTube?: boolean }
+  | { op: 'unknown' };
+
+const BAD_FORMAT: Command = { op: 'bad-format' };
+const UNKNOWN: Command = { op: 'unknown' };
+const U64_MAX = 18446744073709551615n;
+const NAME_CHAR_SET = new Set(TUBE_NAME_CHARS);
+
+/** Parses a command line (without CRLF). */
+export function parseCommand(line: Buffer): Command {
+  // protocol: a NUL anywhere in the line is BAD_FORMAT, before the command is even identified.
+  if (line.indexOf(0) >= 0) return BAD_FORMAT;
+  const s = line.toString('latin1');
+  // protocol: commands are matched by prefix, in beanstalkd's order; the prefix decides
+  // BAD_FORMAT (a known prefix with bad arguments) versus UNKNOWN_COMMAND.
+  if (s.startsWith('put ')) return parsePut(s);
+  if (s.startsWith('peek ')) return withId('peek', s, 5);
+  if (s.startsWith('peek-ready')) return exact(s, 'peek-ready');
+  if (s.startsWith('peek-delayed')) return exact(s, 'peek-delayed');
+  if (s.startsWith('peek-buried')) return exact(s, 'peek-buried');
+  if (s.startsWith('reserve-with-timeout ')) return parseReserveTimeout(s);
+  if (s.startsWith('reserve-job ')) return withId('reserve-job', s, 12);
+  if (s.startsWith('reserve')) return exact(s, 'reserve');
+  if (s.startsWith('delete ')) return withId('delete', s, 7);
+  if (s.startsWith('release ')) return parseRelease(s);
+  if (s.startsWith('bury ')) return parseBury(s);
+  if (s.startsWith('kick ')) return parseKick(s);
+  if (s.startsWith('kick-job ')) return withId('kick-job', s, 9);
+  if (s.startsWith('touch ')) return withId('touch', s, 6);
+  if (s.startsWith('stats-job ')) return withId('stats-job', s, 10);
+  if (s.startsWith('stats-tube ')) return withTube('stats-tube', s, 11);
+  if (s.startsWith('stats')) return exact(s, 'stats');
+  if (s.startsWith('use ')) return withTube('use', s, 4);
+  if (s.startsWith('watch ')) return withTube('watch', s, 6);
+  if (s.startsWith('ignore ')) return withTube('ignore', s, 7);
+  if (s.startsWith('list-tubes-watched')) return exact(s, 'list-tubes-watched');
+  if (s.startsWith('list-tube-used')) return exact(s, 'list-tube-used');
+  if (s.startsWith('list-tubes')) return exact(s, 'list-tubes');
+  if (s.startsWith('quit')) return { op: 'quit' };
+  if (s.startsWith('pause-tube')) return parsePauseTube(s);
+  return UNKNOWN;
+}
+
+type NoArgOp = 'peek-ready' | 'peek-delayed' | 'peek-buried' | 'reserve' | 'stats' | 'list-tubes' | 'list-tube-used' | 'list-tubes-watched';
+
+function exact(s: string, op: NoArgOp): Command {
+  return s.length === op.length ? { op } : BAD_FORMAT;
+}
+
+function withId(op: 'peek' | 'reserve-job' | 'delete' | 'kick-job' | 'touch' | 'stats-job', s: string, at: number): Command {
+  const r = readU64(s, at);
+  return r !== null && r.end === s.length ? { op, id: r.value } : BAD_FORMAT;
+}
+
+function withTube(op: 'stats-tube' | 'use' | 'watch' | 'ignore', s: string, at: number): Command {
+  // protocol: the name must fill the rest of the line exactly: no space skipping, no extra words.
+  const tube = s.slice(at);
+  return isValidTubeName(tube) ? { op, tube } : BAD_FORMAT;
+}
+
+function parsePut(s: string): Command {
+  const pri = readU32(s, 4);
+  const delay = pri && readU32(s, pri.end);
+  const ttr = delay && readU32(s, delay.end);
+  const bytes = ttr && readU32(s, ttr.end);
+  if (!pri || !delay || !ttr || !bytes) return BAD_FORMAT;
+  return { op: 'put', pri: pri.value, delay: delay.value, ttr: ttr.value, bytes: bytes.value, trailingGarbage: bytes.end !== s.length };
+}
+
+function parseRelease(s: string): Command {
+  const id = readU64(s, 8);
+  const pri = id && readU32(s, id.end);
+  const delay = pri && readU32(s, pri.end);
+  if (!id || !pri || !delay || delay.end !== s.length) return BAD_FORMAT;
+  return { op: 'release', id: id.value, pri: pri.value, delay: delay.value };
+}
+
+function parseBury(s: string): Command {
+  const id = readU64(s, 5);
+  const pri = id && readU32(s, id.end);
+  if (!id || !pri || pri.end !== s.length) return BAD_FORMAT;
+  return { op: 'bury', id: id.value, pri: pri.value };
+}
+
+function parsePauseTube(s: string): Command {
+  let i = 10;
+  while (s.charCodeAt(i) === 32) i++;
+  const start = i;
+  while (i < s.length && NAME_CHAR_SET.has(s[i]!)) i++;
+  if (i === start) return { op: 'bad-format', countPauseTube: true };
+  const delay = readU32(s, i);
+  if (!delay || delay.end !== s.length) return { op: 'bad-format', countPauseTube: true };
+  return { op: 'pause-tube', tube: s.slice(start, i), delay: delay.value };
+}
+
+/** protocol (1.12): strtol with only an errno check: no digits is 0, trailing text is ignored, and the long is truncated to an int; negative waits forever. */
+function parseReserveTimeout(s: string): Command {
+  const r = readCInteger(s, 21);
+  if (r === null) return { op: 'reserve-with-timeout', timeout: 0 };
+  const [negative, magnitude] = r;
+  const value = negative ? -magnitude : magnitude;
+  if (value > 9223372036854775807n || value < -9223372036854775808n) return BAD_FORMAT;
+  return { op: 'reserve-with-timeout', timeout: Number(BigInt.asIntN(32, value)) };
+}
+
+/** protocol: kick reads its bound with strtoul: whitespace and a sign are accepted, trailing text ignored, and the result is truncated to 32 bits. */
+function parseKick(s: string): Command {
+  const r = readCInteger(s, 5);
+  if (r === null) return BAD_FORMAT;
+  const [negative, magnitude] = r;
+  if (magnitude > U64_MAX) return BAD_FORMAT;
+  const wrapped = negative ? BigInt.asUintN(64, -magnitude) : magnitude;
+  return { op: 'kick', bound: Number(BigInt.asUintN(32, wrapped)) };
+}
+
+interface NumberRead {
+  value: number;
+  end: number;
+}
+
+function isDigit(code: number): boolean {
+  return code >= 48 && code <= 57;
+}
+
+/** beanstalkd's read_u32: spaces, then at least one digit; no sign; fails above 2^32-1. */
+function readU32(s: string, at: number): NumberRead | null {
+  let i = at;
+  while (s.charCodeAt(i) === 32) i++;
+  const start = i;
+  while (isDigit(s.charCodeAt(i))) i++;
+  if (i === start) return null;
+  const value = Number(s.slice(start, i));
+  return value <= MAX_U32 ? { value, end: i } : null;
+}
+
+/** beanstalkd's read_u64; ids beyond JavaScript's safe integers come back as -1 (never a job). */
+function readU64(s: string, at: number): NumberRead | null {
+  let i = at;
+  while (s.charCodeAt(i) === 32) i++;
+  const start = i;
+  while (isDigit(s.charCodeAt(i))) i++;
+  if (i === start) return null;
+  const digits = s.slice(start, i);
+  if (i - start <= 15) return { value: Number(digits), end: i };
+  const big = BigInt(digits);
+  if (big > U64_MAX) return null;
+  return { value: big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : -1, end: i };
+}
+
+/** C's strtol/strtoul prefix: whitespace, an optional sign, digits. Null when there are no digits. */
+function readCInteger(s: string, at: number): [boolean, bigint] | null {
+  let i = at;
+  while (i < s.length && ' \t\n\v\f\r'.includes(s[i]!)) i++;
+  let negative = false;
+  if (s[i] === '+' || s[i] === '-') {
+    negative = s[i] === '-';
+    i++;
+  }
+  const start = i;
+  while (isDigit(s.charCodeAt(i))) i++;
+  if (i === start) return null;
+  return [negative, BigInt(s.slice(start, i))];
+}

@@ -1,0 +1,44 @@
+import type { FailureCode } from '../../engine/results.js';
+
+/** Fixed replies, encoded once. */
+export const REPLY = {
+  BAD_FORMAT: Buffer.from('BAD_FORMAT\r\n'),
+  UNKNOWN_COMMAND: Buffer.from('UNKNOWN_COMMAND\r\n'),
+  EXPECTED_CRLF: Buffer.from('EXPECTED_CRLF\r\n'),
+  JOB_TOO_BIG: Buffer.from('JOB_TOO_BIG\r\n'),
+  DRAINING: Buffer.from('DRAINING\r\n'),
+  OUT_OF_MEMORY: Buffer.from('OUT_OF_MEMORY\r\n'),
+  INTERNAL_ERROR: Buffer.from('INTERNAL_ERROR\r\n'),
+  NOT_FOUND: Buffer.from('NOT_FOUND\r\n'),
+  NOT_IGNORED: Buffer.from('NOT_IGNORED\r\n'),
+  DELETED: Buffer.from('DELETED\r\n'),
+  RELEASED: Buffer.from('RELEASED\r\n'),
+  BURIED: Buffer.from('BURIED\r\n'),
+  TOUCHED: Buffer.from('TOUCHED\r\n'),
+  KICKED: Buffer.from('KICKED\r\n'),
+  PAUSED: Buffer.from('PAUSED\r\n'),
+  TIMED_OUT: Buffer.from('TIMED_OUT\r\n'),
+  DEADLINE_SOON: Buffer.from('DEADLINE_SOON\r\n'),
+} as const;
+
+export const CRLF = Buffer.from('\r\n');
+
+/** The protocol word for an engine failure. */
+export function failureReply(code: FailureCode): Buffer {
+  switch (code) {
+    case 'NOT_FOUND':
+      return REPLY.NOT_FOUND;
+    case 'DRAINING':
+      return REPLY.DRAINING;
+    case 'OUT_OF_MEMORY':
+      return REPLY.OUT_OF_MEMORY;
+    case 'NOT_IGNORED':
+      return REPLY.NOT_IGNORED;
+    case 'INTERNAL_ERROR':
+      return REPLY.INTERNAL_ERROR;
+  }
+}
+
+export function line(text: string): Buffer {
+  return Buffer.from(`${text}\r\n`, 'latin1');
+}

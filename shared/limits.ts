@@ -1,0 +1,29 @@
+/** Limits and thresholds shared by the engine, every front door and the dashboard. */
+
+/** A ready job whose priority is below this counts as urgent (beanstalkd's URGENT_THRESHOLD). */
+export const URGENT_BELOW = 1024;
+/** Largest priority, delay or TTR value (u32). */
+export const MAX_U32 = 4294967295;
+/** Default and largest accepted maximum job body size in bytes (`-z`). */
+export const DEFAULT_MAX_JOB_SIZE = 65535;
+export const MAX_JOB_SIZE_LIMIT = 1073741824;
+/** Tube names: 1..200 bytes of these characters, not starting with '-'. */
+export const MAX_TUBE_NAME_LENGTH = 200;
+export const TUBE_NAME_CHARS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-+/;.$_()';
+/** A reserved job's deadline is "soon" this many milliseconds before it passes. */
+export const DEADLINE_SOON_MARGIN_MS = 1000;
+/** TTR below one second is raised to one second. */
+export const MIN_TTR_MS = 1000;
+/** The name of the tube that always exists. */
+export const DEFAULT_TUBE = 'default';
+/** Default binlog segment size in bytes (`-s`). */
+export const DEFAULT_BINLOG_SIZE = 10485760;
+
+const NAME_CHAR_SET = new Set(TUBE_NAME_CHARS);
+
+/** True when `name` is a valid tube name under the protocol's rules. */
+export function isValidTubeName(name: string): boolean {
+  if (name.length === 0 || name.length > MAX_TUBE_NAME_LENGTH || name.charCodeAt(0) === 45 /* - */) return false;
+  for (let i = 0; i < name.length; i++) if (!NAME_CHAR_SET.has(name[i]!)) return false;
+  return true;
+}

@@ -1,0 +1,12 @@
+import { svelte } from '@sveltejs/vite-plugin-svelte';
+import { defineConfig } from 'vite';
+
+// The dashboard: a Svelte app built into dist/ui and served by the server process.
+export default defineConfig({
+  root: 'ui',
+  plugins: [svelte()],
+  build: {
+    outDir: '../dist/ui',
+    emptyOutDir: true,
+  },
+});
