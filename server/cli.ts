@@ -82,12 +82,9 @@ class UsageError extends Error {}
 
 /** Parses beanstalkd-style flags (combined, attached or separate arguments; the last one wins). */
 export function parseCommandLine(argv: string[]): CliResult {
-  let tokens;
-  try {
-    ({ tokens } = parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: false, tokens: true }));
-  } catch (err) {
-    return { kind: 'usage-error', message: (err as Error).message };
-  }
+  // Not strict: like beanstalkd's EARGF, a flag's argument is the next word even when it starts
+  // with '-' (`-z -1`), and flags act in order (`-h -x` is help, `-x -h` a usage error).
+  const { tokens } = parseArgs({ args: argv, options: OPTIONS, strict: false, allowPositionals: true, tokens: true });
   const options: ServerOptions = {
     listen: '0.0.0.0',
     port: 11300,
@@ -102,7 +99,11 @@ export function parseCommandLine(argv: string[]): CliResult {
   const warnings: string[] = [];
   try {
     for (const token of tokens) {
-      if (token.kind !== 'option') continue;
+      if (token.kind !== 'option') throw new UsageError(`unknown argument: ${argv[token.index]}`);
+      if (!Object.hasOwn(OPTIONS, token.name)) throw new UsageError(`unknown flag: ${token.rawName}`);
+      const type = OPTIONS[token.name as keyof typeof OPTIONS].type;
+      if (type === 'string' && token.value === undefined) throw new UsageError(`flag requires an argument: ${token.rawName}`);
+      if (type === 'boolean' && token.value !== undefined) throw new UsageError(`flag takes no argument: ${token.rawName}`);
       const value = token.value ?? '';
       switch (token.name) {
         case 'help':

@@ -126,15 +126,21 @@ export class Engine {
     if (tube.pauseIndex >= 0) this.pausedTubes.removeAt(tube.pauseIndex);
     this.events.emit('tube:paused', { tube });
     this.refreshAwaited(tube);
-    this.processQueue();
   }
 
-  /** A paused tube whose pause has run out is unpaused on the spot (as beanstalkd does lazily). */
-  private isPaused(tube: Tube, now: number): boolean {
-    if (!tube.paused) return false;
-    if (tube.unpauseAt > now) return true;
-    this.unpause(tube);
-    return false;
+  /**
+   * Ends up to `budget` pauses that have run out by `now`, then serves waiters once, so they
+   * get the best job across every tube that opened (beanstalkd's process_queue unpauses all
+   * expired tubes before it picks a job). Returns how many pauses ended.
+   */
+  private endPauses(now: number, budget: number): number {
+    let n = 0;
+    for (let tube = this.pausedTubes.peek(); tube !== undefined && tube.unpauseAt <= now && n < budget; tube = this.pausedTubes.peek()) {
+      this.unpause(tube);
+      n++;
+    }
+    if (n > 0) this.processQueue();
+    return n;
   }
 
   private maybeRemoveTube(tube: Tube): void {
@@ -295,16 +301,21 @@ export class Engine {
     this.markWorker(session);
     const now = this.clock.now();
     if (this.deadlineSoon(session, now) && !this.anyWatchedReady(session)) return { kind: 'deadline-soon' };
+    // A pause that ran out before the scheduler's tick ends now; other waiters are served first.
+    this.endPauses(now, Number.POSITIVE_INFINITY);
     let best: Job | undefined;
     for (const tube of session.watched.values()) {
       const head = tube.ready.peek();
-      if (head !== undefined && (best === undefined || readyLess(head, best)) && !this.isPaused(tube, now)) best = head;
+      if (head !== undefined && (best === undefined || readyLess(head, best)) && !tube.paused) best = head;
     }
     if (best !== undefined) {
       this.removeReady(best);
       this.reserveFor(session, best, now, 'ready');
       return { kind: 'reserved', job: best };
     }
+    // protocol: a zero timeout still waits until the next tick, where a held job inside the
+    // DEADLINE_SOON margin wins over TIMED_OUT (possible here when only paused tubes are ready).
+    if (timeoutMs === 0 && this.deadlineSoon(session, now)) return { kind: 'deadline-soon' };
     if (timeoutMs === 0 || session.halfClosed) return { kind: 'timed-out' };
     this.startWaiting(session, timeoutMs === null ? -1 : now + timeoutMs);
     return { kind: 'waiting' };
@@ -460,9 +471,12 @@ export class Engine {
       this.detach(job);
       this.enqueueReady(job, 'delayed');
     }
-    for (let tube = this.pausedTubes.peek(); tube !== undefined && tube.unpauseAt <= now; tube = this.pausedTubes.peek()) {
-      if (work++ >= budget) return true;
-      this.unpause(tube);
+    const paused = this.pausedTubes.peek();
+    if (paused !== undefined && paused.unpauseAt <= now) {
+      if (work >= budget) return true;
+      work += this.endPauses(now, budget - work);
+      const next = this.pausedTubes.peek();
+      if (next !== undefined && next.unpauseAt <= now) return true;
     }
     for (let s = this.sessionTicks.peek(); s !== undefined && s.tickAt <= now; s = this.sessionTicks.peek()) {
       if (work++ >= budget) return true;
@@ -473,7 +487,8 @@ export class Engine {
 
   private sessionTimeout(session: Session, now: number): void {
     const soon = session.waiting && this.deadlineSoon(session, now);
-    for (let job = session.soonestReserved(); job !== undefined && job.deadlineAt <= now; job = session.soonestReserved()) {
+    // protocol: a reserved job expires once its deadline has passed (deadline < now, strictly).
+    for (let job = session.soonestReserved(); job !== undefined && job.deadlineAt < now; job = session.soonestReserved()) {
       this.stats.jobTimeouts++;
       job.timeouts++;
       this.removeReserved(session, job);
@@ -549,7 +564,8 @@ export class Engine {
   private schedule(session: Session): void {
     let at = Number.POSITIVE_INFINITY;
     const soonest = session.soonestReserved();
-    if (soonest !== undefined) at = soonest.deadlineAt - (session.waiting ? DEADLINE_SOON_MARGIN_MS : 0);
+    // Waiting: wake at the DEADLINE_SOON margin. Otherwise: at the first instant the job has expired.
+    if (soonest !== undefined) at = soonest.deadlineAt + (session.waiting ? -DEADLINE_SOON_MARGIN_MS : 1);
     if (session.waiting && session.waitUntil >= 0 && session.waitUntil < at) at = session.waitUntil;
     if (at === Number.POSITIVE_INFINITY || session.closed) {
       session.tickAt = 0;
@@ -603,6 +619,7 @@ export class Engine {
     job.deadlineAt = this.clock.now() + job.delayMs;
     job.tube.delayed.push(job);
     this.delayedJobs.push(job);
+    this.stats.delayed++;
     this.changed(job, from);
   }
 
@@ -635,6 +652,7 @@ export class Engine {
       case 'delayed':
         job.tube.delayed.removeAt(job.heapIndex);
         this.delayedJobs.removeAt(job.delayIndex);
+        this.stats.delayed--;
         break;
       case 'buried':
         job.tube.buried.delete(job.id);

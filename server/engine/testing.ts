@@ -232,6 +232,7 @@ export class Harness {
     const stats = engine.stats;
     const now = this.clock.now();
     const tubes = engine.tubes();
+    const listed = new Set(tubes);
     const open = this.clients.filter((c) => !c.session.closed).map((c) => c.session);
 
     let ready = 0;
@@ -284,7 +285,7 @@ export class Harness {
     let bytes = 0;
     for (const job of jobs) {
       bytes += job.body.length;
-      check(tubes.includes(job.tube), `job ${job.id}'s tube ${job.tube.name} is not listed`);
+      check(listed.has(job.tube), `job ${job.id}'s tube ${job.tube.name} is not listed`);
       if (job.state === 'reserved') {
         const holder = job.reservedBy;
         check(holder !== null && !holder.closed && holder.reservedJobs.get(job.id) === job, `job ${job.id} has no live holder`);
@@ -299,8 +300,8 @@ export class Harness {
       heldBySessions += s.reservedJobs.size;
       check(s.reservedByDeadline.size === s.reservedJobs.size, `session ${s.id} heaps disagree`);
       for (const j of s.reservedJobs.values()) check(j.reservedBy === s, `session ${s.id} holds job ${j.id} reserved by another`);
-      for (const t of s.watched.values()) check(tubes.includes(t), `session ${s.id} watches unlisted tube ${t.name}`);
-      check(tubes.includes(s.used), `session ${s.id} uses unlisted tube ${s.used.name}`);
+      for (const t of s.watched.values()) check(listed.has(t), `session ${s.id} watches unlisted tube ${t.name}`);
+      check(listed.has(s.used), `session ${s.id} uses unlisted tube ${s.used.name}`);
     }
     check(heldBySessions === reserved, `sessions hold ${heldBySessions} jobs, tubes count ${reserved}`);
     check(stats.waiting === open.filter((s) => s.waiting).length, `stats.waiting ${stats.waiting}`);
@@ -309,7 +310,8 @@ export class Harness {
     check(stats.workers === open.filter((s) => s.isWorker).length, `workers ${stats.workers}`);
 
     const next = engine.nextDeadline();
-    const soonestDelayed = Math.min(...tubes.map((t) => t.delayed.peek()?.deadlineAt ?? Infinity));
+    let soonestDelayed = Infinity;
+    for (const t of tubes) soonestDelayed = Math.min(soonestDelayed, t.delayed.peek()?.deadlineAt ?? Infinity);
     check(next === undefined ? soonestDelayed === Infinity : next <= soonestDelayed, `nextDeadline ${next} is after a delayed job's deadline`);
     return problems;
   }

@@ -1,0 +1,208 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_BINLOG_SIZE, DEFAULT_MAX_JOB_SIZE, MAX_JOB_SIZE_LIMIT } from '../shared/limits.js';
+import { USAGE, USAGE_EXIT_CODE, parseCommandLine, type CliResult, type ServerOptions } from './cli.js';
+
+const DEFAULTS: ServerOptions = {
+  listen: '0.0.0.0',
+  port: 11300,
+  maxJobSize: DEFAULT_MAX_JOB_SIZE,
+  binlogDir: null,
+  fsyncMs: 50,
+  binlogSize: DEFAULT_BINLOG_SIZE,
+  user: null,
+  verbosity: 0,
+  maxJobBytes: Number.POSITIVE_INFINITY,
+};
+
+function run(changes: Partial<ServerOptions>, warnings: string[] = []): CliResult {
+  return { kind: 'run', options: { ...DEFAULTS, ...changes }, warnings };
+}
+
+const CLAMP_WARNING = `maximum job size was set to ${MAX_JOB_SIZE_LIMIT}`;
+
+describe('parseCommandLine', () => {
+  it('uses beanstalkd defaults with no arguments', () => {
+    expect(parseCommandLine([])).toStrictEqual(run({}));
+  });
+
+  const rows: Array<[string[], Partial<ServerOptions>]> = [
+    [['-b', '/var/lib/bp'], { binlogDir: '/var/lib/bp' }],
+    [['-b/var/lib/bp'], { binlogDir: '/var/lib/bp' }],
+    [['--binlog-dir', '/var/lib/bp'], { binlogDir: '/var/lib/bp' }],
+    [['--binlog-dir=/var/lib/bp'], { binlogDir: '/var/lib/bp' }],
+    [['-f', '20'], { fsyncMs: 20 }],
+    [['-f0'], { fsyncMs: 0 }],
+    [['--fsync-ms', '20'], { fsyncMs: 20 }],
+    [['-F'], { fsyncMs: null }],
+    [['--no-fsync'], { fsyncMs: null }],
+    [['-l', '127.0.0.1'], { listen: '127.0.0.1' }],
+    [['-l', 'localhost'], { listen: 'localhost' }],
+    [['-llocalhost'], { listen: 'localhost' }],
+    [['-l', 'unix:/tmp/bp.sock'], { listen: 'unix:/tmp/bp.sock' }],
+    [['--listen', '::1'], { listen: '::1' }],
+    [['-p', '1234'], { port: 1234 }],
+    [['-p1234'], { port: 1234 }],
+    [['--port', '1234'], { port: 1234 }],
+    [['--port=1234'], { port: 1234 }],
+    [['-p', '0'], { port: 0 }],
+    [['-p', '65535'], { port: 65535 }],
+    [['-u', 'kr'], { user: 'kr' }],
+    [['-ukr'], { user: 'kr' }],
+    [['--user', 'kr'], { user: 'kr' }],
+    [['-z', '1234'], { maxJobSize: 1234 }],
+    [['-z1234'], { maxJobSize: 1234 }],
+    [['--max-job-size', '1234'], { maxJobSize: 1234 }],
+    [['-z', '0'], { maxJobSize: 0 }],
+    [['-z', '+7'], { maxJobSize: 7 }],
+    [['-z', '1073741824'], { maxJobSize: 1073741824 }],
+    [['-s', '8000'], { binlogSize: 8000 }],
+    [['-s8000'], { binlogSize: 8000 }],
+    [['--binlog-size', '8000'], { binlogSize: 8000 }],
+    [['-V'], { verbosity: 1 }],
+    [['--verbose'], { verbosity: 1 }],
+    [['-V', '-V'], { verbosity: 2 }],
+    [['-VVV'], { verbosity: 3 }],
+    [['--verbose', '-V', '--verbose'], { verbosity: 3 }],
+    [['--max-job-bytes', '1000000'], { maxJobBytes: 1000000 }],
+    [['--max-job-bytes=0'], { maxJobBytes: 0 }],
+    // beanstalkd test optVFVu: combined flags, the last one taking the rest of the word.
+    [['-VFVukr'], { verbosity: 2, fsyncMs: null, user: 'kr' }],
+    // The last of -f / -F wins.
+    [['-f1234', '-F'], { fsyncMs: null }],
+    [['-F', '-f5'], { fsyncMs: 5 }],
+    [['-f', '5', '-F', '-f', '7'], { fsyncMs: 7 }],
+    [['-p', '1', '-p', '2'], { port: 2 }],
+    // A flag's argument is the next word even when it starts with '-' (EARGF).
+    [['-l', '-V'], { listen: '-V' }],
+    [['-u', '-x'], { user: '-x' }],
+    [['-b', '-'], { binlogDir: '-' }],
+    [['-Vp', '1234', '-lunix:/s'], { verbosity: 1, port: 1234, listen: 'unix:/s' }],
+    [['-p', '1234', '-l', '127.0.0.1', '-z', '100', '-b', '/tmp', '-f', '10', '-s', '4096', '-u', 'nobody', '-V'],
+      { port: 1234, listen: '127.0.0.1', maxJobSize: 100, binlogDir: '/tmp', fsyncMs: 10, binlogSize: 4096, user: 'nobody', verbosity: 1 }],
+  ];
+  it.each(rows)('%j', (argv, changes) => {
+    expect(parseCommandLine(argv)).toStrictEqual(run(changes));
+  });
+
+  describe('-z above the maximum', () => {
+    it.each([
+      [['-z1073741825']],
+      [['-z', '1073741825']],
+      [['--max-job-size', '99999999999']],
+      // sscanf("%zu") wraps -1 around, and the result is then clamped.
+      [['-z', '-1']],
+      [['-z-1']],
+      [['--max-job-size=-1']],
+    ])('%j is clamped with a warning', (argv) => {
+      expect(parseCommandLine(argv)).toStrictEqual(run({ maxJobSize: MAX_JOB_SIZE_LIMIT }, [CLAMP_WARNING]));
+    });
+  });
+
+  it('warns about the removed -c and -n flags and carries on', () => {
+    expect(parseCommandLine(['-c', '-n', '-p1'])).toStrictEqual(
+      run({ port: 1 }, ['-c flag was removed. binlog is always compacted.', '-n flag was removed. binlog is always compacted.']),
+    );
+  });
+
+  it.each([[['-h']], [['--help']], [['-Vh']], [['-p', '1', '-h']], [['-h', '-x']], [['-h', '-p']]])('%j asks for help', (argv) => {
+    expect(parseCommandLine(argv)).toStrictEqual({ kind: 'help' });
+  });
+
+  it.each([[['-v']], [['--version']], [['-Vv']], [['-v', '-x']], [['-v', '-h']]])('%j asks for the version', (argv) => {
+    expect(parseCommandLine(argv)).toStrictEqual({ kind: 'version' });
+  });
+
+  it.each([
+    // unknown flags and arguments
+    [['-x']],
+    [['-Vx']],
+    [['-x', '-h']],
+    [['--bogus']],
+    [['--bogus=1']],
+    [['-']],
+    [['--']],
+    [['foo']],
+    [['-p', '1', 'foo']],
+    [['-p', '1', '1']],
+    // a flag missing its argument
+    [['-p']],
+    [['-l']],
+    [['-z']],
+    [['-b']],
+    [['-u']],
+    [['-s']],
+    [['-f']],
+    [['-V', '-f']],
+    [['--port']],
+    [['--max-job-bytes']],
+    // a switch given a value
+    [['--help=yes']],
+    [['--no-fsync=1']],
+    // invalid numbers
+    [['-p', 'abc']],
+    [['-p', '-1']],
+    [['-p', '65536']],
+    [['-p', '1.5']],
+    [['-p', '']],
+    [['-f', 'abc']],
+    [['-z', 'abc']],
+    [['-z', '12x']],
+    [['-z', '12 ']],
+    [['-z', '']],
+    [['-z', '1e3']],
+    [['-s', 'abc']],
+    [['-s', '-']],
+    [['--max-job-bytes', 'abc']],
+    [['--max-job-bytes', '-5']],
+    // flags act in order: an error before -h or -v wins
+    [['-z', 'abc', '-h']],
+  ])('%j is a usage error', (argv) => {
+    const result = parseCommandLine(argv);
+    expect(result.kind).toBe('usage-error');
+    if (result.kind === 'usage-error') expect(result.message).not.toBe('');
+  });
+
+  it('names what was wrong', () => {
+    expect(parseCommandLine(['-x'])).toStrictEqual({ kind: 'usage-error', message: 'unknown flag: -x' });
+    expect(parseCommandLine(['-p'])).toStrictEqual({ kind: 'usage-error', message: 'flag requires an argument: -p' });
+    expect(parseCommandLine(['foo'])).toStrictEqual({ kind: 'usage-error', message: 'unknown argument: foo' });
+    expect(parseCommandLine(['-z', 'abc'])).toStrictEqual({ kind: 'usage-error', message: 'invalid size: abc' });
+  });
+});
+
+describe('bin/beanpole', () => {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+  function beanpole(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+    // The test command builds first; starting the binary without dist/ would build the UI too.
+    expect(existsSync(new URL('../dist/server/main.js', import.meta.url)), 'dist/server/main.js (run npm run build:server)').toBe(true);
+    const r = spawnSync(process.execPath, ['bin/beanpole', ...args], { cwd: root, encoding: 'utf8', timeout: 30_000 });
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  it('-h prints the usage on stderr and exits 0', () => {
+    const r = beanpole('-h');
+    expect(r.status).toBe(0);
+    expect(r.stderr).toBe(USAGE);
+    expect(r.stderr).toContain(' -b DIR   write-ahead log directory\n');
+    expect(r.stdout).toBe('');
+  });
+
+  it('-x prints the usage and exits 5', () => {
+    const r = beanpole('-x');
+    expect(r.status).toBe(USAGE_EXIT_CODE);
+    expect(r.status).toBe(5);
+    expect(r.stderr).toContain(USAGE);
+    expect(r.stdout).toBe('');
+  });
+
+  it('-v prints the version and exits 0', () => {
+    const r = beanpole('-v');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe(`beanpole ${version}\n`);
+  });
+});

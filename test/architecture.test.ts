@@ -1,0 +1,84 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+// The house layering: shared imports nothing; the engine imports only shared; nothing imports
+// the front doors' internals from the engine; and value imports form no cycles.
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+interface Edge {
+  to: string;
+  typeOnly: boolean;
+}
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) out.push(...sourceFiles(full));
+    else if (name.endsWith('.ts') && !name.endsWith('.test.ts') && !name.endsWith('.d.ts')) out.push(full);
+  }
+  return out;
+}
+
+function importsOf(file: string): Edge[] {
+  const text = readFileSync(file, 'utf8');
+  const edges: Edge[] = [];
+  const re = /^(import|export)\s+(type\s+)?[^;]*?from\s+'([^']+)'/gms;
+  for (const m of text.matchAll(re)) {
+    const spec = m[3]!;
+    if (!spec.startsWith('.')) continue;
+    const target = path.resolve(path.dirname(file), spec.replace(/\.js$/, '.ts'));
+    edges.push({ to: path.relative(ROOT, target), typeOnly: m[2] !== undefined });
+  }
+  return edges;
+}
+
+const files = [...sourceFiles(path.join(ROOT, 'server')), ...sourceFiles(path.join(ROOT, 'shared'))].map((f) =>
+  path.relative(ROOT, f),
+);
+const graph = new Map(files.map((f) => [f, importsOf(path.join(ROOT, f))]));
+
+describe('module layering', () => {
+  it('shared/ imports nothing from the server', () => {
+    for (const [file, edges] of graph) {
+      if (!file.startsWith('shared/')) continue;
+      for (const e of edges) expect(e.to.startsWith('shared/'), `${file} -> ${e.to}`).toBe(true);
+    }
+  });
+
+  it('the engine imports only itself and shared/', () => {
+    for (const [file, edges] of graph) {
+      if (!file.startsWith('server/engine/')) continue;
+      for (const e of edges) {
+        expect(e.to.startsWith('server/engine/') || e.to.startsWith('shared/'), `${file} -> ${e.to}`).toBe(true);
+      }
+    }
+  });
+
+  it('the engine uses no sockets, file system or timers, and reads time only through its clock', () => {
+    // clock.ts holds the one real clock, which the composition root injects.
+    for (const file of files.filter((f) => f.startsWith('server/engine/') && !f.endsWith('/clock.ts'))) {
+      const text = readFileSync(path.join(ROOT, file), 'utf8');
+      expect(text, file).not.toMatch(/from 'node:(net|fs|http|dgram|timers)'|setTimeout|setInterval|setImmediate|Date\.now/);
+    }
+  });
+
+  it('value imports have no cycles', () => {
+    const state = new Map<string, 'visiting' | 'done'>();
+    const cycles: string[] = [];
+    const visit = (file: string, trail: string[]): void => {
+      if (state.get(file) === 'done') return;
+      if (state.get(file) === 'visiting') {
+        cycles.push([...trail.slice(trail.indexOf(file)), file].join(' -> '));
+        return;
+      }
+      state.set(file, 'visiting');
+      for (const e of graph.get(file) ?? []) if (!e.typeOnly) visit(e.to, [...trail, file]);
+      state.set(file, 'done');
+    };
+    for (const file of files) visit(file, []);
+    expect(cycles).toEqual([]);
+  });
+});
