@@ -3,7 +3,7 @@ import type { Engine } from './engine/engine.js';
 /** Longest single wait, so a far deadline never overflows setTimeout. */
 const MAX_WAIT_MS = 60 * 60 * 1000;
 /** Units of timed work (jobs coming due, expiries) per turn of the event loop. */
-const TICK_BUDGET = 2048;
+const TICK_BUDGET = 1024;
 
 /**
  * The server's only timer: sleeps until the engine's next deadline, then lets the engine do

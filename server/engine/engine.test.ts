@@ -428,7 +428,7 @@ describe('bury', () => {
       expect(h.engine.bury(c.session, id, 7).ok).toBe(true);
     }
     const tube = h.engine.defaultTube;
-    expect([...tube.buried.keys()]).toEqual([3, 1, 2]);
+    expect([...tube.buried.values()].map((j) => j.id)).toEqual([3, 1, 2]);
     expect(h.engine.job(3)).toMatchObject({ state: 'buried', priority: 7, buries: 1, reservedBy: null, deadlineAt: 0 });
     expect(h.engine.stats.buried).toBe(3);
     expect(h.engine.peekBuried(tube)!.id).toBe(3);

@@ -627,7 +627,7 @@ export class Engine {
     job.state = 'buried';
     job.deadlineAt = 0;
     job.buries++;
-    job.tube.buried.set(job.id, job);
+    job.tube.buried.push(job);
     this.stats.buried++;
     this.changed(job, from);
   }
@@ -655,7 +655,7 @@ export class Engine {
         this.stats.delayed--;
         break;
       case 'buried':
-        job.tube.buried.delete(job.id);
+        job.tube.buried.remove(job);
         this.stats.buried--;
         break;
       case 'reserved':

@@ -21,6 +21,9 @@ export class Job {
   heapIndex = -1;
   /** Position in the engine's global delay heap. */
   delayIndex = -1;
+  /** Neighbours in the tube's buried list. */
+  listPrev: Job | null = null;
+  listNext: Job | null = null;
 
   constructor(
     readonly id: number,

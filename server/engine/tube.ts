@@ -1,5 +1,6 @@
 import { IndexedHeap } from './heap.js';
 import { deadlineLess, readyLess, setHeapIndex, type Job } from './job.js';
+import { JobList } from './job-list.js';
 import { OrderedSet } from './ordered-set.js';
 import type { Session } from './session.js';
 
@@ -7,8 +8,8 @@ import type { Session } from './session.js';
 export class Tube {
   readonly ready = new IndexedHeap<Job>(readyLess, setHeapIndex);
   readonly delayed = new IndexedHeap<Job>(deadlineLess, setHeapIndex);
-  /** Buried jobs, oldest first (a Map keeps insertion order and deletes in O(1)). */
-  readonly buried = new Map<number, Job>();
+  /** Buried jobs, oldest first. */
+  readonly buried = new JobList();
   /** Sessions blocked in reserve that watch this tube. */
   readonly waiting = new OrderedSet<Session>();
 
@@ -40,7 +41,6 @@ export class Tube {
   }
 
   firstBuried(): Job | undefined {
-    for (const job of this.buried.values()) return job;
-    return undefined;
+    return this.buried.first();
   }
 }

@@ -19,7 +19,7 @@ export interface ConnectionContext {
 }
 
 /** Jobs moved per slice of a large kick, between which other clients are served. */
-const KICK_SLICE = 4096;
+const KICK_SLICE = 1024;
 /** Stop reading from a client whose unparsed input or unsent replies grow beyond this. */
 const MAX_BUFFERED_INPUT = 4 * 1024 * 1024;
 const MAX_BUFFERED_OUTPUT = 8 * 1024 * 1024;

@@ -1,0 +1,44 @@
+import type { Job } from './job.js';
+
+/**
+ * A first-in, first-out list of jobs linked through the jobs themselves (beanstalkd's buried
+ * list): append, remove from anywhere and read the head are all O(1), with no per-node allocation.
+ */
+export class JobList {
+  private head: Job | null = null;
+  private tail: Job | null = null;
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  first(): Job | undefined {
+    return this.head ?? undefined;
+  }
+
+  push(job: Job): void {
+    job.listPrev = this.tail;
+    job.listNext = null;
+    if (this.tail === null) this.head = job;
+    else this.tail.listNext = job;
+    this.tail = job;
+    this.count++;
+  }
+
+  /** Removes `job`, which the caller knows is in this list. */
+  remove(job: Job): void {
+    if (job.listPrev === null) this.head = job.listNext;
+    else job.listPrev.listNext = job.listNext;
+    if (job.listNext === null) this.tail = job.listPrev;
+    else job.listNext.listPrev = job.listPrev;
+    job.listPrev = null;
+    job.listNext = null;
+    this.count--;
+  }
+
+  /** Oldest first. */
+  *values(): IterableIterator<Job> {
+    for (let job = this.head; job !== null; job = job.listNext) yield job;
+  }
+}
