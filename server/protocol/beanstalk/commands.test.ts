@@ -287,10 +287,11 @@ const tables: Record<string, Row[]> = {
     ['pause-tubedefault 0', pause('default', 0)],
     ['pause-tubes 5', pause('s', 5)],
     ['pause-tube foo-+/;.$_() 1', pause('foo-+/;.$_()', 1)],
-    // protocol: this name reader does not check the length or a leading '-': such a tube cannot
-    // exist, so the dispatcher answers NOT_FOUND.
-    ['pause-tube -foo 1', pause('-foo', 1)],
-    [`pause-tube ${NAME_201} 1`, pause(NAME_201, 1)],
+    // protocol: after reading the name and delay, the name is validated (verified against 1.12):
+    // a leading '-' or more than 200 bytes is BAD_FORMAT, still counted.
+    ['pause-tube -foo 1', BAD_PAUSE],
+    ['pause-tube- 7', BAD_PAUSE],
+    [`pause-tube ${NAME_201} 1`, BAD_PAUSE],
     // protocol: a bad pause-tube still counts as cmd-pause-tube.
     ['pause-tube default', BAD_PAUSE],
     ['pause-tube default ', BAD_PAUSE],

@@ -108,7 +108,10 @@ function parsePauseTube(s: string): Command {
   if (i === start) return { op: 'bad-format', countPauseTube: true };
   const delay = readU32(s, i);
   if (!delay || delay.end !== s.length) return { op: 'bad-format', countPauseTube: true };
-  return { op: 'pause-tube', tube: s.slice(start, i), delay: delay.value };
+  const tube = s.slice(start, i);
+  // protocol: the name is then held to the usual rules (no leading '-', at most 200 bytes).
+  if (!isValidTubeName(tube)) return { op: 'bad-format', countPauseTube: true };
+  return { op: 'pause-tube', tube, delay: delay.value };
 }
 
 /** protocol (1.12): strtol with only an errno check: no digits is 0, trailing text is ignored, and the long is truncated to an int; negative waits forever. */
