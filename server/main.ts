@@ -43,16 +43,7 @@ async function main(argv: string[]): Promise<void> {
     binlog: () => ({ oldestIndex: 0, currentIndex: 0, recordsMigrated: 0, recordsWritten: 0, maxSize: options.binlogSize }),
   };
   const beanstalk = new BeanstalkServer({ engine, info, log, onActivity: scheduler.poke });
-  try {
-    const where = await beanstalk.listen(options.listen, options.port);
-    log.info({ address: where, version: VERSION }, `beanstalkd protocol listening on ${where}`);
-  } catch (err) {
-    log.fatal({ err }, 'cannot listen');
-    process.exit(111);
-  }
-  checkBinlogDir(options, log);
-  if (options.user !== null) becomeUser(options.user, log);
-
+  // Handlers go in before listening: Node's default SIGUSR1 action would open the inspector.
   process.on('SIGPIPE', () => undefined);
   process.on('SIGUSR1', () => {
     log.info('SIGUSR1: entering drain mode; puts now get DRAINING');
@@ -69,6 +60,16 @@ async function main(argv: string[]): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+
+  try {
+    const where = await beanstalk.listen(options.listen, options.port);
+    log.info({ address: where, version: VERSION }, `beanstalkd protocol listening on ${where}`);
+  } catch (err) {
+    log.fatal({ err }, 'cannot listen');
+    process.exit(111);
+  }
+  checkBinlogDir(options, log);
+  if (options.user !== null) becomeUser(options.user, log);
 }
 
 function checkBinlogDir(options: ServerOptions, log: Logger): void {

@@ -309,6 +309,10 @@ export class Engine {
       if (head !== undefined && (best === undefined || readyLess(head, best)) && !tube.paused) best = head;
     }
     if (best !== undefined) {
+      // protocol: beanstalkd always queues a reserving client as a waiter and takes it back
+      // round-robin; that take advances the tube's rotation, which decides later waiter order.
+      best.tube.waiting.add(session);
+      best.tube.waiting.take();
       this.removeReady(best);
       this.reserveFor(session, best, now, 'ready');
       return { kind: 'reserved', job: best };

@@ -15,7 +15,7 @@ export type Command =
   | { op: 'kick'; bound: number }
   | { op: 'stats-tube' | 'use' | 'watch' | 'ignore'; tube: string }
   | { op: 'pause-tube'; tube: string; delay: number }
-  /** `countPauseTube`: beanstalkd counts cmd-pause-tube before it validates the name. */
+  /** `countPauseTube`: beanstalkd counts cmd-pause-tube before it validates the tube name. */
   | { op: 'bad-format'; countPauseTube?: boolean }
   | { op: 'unknown' };
 
@@ -105,11 +105,12 @@ function parsePauseTube(s: string): Command {
   while (s.charCodeAt(i) === 32) i++;
   const start = i;
   while (i < s.length && NAME_CHAR_SET.has(s[i]!)) i++;
-  if (i === start) return { op: 'bad-format', countPauseTube: true };
+  if (i === start) return BAD_FORMAT;
   const delay = readU32(s, i);
-  if (!delay || delay.end !== s.length) return { op: 'bad-format', countPauseTube: true };
+  if (!delay || delay.end !== s.length) return BAD_FORMAT;
   const tube = s.slice(start, i);
-  // protocol: the name is then held to the usual rules (no leading '-', at most 200 bytes).
+  // protocol: once name and delay parse, cmd-pause-tube is counted; only then is the name held to
+  // the usual rules (no leading '-', at most 200 bytes), so a bad name counts and gets BAD_FORMAT.
   if (!isValidTubeName(tube)) return { op: 'bad-format', countPauseTube: true };
   return { op: 'pause-tube', tube, delay: delay.value };
 }

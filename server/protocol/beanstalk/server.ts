@@ -1,3 +1,4 @@
+import { lstatSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
 import { BeanstalkConnection, type ConnectionContext } from './connection.js';
 
@@ -28,8 +29,18 @@ export class BeanstalkServer {
         const addr = this.server.address();
         resolve(typeof addr === 'string' ? `unix:${addr}` : `${addr!.address}:${addr!.port}`);
       };
-      if (host.startsWith('unix:')) this.server.listen({ path: host.slice(5), backlog: 1024 }, done);
-      else this.server.listen({ host, port, backlog: 1024 }, done);
+      if (host.startsWith('unix:')) {
+        const path = host.slice(5);
+        try {
+          removeStaleSocket(path);
+        } catch (err) {
+          reject(err as Error);
+          return;
+        }
+        this.server.listen({ path, backlog: 1024 }, done);
+      } else {
+        this.server.listen({ host, port, backlog: 1024 }, done);
+      }
     });
   }
 
@@ -38,4 +49,16 @@ export class BeanstalkServer {
     for (const conn of this.connections) conn.destroy();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/** Like beanstalkd: an old socket file at the path is removed; any other kind of file is an error. */
+function removeStaleSocket(path: string): void {
+  let isSocket: boolean;
+  try {
+    isSocket = lstatSync(path).isSocket();
+  } catch {
+    return; // nothing there
+  }
+  if (!isSocket) throw new Error(`${path} exists and is not a socket`);
+  unlinkSync(path);
 }
