@@ -179,6 +179,28 @@ describe('closeSession', () => {
     expectConsistent();
   });
 
+  it('releases at most `budget` jobs per call, in order, and lets go of its tubes only at the end', () => {
+    const worker = h.open();
+    worker.use('side');
+    worker.watch('side');
+    for (let i = 0; i < 5; i++) producer.put();
+    for (let i = 0; i < 5; i++) worker.reserveNow();
+    const released: number[] = [];
+    h.engine.events.on('job:changed', (e) => released.push(e.job.id));
+    expect(h.engine.closeSession(worker.session, 2)).toBe(false);
+    expect(released).toEqual([1, 2]);
+    expect(worker.session.closed).toBe(false);
+    expect(h.engine.tube('side')).toBeDefined();
+    expect(h.engine.closeSession(worker.session, 2)).toBe(false);
+    expect(h.engine.closeSession(worker.session, 2)).toBe(true);
+    expect(released).toEqual([1, 2, 3, 4, 5]);
+    expect(worker.session.closed).toBe(true);
+    expect(h.engine.tube('side')).toBeUndefined();
+    expect(h.engine.stats.currentConnections).toBe(1);
+    expect(h.engine.closeSession(worker.session, 2)).toBe(true);
+    expectConsistent();
+  });
+
   it('hands the released jobs to waiting sessions (upstream close_releases_job)', () => {
     const consumer = h.open();
     producer.put({ ttrMs: 100_000 });

@@ -175,11 +175,16 @@ export class Engine {
     return session;
   }
 
-  /** Ends a session: it stops waiting and its reserved jobs go back to ready, oldest reservation first. */
-  closeSession(session: Session): void {
-    if (session.closed) return;
+  /**
+   * Ends a session: it stops waiting, its reserved jobs go back to ready (oldest reservation
+   * first) and its tubes are released. Releases at most `budget` jobs per call and returns false
+   * while more remain, so a client that held a million jobs cannot stall others as it leaves.
+   */
+  closeSession(session: Session, budget = Number.POSITIVE_INFINITY): boolean {
+    if (session.closed) return true;
     if (session.waiting) this.stopWaiting(session);
-    for (const job of session.reservedJobs.values()) {
+    for (let n = 0, job = session.reservedJobs.first(); job !== undefined; n++, job = session.reservedJobs.first()) {
+      if (n >= budget) return false;
       this.removeReserved(session, job);
       this.enqueueReady(job, 'reserved');
     }
@@ -196,6 +201,7 @@ export class Engine {
     if (session.isWorker) this.stats.workers--;
     this.stats.currentConnections--;
     session.closed = true;
+    return true;
   }
 
   use(session: Session, name: string): Tube {
@@ -588,7 +594,7 @@ export class Engine {
     job.deadlineAt = now + job.ttrMs;
     job.state = 'reserved';
     job.reservedBy = session;
-    session.reservedJobs.set(job.id, job);
+    session.reservedJobs.push(job);
     session.reservedByDeadline.push(job);
     session.waitUntil = -1;
     this.schedule(session);
@@ -596,7 +602,7 @@ export class Engine {
   }
 
   private removeReserved(session: Session, job: Job): void {
-    session.reservedJobs.delete(job.id);
+    session.reservedJobs.remove(job);
     session.reservedByDeadline.removeAt(job.heapIndex);
     job.reservedBy = null;
     job.tube.reserved--;

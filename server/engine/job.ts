@@ -21,7 +21,7 @@ export class Job {
   heapIndex = -1;
   /** Position in the engine's global delay heap. */
   delayIndex = -1;
-  /** Neighbours in the tube's buried list. */
+  /** Neighbours in the tube's buried list, or in the reserving session's list. */
   listPrev: Job | null = null;
   listNext: Job | null = null;
 

@@ -1,5 +1,6 @@
 import { IndexedHeap } from './heap.js';
 import { deadlineLess, setHeapIndex, type Job } from './job.js';
+import { JobList } from './job-list.js';
 import { OrderedSet } from './ordered-set.js';
 import type { Tube } from './tube.js';
 
@@ -18,7 +19,7 @@ export class Session {
   used!: Tube;
   readonly watched = new OrderedSet<Tube>();
   /** Reserved jobs in reservation order (disconnect releases them in this order). */
-  readonly reservedJobs = new Map<number, Job>();
+  readonly reservedJobs = new JobList();
   /** The same jobs by TTR deadline. */
   readonly reservedByDeadline = new IndexedHeap<Job>(deadlineLess, setHeapIndex);
   waiting = false;

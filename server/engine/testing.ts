@@ -108,7 +108,7 @@ export class Client {
 
   /** Ids of the jobs this session holds, in reservation order. */
   reservedIds(): number[] {
-    return [...this.session.reservedJobs.keys()];
+    return [...this.session.reservedJobs.values()].map((j) => j.id);
   }
 
   close(): void {
@@ -288,7 +288,7 @@ export class Harness {
       check(listed.has(job.tube), `job ${job.id}'s tube ${job.tube.name} is not listed`);
       if (job.state === 'reserved') {
         const holder = job.reservedBy;
-        check(holder !== null && !holder.closed && holder.reservedJobs.get(job.id) === job, `job ${job.id} has no live holder`);
+        check(holder !== null && !holder.closed && [...holder.reservedJobs.values()].includes(job), `job ${job.id} has no live holder`);
       } else {
         check(job.reservedBy === null, `job ${job.id} is ${job.state} but has a holder`);
       }

@@ -18,8 +18,9 @@ export interface ConnectionContext {
   onActivity: () => void;
 }
 
-/** Jobs moved per slice of a large kick, between which other clients are served. */
+/** Jobs moved per slice of a large kick or of a departing client's reservations. */
 const KICK_SLICE = 1024;
+const RELEASE_SLICE = 1024;
 /** Stop reading from a client whose unparsed input or unsent replies grow beyond this. */
 const MAX_BUFFERED_INPUT = 4 * 1024 * 1024;
 const MAX_BUFFERED_OUTPUT = 8 * 1024 * 1024;
@@ -347,16 +348,20 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
   private finish(): void {
     if (this.finished) return;
     this.finished = true;
-    this.engine.closeSession(this.session);
-    this.ctx.onActivity();
+    this.endSession();
     this.socket.end();
   }
 
   private onClose(): void {
-    if (!this.finished) {
-      this.finished = true;
-      this.engine.closeSession(this.session);
-      this.ctx.onActivity();
-    }
+    if (this.finished) return;
+    this.finished = true;
+    this.endSession();
+  }
+
+  /** Returns the client's reserved jobs to ready in slices, then lets go of its tubes. */
+  private endSession(): void {
+    const done = this.engine.closeSession(this.session, RELEASE_SLICE);
+    this.ctx.onActivity();
+    if (!done) setImmediate(() => this.endSession());
   }
 }
