@@ -1,11 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { statSync } from 'node:fs';
 import os from 'node:os';
 import { USAGE, USAGE_EXIT_CODE, parseCommandLine, type ServerOptions } from './cli.js';
 import { systemClock } from './engine/clock.js';
 import { Engine } from './engine/engine.js';
+import { immediateDurability, nullJournal } from './engine/journal.js';
 import { createLogger, type Logger } from './logger.js';
+import { BINLOG_EXIT_CODE, BinlogDirError, openBinlog, type OpenedBinlog } from './persistence/open-binlog.js';
 import { BeanstalkServer } from './protocol/beanstalk/server.js';
 import type { ServerInfo } from './protocol/beanstalk/yaml.js';
 import { Scheduler } from './scheduler.js';
@@ -30,8 +31,27 @@ async function main(argv: string[]): Promise<void> {
   const log = createLogger(options.verbosity);
   for (const w of warnings) log.warn(w);
 
-  const engine = new Engine({ clock: systemClock, maxJobBytes: options.maxJobBytes });
+  const persisted = options.binlogDir === null ? null : openPersistence(options, options.binlogDir, log);
+  const binlog = persisted?.binlog ?? null;
+  const engine = new Engine({ clock: systemClock, maxJobBytes: options.maxJobBytes, journal: binlog ?? nullJournal });
+  if (persisted !== null) {
+    const started = performance.now();
+    const restored = engine.restore(persisted.recovery.jobs.values(), persisted.recovery.nextId);
+    persisted.binlog.attach(engine);
+    log.info(
+      {
+        dir: options.binlogDir,
+        jobs: restored,
+        records: persisted.recovery.records,
+        segments: persisted.recovery.segments.length,
+        problems: persisted.recovery.problems.length,
+        ms: Math.round(persisted.replayMs + performance.now() - started),
+      },
+      `binlog: recovered ${restored} jobs in ${Math.round(persisted.replayMs + performance.now() - started)} ms`,
+    );
+  }
   const scheduler = new Scheduler(engine);
+  const noBinlog = { oldestIndex: 0, currentIndex: 0, recordsMigrated: 0, recordsWritten: 0, maxSize: options.binlogSize };
   const info: ServerInfo = {
     version: VERSION,
     instanceId: randomBytes(8).toString('hex'),
@@ -40,9 +60,15 @@ async function main(argv: string[]): Promise<void> {
     platform: os.machine(),
     pid: process.pid,
     maxJobSize: options.maxJobSize,
-    binlog: () => ({ oldestIndex: 0, currentIndex: 0, recordsMigrated: 0, recordsWritten: 0, maxSize: options.binlogSize }),
+    binlog: () => binlog?.stats() ?? noBinlog,
   };
-  const beanstalk = new BeanstalkServer({ engine, info, log, onActivity: scheduler.poke });
+  const beanstalk = new BeanstalkServer({
+    engine,
+    info,
+    log,
+    onActivity: scheduler.poke,
+    durability: binlog ?? immediateDurability,
+  });
   // Handlers go in before listening: Node's default SIGUSR1 action would open the inspector.
   process.on('SIGPIPE', () => undefined);
   process.on('SIGUSR1', () => {
@@ -55,6 +81,11 @@ async function main(argv: string[]): Promise<void> {
     stopping = true;
     log.info({ signal }, 'shutting down');
     scheduler.stop();
+    // Everything appended is written and fsynced first; that also releases held replies.
+    if (persisted !== null) {
+      persisted.binlog.close();
+      persisted.lock.release();
+    }
     void beanstalk.close().then(() => process.exit(0));
     setTimeout(() => process.exit(0), 2000).unref();
   };
@@ -68,19 +99,31 @@ async function main(argv: string[]): Promise<void> {
     log.fatal({ err }, 'cannot listen');
     process.exit(111);
   }
-  checkBinlogDir(options, log);
   if (options.user !== null) becomeUser(options.user, log);
 }
 
-function checkBinlogDir(options: ServerOptions, log: Logger): void {
-  if (options.binlogDir === null) return;
+/** -b DIR: lock, replay and open the binlog, or exit like beanstalkd when the directory is unusable. */
+function openPersistence(options: ServerOptions, dir: string, log: Logger): OpenedBinlog {
   try {
-    if (!statSync(options.binlogDir).isDirectory()) throw new Error('not a directory');
+    return openBinlog({
+      dir,
+      segmentBytes: options.binlogSize,
+      fsyncMs: options.fsyncMs,
+      log,
+      onFatal: (err) => {
+        // Replies for the changes not yet written are still held: exiting acknowledges nothing
+        // that is not on disk, and a restart replays exactly what is.
+        log.fatal({ dir, err: err.message }, 'binlog: write failed on claimed space; stopping so no unwritten change is acknowledged');
+        process.exit(1);
+      },
+    });
   } catch (err) {
-    log.fatal({ dir: options.binlogDir, err: (err as Error).message }, 'binlog directory is not usable');
-    process.exit(10);
+    if (err instanceof BinlogDirError) {
+      log.fatal({ dir, err: err.message }, 'binlog directory is not usable');
+      process.exit(BINLOG_EXIT_CODE);
+    }
+    throw err;
   }
-  log.warn({ dir: options.binlogDir }, 'this build keeps jobs in memory only: the binlog is not written yet');
 }
 
 /** -u USER: drop privileges after binding, with beanstalkd's exit codes. */

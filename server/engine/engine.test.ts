@@ -398,7 +398,7 @@ describe('release', () => {
     expectConsistent();
   });
 
-  it('journals a release only when it has a delay', () => {
+  it('journals every release, with or without a delay', () => {
     const journal = new RecordingJournal();
     h = new Harness({ journal });
     c = h.open();
@@ -407,7 +407,26 @@ describe('release', () => {
     h.engine.release(c.session, 1, 0, 0);
     c.reserveNow();
     h.engine.release(c.session, 1, 0, 1000);
-    expect(journal.writes).toEqual(['put 1 ready', 'update 1 delayed']);
+    expect(journal.writes).toEqual(['put 1 ready', 'update 1 ready', 'update 1 delayed']);
+  });
+
+  it('leaves a release, bury, kick and reserve-job undone when the journal has no room', () => {
+    const journal = new RecordingJournal();
+    h = new Harness({ journal });
+    c = h.open();
+    c.put();
+    c.put({ delayMs: 5000 });
+    c.reserveNow();
+    journal.failUpdate = true;
+    expect(h.engine.release(c.session, 1, 7, 0)).toEqual({ ok: false, code: 'INTERNAL_ERROR' });
+    expect(h.engine.bury(c.session, 1, 7)).toEqual({ ok: false, code: 'INTERNAL_ERROR' });
+    expect(h.engine.job(1)!.state).toBe('reserved');
+    expect(h.engine.job(1)!.priority).not.toBe(7);
+    expect(h.engine.kickJob(2)).toEqual({ ok: false, code: 'INTERNAL_ERROR' });
+    expect(h.engine.kick(h.engine.defaultTube, 10)).toBe(0);
+    expect(h.engine.reserveJob(c.session, 2)).toEqual({ ok: false, code: 'INTERNAL_ERROR' });
+    expect(h.engine.job(2)!.state).toBe('delayed');
+    expectConsistent();
   });
 });
 

@@ -2,7 +2,7 @@ import { DEADLINE_SOON_MARGIN_MS, DEFAULT_TUBE, URGENT_BELOW } from '../../share
 import type { Clock } from './clock.js';
 import { EngineEvents } from './events.js';
 import { IndexedHeap } from './heap.js';
-import { Job, deadlineLess, readyLess, setDelayIndex, type JobState } from './job.js';
+import { Job, deadlineLess, readyLess, setDelayIndex, type JobImage, type JobState } from './job.js';
 import { nullJournal, type Journal } from './journal.js';
 import { OrderedSet } from './ordered-set.js';
 import { fail, ok, type ReserveOutcome, type Result } from './results.js';
@@ -69,6 +69,7 @@ export class Engine {
   );
   private nextJobId = 1;
   private nextSessionId = 1;
+  private lastBuriedSeq = 0;
 
   constructor(options: EngineOptions) {
     this.clock = options.clock;
@@ -185,8 +186,12 @@ export class Engine {
     if (session.waiting) this.stopWaiting(session);
     for (let n = 0, job = session.reservedJobs.first(); job !== undefined; n++, job = session.reservedJobs.first()) {
       if (n >= budget) return false;
+      // The job is already ready on disk; the record only keeps its reserves counter, so it is
+      // skipped rather than failing the disconnect when the binlog has no room.
+      const recorded = this.journal.canUpdate(1);
       this.removeReserved(session, job);
       this.enqueueReady(job, 'reserved');
+      if (recorded) this.journal.update(job);
     }
     // protocol: beanstalkd clears the watch list by always removing the first item, which
     // decides the order in which unreferenced tubes leave list-tubes.
@@ -257,12 +262,22 @@ export class Engine {
     return this.jobs.get(id);
   }
 
+  /** Every job, in no particular order (for compaction and recovery checks). */
+  allJobs(): IterableIterator<Job> {
+    return this.jobs.values();
+  }
+
   get jobTotal(): number {
     return this.jobs.size;
   }
 
   get delayedCount(): number {
     return this.delayedJobs.size;
+  }
+
+  /** The id the next put will get. */
+  get nextId(): number {
+    return this.nextJobId;
   }
 
   /** Takes the next job id. beanstalkd takes it when the put line arrives, so a failed put uses one up. */
@@ -297,7 +312,7 @@ export class Engine {
     this.bodyBytes += job.body.length;
     this.stats.totalJobs++;
     job.tube.totalJobs++;
-    if (request.delayMs > 0) this.enqueueDelayed(job, null);
+    if (request.delayMs > 0) this.enqueueDelayed(job, null, job.deadlineAt);
     else this.enqueueReady(job, null);
     return ok(job);
   }
@@ -345,9 +360,14 @@ export class Engine {
     const job = this.jobs.get(id);
     if (job === undefined || job.state === 'reserved') return fail('NOT_FOUND');
     const from = job.state;
+    // A buried or delayed job taken this way must come back ready after a restart, like any
+    // reserved job, so the change is recorded (a reserve from ready needs no record).
+    const record = from !== 'ready';
+    if (record && !this.journal.canUpdate(1)) return fail('INTERNAL_ERROR');
     this.detach(job);
     this.markWorker(session);
     this.reserveFor(session, job, this.clock.now(), from);
+    if (record) this.journal.update(job);
     return ok(job);
   }
 
@@ -372,25 +392,27 @@ export class Engine {
   release(session: Session, id: number, priority: number, delayMs: number): Result<Job> {
     const job = this.reservedBy(session, id);
     if (job === undefined) return fail('NOT_FOUND');
+    if (!this.journal.canUpdate(1)) return fail('INTERNAL_ERROR');
     this.removeReserved(session, job);
     this.schedule(session);
     job.priority = priority;
     job.delayMs = delayMs;
     job.releases++;
-    if (delayMs > 0) this.enqueueDelayed(job, 'reserved');
+    if (delayMs > 0) this.enqueueDelayed(job, 'reserved', this.clock.now() + delayMs);
     else this.enqueueReady(job, 'reserved');
-    if (delayMs > 0 && !this.journal.update(job)) return fail('OUT_OF_MEMORY');
+    this.journal.update(job);
     return ok(job);
   }
 
   bury(session: Session, id: number, priority: number): Result<Job> {
     const job = this.reservedBy(session, id);
     if (job === undefined) return fail('NOT_FOUND');
+    if (!this.journal.canUpdate(1)) return fail('INTERNAL_ERROR');
     this.removeReserved(session, job);
     this.schedule(session);
     job.priority = priority;
     this.buryJob(job, 'reserved');
-    if (!this.journal.update(job)) return fail('INTERNAL_ERROR');
+    this.journal.update(job);
     return ok(job);
   }
 
@@ -423,13 +445,14 @@ export class Engine {
 
   /**
    * Kicks up to `max` jobs of `kind` from `tube` to ready and returns how many moved. Front doors
-   * call it in bounded slices so a huge kick never stalls other clients.
+   * call it in bounded slices so a huge kick never stalls other clients. Stops early when the
+   * journal cannot record more.
    */
   kickSome(tube: Tube, kind: KickKind, max: number): number {
     let n = 0;
     while (n < max) {
       const job = kind === 'buried' ? tube.firstBuried() : tube.delayed.peek();
-      if (job === undefined) break;
+      if (job === undefined || !this.journal.canUpdate(1)) break;
       this.kickOne(job);
       n++;
     }
@@ -444,6 +467,7 @@ export class Engine {
   kickJob(id: number): Result<Job> {
     const job = this.jobs.get(id);
     if (job === undefined || (job.state !== 'buried' && job.state !== 'delayed')) return fail('NOT_FOUND');
+    if (!this.journal.canUpdate(1)) return fail('INTERNAL_ERROR');
     this.kickOne(job);
     return ok(job);
   }
@@ -454,6 +478,45 @@ export class Engine {
     job.kicks++;
     this.enqueueReady(job, from);
     this.journal.update(job);
+  }
+
+  // ---- recovery ------------------------------------------------------------------------------
+
+  /**
+   * Puts back jobs read from a binlog, in their recorded states (delayed jobs keep their
+   * absolute deadline; buried jobs are ordered by when they were buried). Counts nothing in
+   * the cumulative stats. Later puts get ids above `nextId` and above every restored id.
+   */
+  restore(images: Iterable<JobImage & { file: number }>, nextId: number): number {
+    const buried: Job[] = [];
+    let count = 0;
+    for (const img of images) {
+      const tube = this.findOrCreateTube(img.tube);
+      const job = new Job(img.id, tube, img.priority, img.delayMs, img.ttrMs, img.body, img.createdAt);
+      job.reserves = img.reserves;
+      job.timeouts = img.timeouts;
+      job.releases = img.releases;
+      job.buries = img.buries;
+      job.kicks = img.kicks;
+      job.buriedSeq = img.buriedSeq;
+      job.file = img.file;
+      this.jobs.set(job.id, job);
+      this.bodyBytes += job.body.length;
+      if (job.id >= this.nextJobId) this.nextJobId = job.id + 1;
+      if (img.buriedSeq > this.lastBuriedSeq) this.lastBuriedSeq = img.buriedSeq;
+      if (img.state === 'buried') buried.push(job);
+      else if (img.state === 'delayed') this.enqueueDelayed(job, null, img.deadlineAt);
+      else this.enqueueReady(job, null);
+      count++;
+    }
+    buried.sort((a, b) => a.buriedSeq - b.buriedSeq || a.id - b.id);
+    for (const job of buried) {
+      job.state = 'buried';
+      job.tube.buried.push(job);
+      this.stats.buried++;
+    }
+    if (nextId > this.nextJobId) this.nextJobId = nextId;
+    return count;
   }
 
   // ---- time ----------------------------------------------------------------------------------
@@ -501,8 +564,11 @@ export class Engine {
     for (let job = session.soonestReserved(); job !== undefined && job.deadlineAt < now; job = session.soonestReserved()) {
       this.stats.jobTimeouts++;
       job.timeouts++;
+      // Best effort, as for a disconnect: on disk the job is already ready.
+      const recorded = this.journal.canUpdate(1);
       this.removeReserved(session, job);
       this.enqueueReady(job, 'reserved');
+      if (recorded) this.journal.update(job);
     }
     if (soon && session.waiting) {
       this.stopWaiting(session);
@@ -624,9 +690,9 @@ export class Engine {
     this.processQueue();
   }
 
-  private enqueueDelayed(job: Job, from: JobState | null): void {
+  private enqueueDelayed(job: Job, from: JobState | null, deadlineAt: number): void {
     job.state = 'delayed';
-    job.deadlineAt = this.clock.now() + job.delayMs;
+    job.deadlineAt = deadlineAt;
     job.tube.delayed.push(job);
     this.delayedJobs.push(job);
     this.stats.delayed++;
@@ -637,6 +703,7 @@ export class Engine {
     job.state = 'buried';
     job.deadlineAt = 0;
     job.buries++;
+    job.buriedSeq = ++this.lastBuriedSeq;
     job.tube.buried.push(job);
     this.stats.buried++;
     this.changed(job, from);

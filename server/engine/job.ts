@@ -14,6 +14,8 @@ export class Job {
   releases = 0;
   buries = 0;
   kicks = 0;
+  /** Orders buried jobs across restarts: set from a counter each time the job is buried. */
+  buriedSeq = 0;
   /** Binlog segment holding the job's full record (0 without persistence). */
   file = 0;
   reservedBy: Session | null = null;
@@ -34,6 +36,29 @@ export class Job {
     public body: Buffer,
     readonly createdAt: number,
   ) {}
+}
+
+/**
+ * A job as a binlog stores it and recovery hands it back: every field that survives a restart.
+ * A reserved job's image says `ready` (a reservation does not outlive the server).
+ */
+export interface JobImage {
+  id: number;
+  tube: string;
+  state: JobState;
+  priority: number;
+  delayMs: number;
+  ttrMs: number;
+  createdAt: number;
+  /** Epoch ms when a delayed job becomes ready; 0 in other states. */
+  deadlineAt: number;
+  buriedSeq: number;
+  reserves: number;
+  timeouts: number;
+  releases: number;
+  buries: number;
+  kicks: number;
+  body: Buffer;
 }
 
 /** Ready order: priority, then id. */

@@ -1,21 +1,46 @@
 import type { Job } from './job.js';
 
 /**
- * Where the engine records changes that must survive a restart. Each method returns false when
- * the record cannot be written; the engine then leaves its state unchanged and reports failure.
+ * Where the engine records changes that must survive a restart. The engine asks before it
+ * changes anything: a false answer means the record cannot be written (no space, a failing
+ * disk), and the engine then leaves its state as it was and reports the failure.
  */
 export interface Journal {
-  /** A new job, with its full record. */
+  /** A new job, with its full record (state and deadline already set). False: the put fails. */
   put(job: Job): boolean;
-  /** A job's state or counters changed (release with delay, bury, kick). */
-  update(job: Job): boolean;
-  /** The job is gone. */
+  /** True when `count` state records can be written now; each is then written by `update`. */
+  canUpdate(count: number): boolean;
+  /** The job's state or counters changed; room was confirmed by `canUpdate`. */
+  update(job: Job): void;
+  /** The job is about to go. False: it cannot be recorded, so the job stays. */
   delete(job: Job): boolean;
 }
 
 /** No persistence: every write succeeds at once. */
 export const nullJournal: Journal = {
   put: () => true,
-  update: () => true,
+  canUpdate: () => true,
+  update: () => undefined,
   delete: () => true,
+};
+
+/**
+ * How far records have got: a front door holds back a reply until every record appended
+ * before it is durable (written, or synced when the fsync policy asks), so no client is told
+ * of a change that a crash could lose.
+ */
+export interface Durability {
+  /** Records appended so far (a sequence number). */
+  readonly appendedSeq: number;
+  /** Records durable so far; equal to appendedSeq when nothing is in flight. */
+  readonly durableSeq: number;
+  /** Calls `fn` once durableSeq reaches `seq`. */
+  whenDurable(seq: number, fn: () => void): void;
+}
+
+/** Without persistence every record is durable at once. */
+export const immediateDurability: Durability = {
+  appendedSeq: 0,
+  durableSeq: 0,
+  whenDurable: (_seq, fn) => fn(),
 };

@@ -129,10 +129,13 @@ export class RecordingJournal implements Journal {
     return true;
   }
 
-  update(job: Job): boolean {
-    if (this.failUpdate) return false;
+  canUpdate(): boolean {
+    return !this.failUpdate;
+  }
+
+  update(job: Job): void {
+    if (this.failUpdate) throw new Error('update without room: canUpdate said no');
     this.writes.push(`update ${job.id} ${job.state}`);
-    return true;
   }
 
   delete(job: Job): boolean {

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { MIN_TTR_MS } from '../../../shared/limits.js';
 import type { Engine, Job, Session, SessionDelegate } from '../../engine/engine.js';
 import type { KickKind } from '../../engine/engine.js';
+import type { Durability } from '../../engine/journal.js';
 import type { ReserveOutcome } from '../../engine/results.js';
 import type { Tube } from '../../engine/tube.js';
 import { parseCommand, type Command } from './commands.js';
@@ -16,6 +17,8 @@ export interface ConnectionContext {
   log: Logger;
   /** Called after anything that may have changed the engine's next deadline. */
   onActivity: () => void;
+  /** Replies wait until the records made before them are durable. */
+  durability: Durability;
 }
 
 /** Jobs moved per slice of a large kick or of a departing client's reservations. */
@@ -46,6 +49,11 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
   private inputEnded = false;
   private finished = false;
   private corked = false;
+  /** Replies waiting for binlog records to become durable, with the record count each waits for. */
+  private held: Buffer[] = [];
+  private heldSeq: number[] = [];
+  private heldBytes = 0;
+  private endWhenReleased = false;
 
   constructor(
     private readonly socket: Socket,
@@ -273,6 +281,16 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
 
   private send(data: Buffer): void {
     if (this.finished) return;
+    // No reply may tell of a change that a crash could still lose, and replies keep their order.
+    const durability = this.ctx.durability;
+    const seq = durability.appendedSeq;
+    if (this.held.length > 0 || seq > durability.durableSeq) {
+      if (this.held.length === 0) durability.whenDurable(seq, this.releaseHeld);
+      this.held.push(data);
+      this.heldSeq.push(seq);
+      this.heldBytes += data.length;
+      return;
+    }
     if (!this.corked) {
       // Replies made in one turn of the event loop leave in one write.
       this.corked = true;
@@ -285,6 +303,24 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
     }
     this.socket.write(data);
   }
+
+  /** Sends, in one write, every held reply whose records are now durable. */
+  private readonly releaseHeld = (): void => {
+    if (this.socket.destroyed) return;
+    const durable = this.ctx.durability.durableSeq;
+    let n = 0;
+    this.socket.cork();
+    while (n < this.held.length && this.heldSeq[n]! <= durable) {
+      this.heldBytes -= this.held[n]!.length;
+      this.socket.write(this.held[n++]!);
+    }
+    this.socket.uncork();
+    this.held = this.held.slice(n);
+    this.heldSeq = this.heldSeq.slice(n);
+    if (this.held.length > 0) this.ctx.durability.whenDurable(this.heldSeq[0]!, this.releaseHeld);
+    else if (this.endWhenReleased) this.socket.end();
+    this.updateFlow();
+  };
 
   private sendJob(word: 'RESERVED' | 'FOUND', job: Job): void {
     this.send(line(`${word} ${job.id} ${job.body.length}`));
@@ -332,7 +368,8 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
 
   private updateFlow(): void {
     if (this.finished) return;
-    const tooMuch = this.parser.buffered > MAX_BUFFERED_INPUT || this.socket.writableLength > MAX_BUFFERED_OUTPUT;
+    const tooMuch =
+      this.parser.buffered > MAX_BUFFERED_INPUT || this.socket.writableLength + this.heldBytes > MAX_BUFFERED_OUTPUT;
     if (tooMuch && !this.socket.isPaused()) this.socket.pause();
     else if (!tooMuch && this.socket.isPaused()) this.socket.resume();
   }
@@ -349,7 +386,9 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
     if (this.finished) return;
     this.finished = true;
     this.endSession();
-    this.socket.end();
+    // Replies still waiting for the binlog go out first.
+    if (this.held.length > 0) this.endWhenReleased = true;
+    else this.socket.end();
   }
 
   private onClose(): void {

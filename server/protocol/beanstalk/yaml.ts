@@ -20,6 +20,8 @@ export interface BinlogStats {
   recordsMigrated: number;
   recordsWritten: number;
   maxSize: number;
+  /** Why the binlog cannot take records right now; shown only while it is so. */
+  failure?: string | null;
 }
 
 const SHOWN_COMMANDS = COUNTED_COMMANDS.filter((c) => c !== 'reserve-job' && c !== 'kick-job');
@@ -71,6 +73,8 @@ export function formatServerStats(engine: Engine, info: ServerInfo, now: number)
     `os: ${info.os}`,
     `platform: ${info.platform}`,
   ];
+  // Beyond beanstalkd: a binlog that cannot write says so here as well as in the log.
+  if (binlog.failure) lines.push(`binlog-error: "${binlog.failure.replace(/["\\\n\r]/g, ' ')}"`);
   return lines.join('\n') + '\n';
 }
 

@@ -1,0 +1,575 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { Job, JobState } from '../engine/job.js';
+import type { Durability, Journal } from '../engine/journal.js';
+import {
+  DELETE_RECORD_BYTES,
+  SEGMENT_HEADER_BYTES,
+  STATE_RECORD_BYTES,
+  encodeDelete,
+  encodeJob,
+  encodeSegmentHeader,
+  encodeState,
+  jobRecordBytes,
+  segmentFileName,
+} from './format.js';
+import { nodeFileSystem, type FileSystem } from './file-system.js';
+import { IdMark } from './id-mark.js';
+import type { SegmentOnDisk } from './recovery.js';
+
+export interface BinlogOptions {
+  dir: string;
+  /** Target size of one segment file (`-s`); a single larger record gets a segment of its own. */
+  segmentBytes: number;
+  /** fsync at most every this many ms; 0 before every acknowledgement; null never (`-F`). */
+  fsyncMs: number | null;
+  log: Logger;
+  /** Segments left by recovery, oldest first. */
+  segments: readonly SegmentOnDisk[];
+  liveBytes: number;
+  fs?: FileSystem;
+  /** A write or fsync failed on space the binlog already held: stop without acknowledging. */
+  onFatal: (err: Error) => void;
+}
+
+/** What the binlog needs from the engine: the id counter and the live jobs (for compaction). */
+export interface JobSource {
+  readonly nextId: number;
+  job(id: number): Job | undefined;
+  allJobs(): IterableIterator<Job>;
+}
+
+export interface BinlogStats {
+  oldestIndex: number;
+  currentIndex: number;
+  recordsWritten: number;
+  recordsMigrated: number;
+  maxSize: number;
+  /** Bytes of all segment files, preallocated space included. */
+  diskBytes: number;
+  /** Why records cannot be written right now, or null. */
+  failure: string | null;
+}
+
+interface Segment {
+  index: number;
+  path: string;
+  /** Bytes the file holds, preallocated zeros included. */
+  bytes: number;
+  live: number;
+}
+
+interface OpenSegment extends Segment {
+  fd: number;
+  /** End of the records appended so far (written or in the batch). */
+  used: number;
+}
+
+/** Records gathered in one turn of the event loop go out in one write. */
+const BATCH_BYTES = 1 << 20;
+/** Space is claimed ahead of use by writing zeros, so a full disk shows up before a change is made. */
+const CHUNK_BYTES = 1 << 20;
+/** Room that new jobs may not use, so deletes, buries and kicks still work when the disk is full. */
+const HEADROOM_BYTES = 64 << 10;
+/** After a failed claim, do not hit the disk again for this long. */
+const RETRY_AFTER_MS = 100;
+/** Compaction starts when the segments outgrow max(2 x live bytes, this many segments). */
+const MIN_SEGMENTS_KEPT = 3;
+/** Per slice of compaction: jobs looked at and bytes rewritten, so one slice takes a few ms at most. */
+const COMPACT_SCAN_SLICE = 4096;
+const COMPACT_WRITE_SLICE = 512 << 10;
+
+function roundUp(n: number, unit: number): number {
+  return Math.ceil(n / unit) * unit;
+}
+
+/**
+ * The append-only, crash-safe job log behind the engine's Journal interface.
+ *
+ * - Space is claimed before a change is made: a put that cannot be recorded fails with
+ *   OUT_OF_MEMORY and nothing changes; the server keeps serving and retries as space returns.
+ * - Group commit: records made in one turn are written with one write in the check phase, and
+ *   replies wait for that write (and for the fsync with `-f 0`), see Durability.
+ * - Compaction rewrites the live jobs of the oldest segment forward and deletes it, in slices.
+ */
+export class Binlog implements Journal, Durability {
+  appendedSeq = 0;
+  private writtenSeq = 0;
+  private syncedSeq = 0;
+  private readonly waiters: { seq: number; fn: () => void }[] = [];
+  private waiterHead = 0;
+
+  private readonly fs: FileSystem;
+  private readonly log: Logger;
+  private readonly segmentBytes: number;
+  private readonly chunkBytes: number;
+  private readonly headroom: number;
+  private readonly fsyncMs: number | null;
+  private readonly closed: Segment[];
+  private readonly byIndex = new Map<number, Segment>();
+  private current!: OpenSegment;
+  private readonly idMark: IdMark;
+  private source: JobSource | null = null;
+
+  private readonly batch = Buffer.allocUnsafe(BATCH_BYTES);
+  private batchLen = 0;
+  private batchPos = 0;
+  private commitQueued = false;
+
+  private syncing = false;
+  private lastSyncAt = 0;
+  private syncTimer: NodeJS.Timeout | null = null;
+  private readonly closeAfterSync: number[] = [];
+  private readonly afterSync: (() => void)[] = [];
+
+  private liveBytes: number;
+  private recordsWritten = 0;
+  private recordsMigrated = 0;
+  private failure: string | null = null;
+  private failedAt = 0;
+  private fatal = false;
+  private stopped = false;
+
+  private compacting = false;
+  private compactScan: IterableIterator<Job> | null = null;
+
+  constructor(private readonly options: BinlogOptions) {
+    this.fs = options.fs ?? nodeFileSystem;
+    this.log = options.log;
+    this.segmentBytes = options.segmentBytes;
+    this.chunkBytes = Math.min(CHUNK_BYTES, roundUp(options.segmentBytes, 4096));
+    this.headroom = Math.min(HEADROOM_BYTES, Math.floor(this.chunkBytes / 4));
+    this.fsyncMs = options.fsyncMs;
+    this.liveBytes = options.liveBytes;
+    this.closed = options.segments.map((s) => ({ index: s.index, path: s.path, bytes: s.bytes, live: s.live }));
+    for (const s of this.closed) this.byIndex.set(s.index, s);
+    this.idMark = IdMark.open(options.dir, (fd, buf, pos) => this.fs.writeAll(fd, buf, pos));
+    const last = this.closed.at(-1);
+    // Like beanstalkd, every start writes to a fresh segment; older ones are left as they are.
+    if (!this.openSegment((last?.index ?? 0) + 1, this.chunkBytes)) {
+      throw new Error(`cannot create a binlog segment in ${options.dir}: ${this.failure}`);
+    }
+  }
+
+  /** Connects the engine once it exists (it is built with this journal). */
+  attach(source: JobSource): void {
+    this.source = source;
+    this.idMark.store(source.nextId);
+    this.maybeCompact();
+  }
+
+  get durableSeq(): number {
+    return this.fsyncMs === 0 ? this.syncedSeq : this.writtenSeq;
+  }
+
+  whenDurable(seq: number, fn: () => void): void {
+    if (seq <= this.durableSeq) fn();
+    else this.waiters.push({ seq, fn });
+  }
+
+  stats(): BinlogStats {
+    let diskBytes = this.current.bytes;
+    for (const s of this.closed) diskBytes += s.bytes;
+    return {
+      oldestIndex: this.closed[0]?.index ?? this.current.index,
+      currentIndex: this.current.index,
+      recordsWritten: this.recordsWritten,
+      recordsMigrated: this.recordsMigrated,
+      maxSize: this.segmentBytes,
+      diskBytes,
+      failure: this.failure,
+    };
+  }
+
+  // ---- Journal -------------------------------------------------------------------------------
+
+  put(job: Job): boolean {
+    const tubeBytes = job.tube.name.length;
+    const size = jobRecordBytes(tubeBytes, job.body.length);
+    if (!this.claim(size, true)) return false;
+    this.appendJob(job, size);
+    job.file = this.current.index;
+    this.current.live++;
+    this.liveBytes += size;
+    return true;
+  }
+
+  canUpdate(count: number): boolean {
+    return this.claim(count * STATE_RECORD_BYTES, false);
+  }
+
+  update(job: Job): void {
+    const at = this.slot(STATE_RECORD_BYTES);
+    encodeState(at.buf, at.offset, job, durableState(job));
+    this.appended(STATE_RECORD_BYTES);
+  }
+
+  delete(job: Job): boolean {
+    if (!this.claim(DELETE_RECORD_BYTES, false)) return false;
+    const at = this.slot(DELETE_RECORD_BYTES);
+    encodeDelete(at.buf, at.offset, job.id);
+    this.appended(DELETE_RECORD_BYTES);
+    const seg = this.byIndex.get(job.file);
+    if (seg !== undefined) seg.live--;
+    this.liveBytes -= jobRecordBytes(job.tube.name.length, job.body.length);
+    return true;
+  }
+
+  // ---- space ---------------------------------------------------------------------------------
+
+  /** True when `size` more bytes fit in claimed space; new data must also leave the headroom. */
+  private claim(size: number, newData: boolean): boolean {
+    if (this.fatal || this.stopped) return false;
+    const want = size + (newData ? this.headroom : 0);
+    const room = this.current.bytes - this.current.used;
+    if (room >= want) return true;
+    if (this.failure !== null && performance.now() - this.failedAt < RETRY_AFTER_MS) return !newData && room >= size;
+    if (this.grow(want - room, size)) {
+      if (this.failure !== null) {
+        this.log.info({ dir: this.options.dir }, 'binlog: space is available again; writes resume');
+        this.failure = null;
+      }
+      return true;
+    }
+    this.failedAt = performance.now();
+    return !newData && room >= size;
+  }
+
+  /** Claims at least `extra` more bytes: in the current segment, or in a new one when it is full. */
+  private grow(extra: number, recordSize: number): boolean {
+    const cur = this.current;
+    const add = roundUp(extra, this.chunkBytes);
+    if (cur.bytes + add <= this.segmentBytes || cur.used === SEGMENT_HEADER_BYTES) {
+      return this.extend(cur, add) || this.extend(cur, roundUp(extra, 4096));
+    }
+    return this.roll(recordSize + this.headroom);
+  }
+
+  /** Writes zeros from the end of the file so the blocks are the binlog's before it needs them. */
+  private extend(seg: OpenSegment, add: number): boolean {
+    const zeros = Buffer.alloc(Math.min(add, this.chunkBytes));
+    let done = 0;
+    try {
+      for (; done < add; done += zeros.length) {
+        this.fs.writeAll(seg.fd, done + zeros.length <= add ? zeros : zeros.subarray(0, add - done), seg.bytes + done);
+      }
+    } catch (err) {
+      this.noSpace(err as Error);
+      try {
+        this.fs.truncate(seg.fd, seg.bytes);
+      } catch {
+        // The claim failed either way; the file keeps its old length or a zero tail.
+      }
+      return false;
+    }
+    seg.bytes += add;
+    return true;
+  }
+
+  private noSpace(err: Error): void {
+    const reason = `cannot claim binlog space: ${err.message}`;
+    if (this.failure === null) {
+      this.log.error({ dir: this.options.dir, err: err.message }, 'binlog: no space; puts get OUT_OF_MEMORY until space returns');
+    }
+    this.failure = reason;
+  }
+
+  /** Starts the next segment; the full one is cut to its records and closed. */
+  private roll(firstClaim: number): boolean {
+    const old = this.current;
+    if (!this.openSegment(old.index + 1, roundUp(firstClaim + SEGMENT_HEADER_BYTES, this.chunkBytes))) return false;
+    this.flushBatchOf(old);
+    try {
+      this.fs.truncate(old.fd, old.used);
+      if (this.fsyncMs !== null) this.fs.syncNow(old.fd);
+    } catch (err) {
+      this.die(err as Error);
+      return false;
+    }
+    old.bytes = old.used;
+    if (this.syncing) this.closeAfterSync.push(old.fd);
+    else this.fs.close(old.fd);
+    const closedSeg: Segment = { index: old.index, path: old.path, bytes: old.bytes, live: old.live };
+    this.closed.push(closedSeg);
+    this.byIndex.set(closedSeg.index, closedSeg);
+    return true;
+  }
+
+  /** Creates segment `index` with its header and `bytes` claimed; on failure leaves nothing behind. */
+  private openSegment(index: number, bytes: number): boolean {
+    const file = path.join(this.options.dir, segmentFileName(index));
+    let fd = -1;
+    try {
+      fd = this.fs.openAppend(file);
+      this.fs.writeAll(fd, encodeSegmentHeader(index, Date.now()), 0);
+    } catch (err) {
+      if (fd >= 0) this.fs.close(fd);
+      this.safeUnlink(file);
+      this.noSpace(err as Error);
+      return false;
+    }
+    const seg: OpenSegment = { index, path: file, fd, bytes: SEGMENT_HEADER_BYTES, used: SEGMENT_HEADER_BYTES, live: 0 };
+    if (!this.extend(seg, Math.max(0, bytes - SEGMENT_HEADER_BYTES))) {
+      this.fs.close(fd);
+      this.safeUnlink(file);
+      return false;
+    }
+    const prev = this.current as OpenSegment | undefined;
+    if (prev !== undefined) this.flushBatchOf(prev);
+    this.current = seg;
+    this.byIndex.set(index, seg);
+    this.batchPos = SEGMENT_HEADER_BYTES;
+    return true;
+  }
+
+  private safeUnlink(file: string): void {
+    try {
+      this.fs.unlink(file);
+    } catch {
+      // Nothing was written there that anyone depends on.
+    }
+  }
+
+  // ---- appending and group commit ------------------------------------------------------------
+
+  /** Where to encode the next `size` bytes: in the batch, or a buffer of its own for a big record. */
+  private slot(size: number): { buf: Buffer; offset: number } {
+    if (this.batchLen + size > this.batch.length) this.flushBatchOf(this.current);
+    if (size > this.batch.length) return { buf: Buffer.allocUnsafe(size), offset: 0 };
+    return { buf: this.batch, offset: this.batchLen };
+  }
+
+  private appendJob(job: Job, size: number): void {
+    const at = this.slot(size);
+    encodeJob(at.buf, at.offset, job, durableState(job), job.tube.name);
+    if (at.buf !== this.batch) {
+      // Too big to batch: written now, at its place after everything batched before it.
+      this.write(this.current.fd, at.buf, this.current.used);
+      this.current.used += size;
+      this.batchPos = this.current.used;
+      this.noteAppended();
+      return;
+    }
+    this.appended(size);
+  }
+
+  private appended(size: number): void {
+    this.batchLen += size;
+    this.current.used += size;
+    this.noteAppended();
+  }
+
+  private noteAppended(): void {
+    this.appendedSeq++;
+    this.recordsWritten++;
+    if (!this.commitQueued) {
+      this.commitQueued = true;
+      setImmediate(this.commit);
+    }
+  }
+
+  private flushBatchOf(seg: OpenSegment): void {
+    if (this.batchLen === 0) return;
+    this.write(seg.fd, this.batch.subarray(0, this.batchLen), this.batchPos);
+    this.batchPos += this.batchLen;
+    this.batchLen = 0;
+  }
+
+  private write(fd: number, buf: Buffer, position: number): void {
+    try {
+      this.fs.writeAll(fd, buf, position);
+    } catch (err) {
+      this.die(err as Error);
+    }
+  }
+
+  /** A write failed on space already claimed: the disk is failing, so nothing more is acknowledged. */
+  private die(err: Error): void {
+    if (this.fatal) return;
+    this.fatal = true;
+    this.failure = `binlog write failed: ${err.message}`;
+    this.options.onFatal(err);
+  }
+
+  /** Writes the turn's batch, moves the id mark, then applies the fsync policy. */
+  private readonly commit = (): void => {
+    this.commitQueued = false;
+    if (this.fatal) return;
+    this.flushBatchOf(this.current);
+    if (this.source !== null) {
+      try {
+        this.idMark.store(this.source.nextId);
+      } catch (err) {
+        this.die(err as Error);
+      }
+    }
+    if (this.fatal) return;
+    this.writtenSeq = this.appendedSeq;
+    if (this.fsyncMs === 0) {
+      if (!this.syncing) this.startSync();
+    } else {
+      this.notify();
+      if (this.fsyncMs !== null) this.scheduleSync();
+    }
+    this.maybeCompact();
+  };
+
+  /** `-f MS`: sync now if the last one is MS old, else once the interval is up (tail of a burst). */
+  private scheduleSync(): void {
+    if (this.syncing || this.syncTimer !== null || this.syncedSeq >= this.writtenSeq) return;
+    const wait = this.lastSyncAt + this.fsyncMs! - performance.now();
+    if (wait <= 0) this.startSync();
+    else {
+      this.syncTimer = setTimeout(() => {
+        this.syncTimer = null;
+        if (!this.syncing) this.startSync();
+      }, wait);
+      this.syncTimer.unref();
+    }
+  }
+
+  /** Syncs the current segment, after the sync in flight if there is one, then calls `then`. */
+  private requestSync(then: () => void): void {
+    this.afterSync.push(then);
+    if (!this.syncing) this.startSync();
+  }
+
+  /** One fdatasync in the background; it covers every write made before it started. */
+  private startSync(): void {
+    if (this.fatal || this.stopped) return;
+    this.syncing = true;
+    const upTo = this.writtenSeq;
+    const callbacks = this.afterSync.splice(0);
+    this.fs.sync(this.current.fd, (err) => {
+      this.syncing = false;
+      this.lastSyncAt = performance.now();
+      for (const fd of this.closeAfterSync.splice(0)) this.fs.close(fd);
+      if (err !== null) return this.die(err);
+      if (upTo > this.syncedSeq) this.syncedSeq = upTo;
+      for (const fn of callbacks) fn();
+      if (this.fsyncMs === 0) this.notify();
+      if (this.afterSync.length > 0 || (this.fsyncMs === 0 && this.writtenSeq > this.syncedSeq)) this.startSync();
+      else if (this.fsyncMs !== null && this.fsyncMs > 0) this.scheduleSync();
+    });
+  }
+
+  private notify(): void {
+    const durable = this.durableSeq;
+    while (this.waiterHead < this.waiters.length && this.waiters[this.waiterHead]!.seq <= durable) {
+      this.waiters[this.waiterHead++]!.fn();
+    }
+    if (this.waiterHead === this.waiters.length) {
+      this.waiters.length = 0;
+      this.waiterHead = 0;
+    }
+  }
+
+  // ---- compaction ----------------------------------------------------------------------------
+
+  private shouldCompact(): boolean {
+    if (this.closed.length === 0) return false;
+    let total = this.current.bytes;
+    for (const s of this.closed) total += s.bytes;
+    return total > Math.max(2 * this.liveBytes, MIN_SEGMENTS_KEPT * this.segmentBytes);
+  }
+
+  private maybeCompact(): void {
+    if (this.compacting || this.source === null || this.stopped || !this.shouldCompact()) return;
+    this.compacting = true;
+    setImmediate(this.compactSlice);
+  }
+
+  /**
+   * One slice: drop the oldest segment if no live job's full record is in it; otherwise look at
+   * the next few thousand live jobs and rewrite those whose record is there.
+   */
+  private readonly compactSlice = (): void => {
+    const source = this.source!;
+    if (this.stopped || this.fatal) return;
+    const head = this.closed[0];
+    if (head === undefined || !this.shouldCompact()) {
+      this.compacting = false;
+      this.compactScan = null;
+      return;
+    }
+    if (head.live === 0) return this.dropHead(this.compactSlice);
+    this.compactScan ??= source.allJobs();
+    let written = 0;
+    for (let n = 0; n < COMPACT_SCAN_SLICE && written < COMPACT_WRITE_SLICE; n++) {
+      const next = this.compactScan.next();
+      if (next.done === true) {
+        this.compactScan = null;
+        break;
+      }
+      const job = next.value;
+      if (job.file !== head.index) continue;
+      const size = jobRecordBytes(job.tube.name.length, job.body.length);
+      if (!this.claim(size, true)) {
+        // No room to move it: try again later rather than spin.
+        this.compactScan = null;
+        const retry = setTimeout(() => {
+          this.compacting = false;
+          this.maybeCompact();
+        }, 1000);
+        retry.unref();
+        return;
+      }
+      this.appendJob(job, size);
+      head.live--;
+      job.file = this.current.index;
+      this.current.live++;
+      this.recordsMigrated++;
+      written += size;
+    }
+    if (head.live === 0) return this.dropHead(this.compactSlice);
+    if (this.compactScan === null) {
+      // A full pass found fewer jobs than the count says: recount rather than loop forever.
+      this.log.warn({ segment: head.index, live: head.live }, 'binlog: segment live count was off; recounted');
+      head.live = 0;
+      for (const job of source.allJobs()) if (job.file === head.index) head.live++;
+    }
+    setImmediate(this.compactSlice);
+  };
+
+  /**
+   * Deletes the oldest segment once the records moved out of it are synced (the deleted file
+   * was their only other copy). Compaction waits for that fsync, off the event loop.
+   */
+  private dropHead(then: () => void): void {
+    const head = this.closed.shift()!;
+    this.byIndex.delete(head.index);
+    this.flushBatchOf(this.current);
+    if (this.fsyncMs === null || this.fatal) {
+      this.safeUnlink(head.path);
+      return then();
+    }
+    this.requestSync(() => {
+      this.safeUnlink(head.path);
+      then();
+    });
+  }
+
+  // ---- shutdown ------------------------------------------------------------------------------
+
+  /** Writes what is pending, fsyncs, trims the claimed tail and closes. */
+  close(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.syncTimer !== null) clearTimeout(this.syncTimer);
+    if (this.fatal) return;
+    const cur = this.current;
+    this.flushBatchOf(cur);
+    if (this.source !== null) this.idMark.store(this.source.nextId);
+    this.fs.truncate(cur.fd, cur.used);
+    this.fs.syncNow(cur.fd);
+    this.fs.syncNow(this.idMark.fileDescriptor);
+    this.writtenSeq = this.syncedSeq = this.appendedSeq;
+    this.notify();
+    this.idMark.close();
+  }
+}
+
+/** A reservation is not kept across a restart, so a reserved job is stored as ready. */
+function durableState(job: Job): JobState {
+  return job.state === 'reserved' ? 'ready' : job.state;
+}

@@ -1,0 +1,276 @@
+import { crc32 } from 'node:zlib';
+import type { JobImage, JobState } from '../engine/job.js';
+
+/**
+ * Beanpole's binlog format, version 1. Little-endian throughout.
+ *
+ * A segment file `binlog.N.bp` starts with a 32-byte header, then records:
+ *
+ *   header  magic "BPSEG001" | version u32 | index u32 | createdAt f64 | reserved u32 | crc u32
+ *   record  magic u32 | length u32 | crc u32 | payload (length bytes)
+ *
+ * The record crc is CRC-32 over the length field and the payload, so a torn write, a zeroed
+ * region or a flipped bit anywhere is detected, and the magic lets a reader find the next intact
+ * record after damage. A zero magic with a zero length is where written data ends (the segment
+ * is preallocated with zeros).
+ *
+ * Payload, first byte is the kind:
+ *   JOB     kind | state | tubeLen u8 | 0 | priority u32 | id u64 | delayMs f64 | ttrMs f64
+ *           | createdAt f64 | deadlineAt f64 | buriedSeq f64 | reserves, timeouts, releases,
+ *           buries, kicks u32 | bodyLen u32 | tube | body            (put, compaction, edits)
+ *   STATE   kind | state | 0 | 0 | priority u32 | id u64 | delayMs f64 | deadlineAt f64
+ *           | buriedSeq f64 | reserves, timeouts, releases, buries, kicks u32   (state changes)
+ *   DELETE  kind | 0 | 0 | 0 | id u64
+ *
+ * To change the format: bump FORMAT_VERSION, keep a reader for the old version in
+ * recovery.ts (or refuse it with a clear message), update the layout above and the codec
+ * tests, and say so in the README.
+ */
+export const FORMAT_VERSION = 1;
+export const SEGMENT_MAGIC = Buffer.from('BPSEG001', 'latin1');
+export const SEGMENT_HEADER_BYTES = 32;
+export const RECORD_MAGIC = 0x31525042; // "BPR1"
+export const RECORD_HEADER_BYTES = 12;
+
+export const KIND_JOB = 1;
+export const KIND_STATE = 2;
+export const KIND_DELETE = 3;
+
+const JOB_FIXED = 80;
+const STATE_FIXED = 60;
+const DELETE_FIXED = 12;
+export const JOB_RECORD_FIXED_BYTES = RECORD_HEADER_BYTES + JOB_FIXED;
+export const STATE_RECORD_BYTES = RECORD_HEADER_BYTES + STATE_FIXED;
+export const DELETE_RECORD_BYTES = RECORD_HEADER_BYTES + DELETE_FIXED;
+
+const STATE_CODES: Record<JobState, number> = { ready: 1, reserved: 1, delayed: 2, buried: 3 };
+const CODE_STATES: readonly (JobState | undefined)[] = [undefined, 'ready', 'delayed', 'buried'];
+
+export type { JobImage };
+
+/** What the encoders read from a job; the engine's Job has all of it, so it is passed as is. */
+export type JobFields = Omit<JobImage, 'tube' | 'state'>;
+
+/** The fields a STATE record carries (everything a state change can touch). */
+export type StateImage = Omit<JobImage, 'tube' | 'ttrMs' | 'createdAt' | 'body'>;
+
+export type DecodedRecord =
+  | { kind: typeof KIND_JOB; job: JobImage }
+  | { kind: typeof KIND_STATE; state: StateImage }
+  | { kind: typeof KIND_DELETE; id: number };
+
+export function jobRecordBytes(tubeNameBytes: number, bodyBytes: number): number {
+  return JOB_RECORD_FIXED_BYTES + tubeNameBytes + bodyBytes;
+}
+
+function writeId(buf: Buffer, id: number, at: number): void {
+  buf.writeUInt32LE(id >>> 0, at);
+  buf.writeUInt32LE(Math.floor(id / 0x1_0000_0000), at + 4);
+}
+
+function readId(buf: Buffer, at: number): number {
+  return buf.readUInt32LE(at) + buf.readUInt32LE(at + 4) * 0x1_0000_0000;
+}
+
+/** Fills in magic, length and crc for a payload already written at `at + RECORD_HEADER_BYTES`. */
+function seal(buf: Buffer, at: number, payloadBytes: number): number {
+  buf.writeUInt32LE(RECORD_MAGIC, at);
+  buf.writeUInt32LE(payloadBytes, at + 4);
+  const crc = crc32(buf.subarray(at + 4, at + 8), 0);
+  buf.writeUInt32LE(crc32(buf.subarray(at + RECORD_HEADER_BYTES, at + RECORD_HEADER_BYTES + payloadBytes), crc), at + 8);
+  return RECORD_HEADER_BYTES + payloadBytes;
+}
+
+function writeCounters(buf: Buffer, at: number, img: JobFields): void {
+  buf.writeUInt32LE(img.reserves >>> 0, at);
+  buf.writeUInt32LE(img.timeouts >>> 0, at + 4);
+  buf.writeUInt32LE(img.releases >>> 0, at + 8);
+  buf.writeUInt32LE(img.buries >>> 0, at + 12);
+  buf.writeUInt32LE(img.kicks >>> 0, at + 16);
+}
+
+/**
+ * Encodes a JOB record at `at`; `buf` must have jobRecordBytes(...) free there. `state` is what
+ * to store (a reserved job is stored as ready). Returns its size.
+ */
+export function encodeJob(buf: Buffer, at: number, img: JobFields, state: JobState, tube: string): number {
+  const p = at + RECORD_HEADER_BYTES;
+  buf[p] = KIND_JOB;
+  buf[p + 1] = STATE_CODES[state];
+  buf[p + 2] = tube.length;
+  buf[p + 3] = 0;
+  buf.writeUInt32LE(img.priority, p + 4);
+  writeId(buf, img.id, p + 8);
+  buf.writeDoubleLE(img.delayMs, p + 16);
+  buf.writeDoubleLE(img.ttrMs, p + 24);
+  buf.writeDoubleLE(img.createdAt, p + 32);
+  buf.writeDoubleLE(state === 'delayed' ? img.deadlineAt : 0, p + 40);
+  buf.writeDoubleLE(img.buriedSeq, p + 48);
+  writeCounters(buf, p + 56, img);
+  buf.writeUInt32LE(img.body.length, p + 76);
+  // Tube names are ASCII (the protocol's character set), one byte per character.
+  buf.write(tube, p + JOB_FIXED, 'latin1');
+  img.body.copy(buf, p + JOB_FIXED + tube.length);
+  return seal(buf, at, JOB_FIXED + tube.length + img.body.length);
+}
+
+/** Encodes a STATE record at `at` (STATE_RECORD_BYTES); `state` as for encodeJob. */
+export function encodeState(buf: Buffer, at: number, img: JobFields, state: JobState): number {
+  const p = at + RECORD_HEADER_BYTES;
+  buf[p] = KIND_STATE;
+  buf[p + 1] = STATE_CODES[state];
+  buf[p + 2] = 0;
+  buf[p + 3] = 0;
+  buf.writeUInt32LE(img.priority, p + 4);
+  writeId(buf, img.id, p + 8);
+  buf.writeDoubleLE(img.delayMs, p + 16);
+  buf.writeDoubleLE(state === 'delayed' ? img.deadlineAt : 0, p + 24);
+  buf.writeDoubleLE(img.buriedSeq, p + 32);
+  writeCounters(buf, p + 40, img);
+  return seal(buf, at, STATE_FIXED);
+}
+
+/** Encodes a DELETE record at `at` (DELETE_RECORD_BYTES). */
+export function encodeDelete(buf: Buffer, at: number, id: number): number {
+  const p = at + RECORD_HEADER_BYTES;
+  buf.writeUInt32LE(KIND_DELETE, p);
+  writeId(buf, id, p + 4);
+  return seal(buf, at, DELETE_FIXED);
+}
+
+/** What the reader found at an offset. */
+export type RecordScan =
+  | { kind: 'record'; size: number }
+  /** Zeros from here on: the written part of the segment ends. */
+  | { kind: 'end' }
+  /** Not enough bytes for the record the header announces. */
+  | { kind: 'short' }
+  | { kind: 'bad'; reason: string };
+
+/**
+ * Checks the record at `at` without decoding it. `maxPayload` bounds the length field so a
+ * corrupt length cannot make the reader wait for gigabytes that will never come.
+ */
+export function scanRecord(buf: Buffer, at: number, maxPayload: number): RecordScan {
+  if (buf.length - at < RECORD_HEADER_BYTES) return isZero(buf, at, buf.length) ? { kind: 'end' } : { kind: 'short' };
+  const magic = buf.readUInt32LE(at);
+  const length = buf.readUInt32LE(at + 4);
+  if (magic === 0 && length === 0) {
+    return isZero(buf, at, buf.length) ? { kind: 'end' } : { kind: 'bad', reason: 'non-zero bytes after a zero header' };
+  }
+  if (magic !== RECORD_MAGIC) return { kind: 'bad', reason: 'bad record magic' };
+  if (length < 4 || length > maxPayload) return { kind: 'bad', reason: `bad record length ${length}` };
+  if (buf.length - at - RECORD_HEADER_BYTES < length) return { kind: 'short' };
+  const crc = crc32(buf.subarray(at + RECORD_HEADER_BYTES, at + RECORD_HEADER_BYTES + length), crc32(buf.subarray(at + 4, at + 8), 0));
+  if (crc !== buf.readUInt32LE(at + 8)) return { kind: 'bad', reason: 'checksum mismatch' };
+  return { kind: 'record', size: RECORD_HEADER_BYTES + length };
+}
+
+/** Finds the next offset after `from` where an intact record starts, or -1. */
+export function resync(buf: Buffer, from: number, maxPayload: number): number {
+  const magic = Buffer.alloc(4);
+  magic.writeUInt32LE(RECORD_MAGIC, 0);
+  for (let at = buf.indexOf(magic, from + 1); at >= 0; at = buf.indexOf(magic, at + 1)) {
+    if (scanRecord(buf, at, maxPayload).kind === 'record') return at;
+  }
+  return -1;
+}
+
+function isZero(buf: Buffer, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (buf[i] !== 0) return false;
+  return true;
+}
+
+function readCounters(buf: Buffer, at: number): Pick<StateImage, 'reserves' | 'timeouts' | 'releases' | 'buries' | 'kicks'> {
+  return {
+    reserves: buf.readUInt32LE(at),
+    timeouts: buf.readUInt32LE(at + 4),
+    releases: buf.readUInt32LE(at + 8),
+    buries: buf.readUInt32LE(at + 12),
+    kicks: buf.readUInt32LE(at + 16),
+  };
+}
+
+/**
+ * Decodes a record that scanRecord accepted. A JOB record's body is copied, so it does not pin
+ * the segment buffer. Returns a reason string for a well-framed record with impossible contents.
+ */
+export function decodeRecord(buf: Buffer, at: number, size: number): DecodedRecord | string {
+  const p = at + RECORD_HEADER_BYTES;
+  const end = at + size;
+  const kind = buf[p];
+  if (kind === KIND_DELETE) {
+    if (size !== DELETE_RECORD_BYTES) return 'bad DELETE record size';
+    return { kind: KIND_DELETE, id: readId(buf, p + 4) };
+  }
+  const state = CODE_STATES[buf[p + 1]!];
+  if (state === undefined) return `bad job state ${buf[p + 1]}`;
+  if (kind === KIND_STATE) {
+    if (size !== STATE_RECORD_BYTES) return 'bad STATE record size';
+    return {
+      kind: KIND_STATE,
+      state: {
+        id: readId(buf, p + 8),
+        state,
+        priority: buf.readUInt32LE(p + 4),
+        delayMs: buf.readDoubleLE(p + 16),
+        deadlineAt: buf.readDoubleLE(p + 24),
+        buriedSeq: buf.readDoubleLE(p + 32),
+        ...readCounters(buf, p + 40),
+      },
+    };
+  }
+  if (kind !== KIND_JOB) return `unknown record kind ${kind}`;
+  const tubeLen = buf[p + 2]!;
+  const bodyLen = buf.readUInt32LE(p + 76);
+  if (p + JOB_FIXED + tubeLen + bodyLen !== end || tubeLen === 0) return 'bad JOB record lengths';
+  const bodyAt = p + JOB_FIXED + tubeLen;
+  return {
+    kind: KIND_JOB,
+    job: {
+      id: readId(buf, p + 8),
+      tube: buf.toString('latin1', p + JOB_FIXED, bodyAt),
+      state,
+      priority: buf.readUInt32LE(p + 4),
+      delayMs: buf.readDoubleLE(p + 16),
+      ttrMs: buf.readDoubleLE(p + 24),
+      createdAt: buf.readDoubleLE(p + 32),
+      deadlineAt: buf.readDoubleLE(p + 40),
+      buriedSeq: buf.readDoubleLE(p + 48),
+      ...readCounters(buf, p + 56),
+      body: Buffer.from(buf.subarray(bodyAt, end)),
+    },
+  };
+}
+
+/** The 32-byte segment header. */
+export function encodeSegmentHeader(index: number, createdAt: number): Buffer {
+  const buf = Buffer.alloc(SEGMENT_HEADER_BYTES);
+  SEGMENT_MAGIC.copy(buf, 0);
+  buf.writeUInt32LE(FORMAT_VERSION, 8);
+  buf.writeUInt32LE(index, 12);
+  buf.writeDoubleLE(createdAt, 16);
+  buf.writeUInt32LE(crc32(buf.subarray(0, 28), 0), 28);
+  return buf;
+}
+
+export type SegmentHeaderCheck = { ok: true; index: number } | { ok: false; reason: string };
+
+export function checkSegmentHeader(buf: Buffer): SegmentHeaderCheck {
+  if (buf.length < SEGMENT_HEADER_BYTES) return { ok: false, reason: 'shorter than its header' };
+  if (!buf.subarray(0, 8).equals(SEGMENT_MAGIC)) return { ok: false, reason: 'not a Beanpole binlog segment' };
+  if (buf.readUInt32LE(28) !== crc32(buf.subarray(0, 28), 0)) return { ok: false, reason: 'header checksum mismatch' };
+  const version = buf.readUInt32LE(8);
+  if (version !== FORMAT_VERSION) return { ok: false, reason: `unknown format version ${version}` };
+  return { ok: true, index: buf.readUInt32LE(12) };
+}
+
+/** Segment file names: binlog.<index>.bp (not beanstalkd's binlog.N, whose format differs). */
+export function segmentFileName(index: number): string {
+  return `binlog.${index}.bp`;
+}
+
+export function parseSegmentFileName(name: string): number | null {
+  const m = /^binlog\.([1-9][0-9]{0,9})\.bp$/.exec(name);
+  return m === null ? null : Number(m[1]);
+}
