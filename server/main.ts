@@ -6,6 +6,7 @@ import { systemClock } from './engine/clock.js';
 import { Engine } from './engine/engine.js';
 import { immediateDurability, nullJournal } from './engine/journal.js';
 import { createLogger, type Logger } from './logger.js';
+import { Binlog } from './persistence/binlog.js';
 import { BINLOG_EXIT_CODE, BinlogDirError, openBinlog, type OpenedBinlog } from './persistence/open-binlog.js';
 import { BeanstalkServer } from './protocol/beanstalk/server.js';
 import type { ServerInfo } from './protocol/beanstalk/yaml.js';
@@ -31,26 +32,12 @@ async function main(argv: string[]): Promise<void> {
   const log = createLogger(options.verbosity);
   for (const w of warnings) log.warn(w);
 
-  const persisted = options.binlogDir === null ? null : openPersistence(options, options.binlogDir, log);
-  const binlog = persisted?.binlog ?? null;
+  const binlog = options.binlogDir === null ? null : createBinlog(options, options.binlogDir, log);
   const engine = new Engine({ clock: systemClock, maxJobBytes: options.maxJobBytes, journal: binlog ?? nullJournal });
-  if (persisted !== null) {
-    const started = performance.now();
-    const restored = engine.restore(persisted.recovery.jobs.values(), persisted.recovery.nextId);
-    persisted.binlog.attach(engine);
-    log.info(
-      {
-        dir: options.binlogDir,
-        jobs: restored,
-        records: persisted.recovery.records,
-        segments: persisted.recovery.segments.length,
-        problems: persisted.recovery.problems.length,
-        ms: Math.round(persisted.replayMs + performance.now() - started),
-      },
-      `binlog: recovered ${restored} jobs in ${Math.round(persisted.replayMs + performance.now() - started)} ms`,
-    );
-  }
+  const persisted = binlog === null ? null : openPersistence(options.binlogDir!, binlog, engine, log);
   const scheduler = new Scheduler(engine);
+  // Restored delayed jobs may already be due (downtime counts): serve them before anyone asks.
+  scheduler.poke();
   const noBinlog = { oldestIndex: 0, currentIndex: 0, recordsMigrated: 0, recordsWritten: 0, maxSize: options.binlogSize };
   const info: ServerInfo = {
     version: VERSION,
@@ -83,7 +70,7 @@ async function main(argv: string[]): Promise<void> {
     scheduler.stop();
     // Everything appended is written and fsynced first; that also releases held replies.
     if (persisted !== null) {
-      persisted.binlog.close();
+      binlog!.close();
       persisted.lock.release();
     }
     void beanstalk.close().then(() => process.exit(0));
@@ -102,21 +89,37 @@ async function main(argv: string[]): Promise<void> {
   if (options.user !== null) becomeUser(options.user, log);
 }
 
-/** -b DIR: lock, replay and open the binlog, or exit like beanstalkd when the directory is unusable. */
-function openPersistence(options: ServerOptions, dir: string, log: Logger): OpenedBinlog {
+function createBinlog(options: ServerOptions, dir: string, log: Logger): Binlog {
+  return new Binlog({
+    dir,
+    segmentBytes: options.binlogSize,
+    fsyncMs: options.fsyncMs,
+    log,
+    onFatal: (err) => {
+      // Replies for the changes not yet written are still held: exiting acknowledges nothing
+      // that is not on disk, and a restart replays exactly what is.
+      log.fatal({ dir, err: err.message }, 'binlog: write failed on claimed space; stopping so no unwritten change is acknowledged');
+      process.exit(1);
+    },
+  });
+}
+
+/** -b DIR: lock and replay the binlog, or exit like beanstalkd when the directory is unusable. */
+function openPersistence(dir: string, binlog: Binlog, engine: Engine, log: Logger): OpenedBinlog {
   try {
-    return openBinlog({
-      dir,
-      segmentBytes: options.binlogSize,
-      fsyncMs: options.fsyncMs,
-      log,
-      onFatal: (err) => {
-        // Replies for the changes not yet written are still held: exiting acknowledges nothing
-        // that is not on disk, and a restart replays exactly what is.
-        log.fatal({ dir, err: err.message }, 'binlog: write failed on claimed space; stopping so no unwritten change is acknowledged');
-        process.exit(1);
+    const opened = openBinlog(dir, binlog, engine, log);
+    log.info(
+      {
+        dir,
+        jobs: opened.jobs,
+        records: opened.recovery.records,
+        segments: opened.recovery.segments.length,
+        problems: opened.recovery.problems.length,
+        ms: Math.round(opened.replayMs),
       },
-    });
+      `binlog: recovered ${opened.jobs} jobs in ${Math.round(opened.replayMs)} ms`,
+    );
+    return opened;
   } catch (err) {
     if (err instanceof BinlogDirError) {
       log.fatal({ dir, err: err.message }, 'binlog directory is not usable');

@@ -480,43 +480,68 @@ export class Engine {
     this.journal.update(job);
   }
 
-  // ---- recovery ------------------------------------------------------------------------------
+  // ---- recovery ----------------------------------------------------------------------------
 
   /**
-   * Puts back jobs read from a binlog, in their recorded states (delayed jobs keep their
-   * absolute deadline; buried jobs are ordered by when they were buried). Counts nothing in
-   * the cumulative stats. Later puts get ids above `nextId` and above every restored id.
+   * Recovery, before serving: adds a job as a binlog's full record describes it, replacing an
+   * earlier version. Restored jobs sit only in the id index until `finishRestore`.
    */
-  restore(images: Iterable<JobImage & { file: number }>, nextId: number): number {
+  restoreJob(img: JobImage, file: number): void {
+    this.restoreDelete(img.id);
+    const job = new Job(img.id, this.findOrCreateTube(img.tube), img.priority, img.delayMs, img.ttrMs, img.body, img.createdAt);
+    this.restoreState(img, job);
+    job.file = file;
+    this.jobs.set(job.id, job);
+    this.bodyBytes += job.body.length;
+  }
+
+  /** Recovery: a state record; one for an id with no full record is ignored. */
+  restoreState(img: Omit<JobImage, 'tube' | 'ttrMs' | 'createdAt' | 'body'>, job = this.jobs.get(img.id)): void {
+    if (job === undefined) return;
+    job.state = img.state;
+    job.priority = img.priority;
+    job.delayMs = img.delayMs;
+    job.deadlineAt = img.deadlineAt;
+    job.buriedSeq = img.buriedSeq;
+    job.reserves = img.reserves;
+    job.timeouts = img.timeouts;
+    job.releases = img.releases;
+    job.buries = img.buries;
+    job.kicks = img.kicks;
+  }
+
+  /** Recovery: a delete record. */
+  restoreDelete(id: number): void {
+    const old = this.jobs.get(id);
+    if (old === undefined) return;
+    this.jobs.delete(id);
+    this.bodyBytes -= old.body.length;
+  }
+
+  /**
+   * Recovery done: every restored job goes to its queue (delayed jobs keep their absolute
+   * deadline; buried jobs are ordered by when they were buried). Counts nothing in the
+   * cumulative stats. Later puts get ids above `nextId` and above every restored id.
+   * Returns the number of jobs.
+   */
+  finishRestore(nextId: number): number {
     const buried: Job[] = [];
-    let count = 0;
-    for (const img of images) {
-      const tube = this.findOrCreateTube(img.tube);
-      const job = new Job(img.id, tube, img.priority, img.delayMs, img.ttrMs, img.body, img.createdAt);
-      job.reserves = img.reserves;
-      job.timeouts = img.timeouts;
-      job.releases = img.releases;
-      job.buries = img.buries;
-      job.kicks = img.kicks;
-      job.buriedSeq = img.buriedSeq;
-      job.file = img.file;
-      this.jobs.set(job.id, job);
-      this.bodyBytes += job.body.length;
+    for (const job of this.jobs.values()) {
       if (job.id >= this.nextJobId) this.nextJobId = job.id + 1;
-      if (img.buriedSeq > this.lastBuriedSeq) this.lastBuriedSeq = img.buriedSeq;
-      if (img.state === 'buried') buried.push(job);
-      else if (img.state === 'delayed') this.enqueueDelayed(job, null, img.deadlineAt);
+      if (job.buriedSeq > this.lastBuriedSeq) this.lastBuriedSeq = job.buriedSeq;
+      if (job.state === 'buried') buried.push(job);
+      else if (job.state === 'delayed') this.enqueueDelayed(job, null, job.deadlineAt);
       else this.enqueueReady(job, null);
-      count++;
     }
     buried.sort((a, b) => a.buriedSeq - b.buriedSeq || a.id - b.id);
     for (const job of buried) {
-      job.state = 'buried';
       job.tube.buried.push(job);
       this.stats.buried++;
     }
+    // Tubes created for jobs that are all gone again are dropped.
+    for (const tube of [...this.tubeOrder.values()]) this.maybeRemoveTube(tube);
     if (nextId > this.nextJobId) this.nextJobId = nextId;
-    return count;
+    return this.jobs.size;
   }
 
   // ---- time ----------------------------------------------------------------------------------

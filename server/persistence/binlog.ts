@@ -1,3 +1,5 @@
+import { readdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Job, JobState } from '../engine/job.js';
@@ -11,6 +13,7 @@ import {
   encodeSegmentHeader,
   encodeState,
   jobRecordBytes,
+  parseSegmentFileName,
   segmentFileName,
 } from './format.js';
 import { nodeFileSystem, type FileSystem } from './file-system.js';
@@ -24,9 +27,6 @@ export interface BinlogOptions {
   /** fsync at most every this many ms; 0 before every acknowledgement; null never (`-F`). */
   fsyncMs: number | null;
   log: Logger;
-  /** Segments left by recovery, oldest first. */
-  segments: readonly SegmentOnDisk[];
-  liveBytes: number;
   fs?: FileSystem;
   /** A write or fsync failed on space the binlog already held: stop without acknowledging. */
   onFatal: (err: Error) => void;
@@ -61,6 +61,8 @@ interface Segment {
 
 interface OpenSegment extends Segment {
   fd: number;
+  /** Seeds the checksums of the records in this segment (see format.ts). */
+  salt: number;
   /** End of the records appended so far (written or in the batch). */
   used: number;
 }
@@ -73,6 +75,8 @@ const CHUNK_BYTES = 1 << 20;
 const HEADROOM_BYTES = 64 << 10;
 /** After a failed claim, do not hit the disk again for this long. */
 const RETRY_AFTER_MS = 100;
+/** After a whole chunk did not fit, claim only what each record needs for this long. */
+const SMALL_CLAIMS_MS = 1000;
 /** Compaction starts when the segments outgrow max(2 x live bytes, this many segments). */
 const MIN_SEGMENTS_KEPT = 3;
 /** Per slice of compaction: jobs looked at and bytes rewritten, so one slice takes a few ms at most. */
@@ -105,10 +109,10 @@ export class Binlog implements Journal, Durability {
   private readonly chunkBytes: number;
   private readonly headroom: number;
   private readonly fsyncMs: number | null;
-  private readonly closed: Segment[];
+  private closed: Segment[] = [];
   private readonly byIndex = new Map<number, Segment>();
   private current!: OpenSegment;
-  private readonly idMark: IdMark;
+  private idMark!: IdMark;
   private source: JobSource | null = null;
 
   private readonly batch = Buffer.allocUnsafe(BATCH_BYTES);
@@ -122,11 +126,13 @@ export class Binlog implements Journal, Durability {
   private readonly closeAfterSync: number[] = [];
   private readonly afterSync: (() => void)[] = [];
 
-  private liveBytes: number;
+  private liveBytes = 0;
   private recordsWritten = 0;
   private recordsMigrated = 0;
   private failure: string | null = null;
   private failedAt = 0;
+  private smallClaimsUntil = 0;
+  private zeros = Buffer.alloc(0);
   private fatal = false;
   private stopped = false;
 
@@ -140,19 +146,29 @@ export class Binlog implements Journal, Durability {
     this.chunkBytes = Math.min(CHUNK_BYTES, roundUp(options.segmentBytes, 4096));
     this.headroom = Math.min(HEADROOM_BYTES, Math.floor(this.chunkBytes / 4));
     this.fsyncMs = options.fsyncMs;
-    this.liveBytes = options.liveBytes;
-    this.closed = options.segments.map((s) => ({ index: s.index, path: s.path, bytes: s.bytes, live: s.live }));
-    for (const s of this.closed) this.byIndex.set(s.index, s);
-    this.idMark = IdMark.open(options.dir, (fd, buf, pos) => this.fs.writeAll(fd, buf, pos));
-    const last = this.closed.at(-1);
-    // Like beanstalkd, every start writes to a fresh segment; older ones are left as they are.
-    if (!this.openSegment((last?.index ?? 0) + 1, this.chunkBytes)) {
-      throw new Error(`cannot create a binlog segment in ${options.dir}: ${this.failure}`);
-    }
   }
 
-  /** Connects the engine once it exists (it is built with this journal). */
-  attach(source: JobSource): void {
+  /**
+   * Starts writing, after recovery: `segments` are those found on disk (oldest first) with
+   * their live counts, `liveBytes` the restored jobs' record bytes, and `source` the engine
+   * whose journal this is. Like beanstalkd, every start writes to a fresh segment.
+   */
+  open(segments: readonly SegmentOnDisk[], liveBytes: number, source: JobSource): void {
+    const dir = this.options.dir;
+    this.closed = segments.map((s) => ({ index: s.index, path: s.path, bytes: s.bytes, live: s.live }));
+    // Segments with no records (a start with nothing written) hold nothing: delete them now.
+    for (const seg of this.closed.filter((s) => s.bytes <= SEGMENT_HEADER_BYTES)) this.safeUnlink(seg.path);
+    this.closed = this.closed.filter((s) => s.bytes > SEGMENT_HEADER_BYTES);
+    for (const s of this.closed) this.byIndex.set(s.index, s);
+    this.liveBytes = liveBytes;
+    this.idMark = IdMark.open(dir, (fd, buf, pos) => this.fs.writeAll(fd, buf, pos));
+    // The new segment goes above every segment file, including any recovery skipped and left in place.
+    let highest = this.closed.at(-1)?.index ?? 0;
+    for (const name of readdirSync(dir)) highest = Math.max(highest, parseSegmentFileName(name) ?? 0);
+    // On a nearly full disk the server still starts, with only the header claimed.
+    if (!this.openSegment(highest + 1, this.chunkBytes, SEGMENT_HEADER_BYTES)) {
+      throw new Error(`cannot create a binlog segment in ${dir}: ${this.failure}`);
+    }
     this.source = source;
     this.idMark.store(source.nextId);
     this.maybeCompact();
@@ -200,14 +216,14 @@ export class Binlog implements Journal, Durability {
 
   update(job: Job): void {
     const at = this.slot(STATE_RECORD_BYTES);
-    encodeState(at.buf, at.offset, job, durableState(job));
+    encodeState(at.buf, at.offset, job, durableState(job), this.current.salt);
     this.appended(STATE_RECORD_BYTES);
   }
 
   delete(job: Job): boolean {
     if (!this.claim(DELETE_RECORD_BYTES, false)) return false;
     const at = this.slot(DELETE_RECORD_BYTES);
-    encodeDelete(at.buf, at.offset, job.id);
+    encodeDelete(at.buf, at.offset, job.id, this.current.salt);
     this.appended(DELETE_RECORD_BYTES);
     const seg = this.byIndex.get(job.file);
     if (seg !== undefined) seg.live--;
@@ -238,32 +254,42 @@ export class Binlog implements Journal, Durability {
   /** Claims at least `extra` more bytes: in the current segment, or in a new one when it is full. */
   private grow(extra: number, recordSize: number): boolean {
     const cur = this.current;
-    const add = roundUp(extra, this.chunkBytes);
-    if (cur.bytes + add <= this.segmentBytes || cur.used === SEGMENT_HEADER_BYTES) {
-      return this.extend(cur, add) || this.extend(cur, roundUp(extra, 4096));
+    const chunk = roundUp(extra, this.chunkBytes);
+    if (cur.bytes + chunk > this.segmentBytes && cur.used > SEGMENT_HEADER_BYTES) return this.roll(recordSize + this.headroom);
+    // Near a full disk a whole chunk does not fit: for a while claim only what is needed, rather
+    // than write (and take back) all the remaining free space on every put.
+    const now = performance.now();
+    if (now >= this.smallClaimsUntil) {
+      if (this.extend(cur, chunk) === null) return true;
+      this.smallClaimsUntil = now + SMALL_CLAIMS_MS;
     }
-    return this.roll(recordSize + this.headroom);
+    const err = this.extend(cur, roundUp(extra, 4096));
+    if (err === null) return true;
+    this.noSpace(err);
+    return false;
   }
 
-  /** Writes zeros from the end of the file so the blocks are the binlog's before it needs them. */
-  private extend(seg: OpenSegment, add: number): boolean {
-    const zeros = Buffer.alloc(Math.min(add, this.chunkBytes));
-    let done = 0;
+  /**
+   * Writes zeros from the end of the file so the blocks are the binlog's before it needs them.
+   * On failure the file is cut back and the error returned.
+   */
+  private extend(seg: OpenSegment, add: number): Error | null {
+    const zeros = this.zeros.length >= Math.min(add, this.chunkBytes) ? this.zeros : Buffer.alloc(this.chunkBytes);
+    this.zeros = zeros;
     try {
-      for (; done < add; done += zeros.length) {
-        this.fs.writeAll(seg.fd, done + zeros.length <= add ? zeros : zeros.subarray(0, add - done), seg.bytes + done);
+      for (let done = 0; done < add; done += zeros.length) {
+        this.fs.writeAll(seg.fd, add - done >= zeros.length ? zeros : zeros.subarray(0, add - done), seg.bytes + done);
       }
     } catch (err) {
-      this.noSpace(err as Error);
       try {
         this.fs.truncate(seg.fd, seg.bytes);
       } catch {
         // The claim failed either way; the file keeps its old length or a zero tail.
       }
-      return false;
+      return err as Error;
     }
     seg.bytes += add;
-    return true;
+    return null;
   }
 
   private noSpace(err: Error): void {
@@ -277,7 +303,8 @@ export class Binlog implements Journal, Durability {
   /** Starts the next segment; the full one is cut to its records and closed. */
   private roll(firstClaim: number): boolean {
     const old = this.current;
-    if (!this.openSegment(old.index + 1, roundUp(firstClaim + SEGMENT_HEADER_BYTES, this.chunkBytes))) return false;
+    const need = roundUp(firstClaim + SEGMENT_HEADER_BYTES, 4096);
+    if (!this.openSegment(old.index + 1, Math.max(need, this.chunkBytes), need)) return false;
     this.flushBatchOf(old);
     try {
       this.fs.truncate(old.fd, old.used);
@@ -295,23 +322,30 @@ export class Binlog implements Journal, Durability {
     return true;
   }
 
-  /** Creates segment `index` with its header and `bytes` claimed; on failure leaves nothing behind. */
-  private openSegment(index: number, bytes: number): boolean {
+  /**
+   * Creates segment `index` with its header and `bytes` claimed (at least `minBytes` when space is
+   * short); on failure leaves nothing behind.
+   */
+  private openSegment(index: number, bytes: number, minBytes: number): boolean {
     const file = path.join(this.options.dir, segmentFileName(index));
+    const salt = randomBytes(4).readUInt32LE(0);
     let fd = -1;
+    let err: Error | null = null;
     try {
       fd = this.fs.openAppend(file);
-      this.fs.writeAll(fd, encodeSegmentHeader(index, Date.now()), 0);
-    } catch (err) {
+      this.fs.writeAll(fd, encodeSegmentHeader(index, Date.now(), salt), 0);
+    } catch (e) {
+      err = e as Error;
+    }
+    const seg: OpenSegment = { index, path: file, fd, salt, bytes: SEGMENT_HEADER_BYTES, used: SEGMENT_HEADER_BYTES, live: 0 };
+    if (err === null && bytes > SEGMENT_HEADER_BYTES) {
+      err = this.extend(seg, bytes - SEGMENT_HEADER_BYTES);
+      if (err !== null && minBytes < bytes) err = this.extend(seg, Math.max(0, minBytes - SEGMENT_HEADER_BYTES));
+    }
+    if (err !== null) {
       if (fd >= 0) this.fs.close(fd);
       this.safeUnlink(file);
-      this.noSpace(err as Error);
-      return false;
-    }
-    const seg: OpenSegment = { index, path: file, fd, bytes: SEGMENT_HEADER_BYTES, used: SEGMENT_HEADER_BYTES, live: 0 };
-    if (!this.extend(seg, Math.max(0, bytes - SEGMENT_HEADER_BYTES))) {
-      this.fs.close(fd);
-      this.safeUnlink(file);
+      this.noSpace(err);
       return false;
     }
     const prev = this.current as OpenSegment | undefined;
@@ -341,7 +375,7 @@ export class Binlog implements Journal, Durability {
 
   private appendJob(job: Job, size: number): void {
     const at = this.slot(size);
-    encodeJob(at.buf, at.offset, job, durableState(job), job.tube.name);
+    encodeJob(at.buf, at.offset, job, durableState(job), job.tube.name, this.current.salt);
     if (at.buf !== this.batch) {
       // Too big to batch: written now, at its place after everything batched before it.
       this.write(this.current.fd, at.buf, this.current.used);
@@ -436,7 +470,9 @@ export class Binlog implements Journal, Durability {
 
   /** One fdatasync in the background; it covers every write made before it started. */
   private startSync(): void {
-    if (this.fatal || this.stopped) return;
+    // One at a time: a second sync could outlive the first, whose callback closes the fds of
+    // rolled segments (the second would then sync a closed or reused descriptor).
+    if (this.fatal || this.stopped || this.syncing) return;
     this.syncing = true;
     const upTo = this.writtenSeq;
     const callbacks = this.afterSync.splice(0);
@@ -444,6 +480,8 @@ export class Binlog implements Journal, Durability {
       this.syncing = false;
       this.lastSyncAt = performance.now();
       for (const fd of this.closeAfterSync.splice(0)) this.fs.close(fd);
+      // After close() everything was synced there; this late answer changes nothing.
+      if (this.stopped) return;
       if (err !== null) return this.die(err);
       if (upTo > this.syncedSeq) this.syncedSeq = upTo;
       for (const fn of callbacks) fn();
@@ -466,8 +504,14 @@ export class Binlog implements Journal, Durability {
 
   // ---- compaction ----------------------------------------------------------------------------
 
+  /**
+   * True when there is work: the oldest segment holds no live job (deleting it frees space at
+   * no cost), or the files have outgrown max(2 x live bytes, a few segments).
+   */
   private shouldCompact(): boolean {
-    if (this.closed.length === 0) return false;
+    const head = this.closed[0];
+    if (head === undefined) return false;
+    if (head.live === 0) return true;
     let total = this.current.bytes;
     for (const s of this.closed) total += s.bytes;
     return total > Math.max(2 * this.liveBytes, MIN_SEGMENTS_KEPT * this.segmentBytes);
@@ -566,6 +610,8 @@ export class Binlog implements Journal, Durability {
     this.writtenSeq = this.syncedSeq = this.appendedSeq;
     this.notify();
     this.idMark.close();
+    if (this.syncing) this.closeAfterSync.push(cur.fd);
+    else this.fs.close(cur.fd);
   }
 }
 

@@ -6,12 +6,17 @@ export const LOCK_FILE = 'beanpole.lock';
 /** Why the directory could not be locked. */
 export class DirLockedError extends Error {}
 
-/** The process's start time in clock ticks since boot (/proc/PID/stat field 22), or null. */
+/**
+ * The process's start time in clock ticks since boot (/proc/PID/stat field 22), or null when
+ * there is no such running process. A zombie (killed, not yet reaped) counts as gone.
+ */
 function startTicks(pid: number): string | null {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
     // The command name (field 2) may contain spaces and parentheses: count from the last ')'.
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (fields[0] === 'Z' || fields[0] === 'X') return null;
+    return fields[19] ?? null;
   } catch {
     return null;
   }

@@ -6,12 +6,14 @@ import type { JobImage, JobState } from '../engine/job.js';
  *
  * A segment file `binlog.N.bp` starts with a 32-byte header, then records:
  *
- *   header  magic "BPSEG001" | version u32 | index u32 | createdAt f64 | reserved u32 | crc u32
+ *   header  magic "BPSEG001" | version u32 | index u32 | createdAt f64 | salt u32 | crc u32
  *   record  magic u32 | length u32 | crc u32 | payload (length bytes)
  *
- * The record crc is CRC-32 over the length field and the payload, so a torn write, a zeroed
- * region or a flipped bit anywhere is detected, and the magic lets a reader find the next intact
- * record after damage. A zero magic with a zero length is where written data ends (the segment
+ * The record crc is CRC-32 over the length field and the payload, seeded with the segment's
+ * random salt, so a torn write, a zeroed region or a flipped bit anywhere is detected, and the
+ * magic lets a reader find the next intact record after damage. The salt keeps a job body that
+ * happens to contain a well-formed record (a client can send any bytes) from ever passing for
+ * one when the reader searches for the next record after damage. A zero magic with a zero length is where written data ends (the segment
  * is preallocated with zeros).
  *
  * Payload, first byte is the kind:
@@ -73,10 +75,10 @@ function readId(buf: Buffer, at: number): number {
 }
 
 /** Fills in magic, length and crc for a payload already written at `at + RECORD_HEADER_BYTES`. */
-function seal(buf: Buffer, at: number, payloadBytes: number): number {
+function seal(buf: Buffer, at: number, payloadBytes: number, salt: number): number {
   buf.writeUInt32LE(RECORD_MAGIC, at);
   buf.writeUInt32LE(payloadBytes, at + 4);
-  const crc = crc32(buf.subarray(at + 4, at + 8), 0);
+  const crc = crc32(buf.subarray(at + 4, at + 8), salt);
   buf.writeUInt32LE(crc32(buf.subarray(at + RECORD_HEADER_BYTES, at + RECORD_HEADER_BYTES + payloadBytes), crc), at + 8);
   return RECORD_HEADER_BYTES + payloadBytes;
 }
@@ -93,7 +95,7 @@ function writeCounters(buf: Buffer, at: number, img: JobFields): void {
  * Encodes a JOB record at `at`; `buf` must have jobRecordBytes(...) free there. `state` is what
  * to store (a reserved job is stored as ready). Returns its size.
  */
-export function encodeJob(buf: Buffer, at: number, img: JobFields, state: JobState, tube: string): number {
+export function encodeJob(buf: Buffer, at: number, img: JobFields, state: JobState, tube: string, salt: number): number {
   const p = at + RECORD_HEADER_BYTES;
   buf[p] = KIND_JOB;
   buf[p + 1] = STATE_CODES[state];
@@ -111,11 +113,11 @@ export function encodeJob(buf: Buffer, at: number, img: JobFields, state: JobSta
   // Tube names are ASCII (the protocol's character set), one byte per character.
   buf.write(tube, p + JOB_FIXED, 'latin1');
   img.body.copy(buf, p + JOB_FIXED + tube.length);
-  return seal(buf, at, JOB_FIXED + tube.length + img.body.length);
+  return seal(buf, at, JOB_FIXED + tube.length + img.body.length, salt);
 }
 
 /** Encodes a STATE record at `at` (STATE_RECORD_BYTES); `state` as for encodeJob. */
-export function encodeState(buf: Buffer, at: number, img: JobFields, state: JobState): number {
+export function encodeState(buf: Buffer, at: number, img: JobFields, state: JobState, salt: number): number {
   const p = at + RECORD_HEADER_BYTES;
   buf[p] = KIND_STATE;
   buf[p + 1] = STATE_CODES[state];
@@ -127,15 +129,15 @@ export function encodeState(buf: Buffer, at: number, img: JobFields, state: JobS
   buf.writeDoubleLE(state === 'delayed' ? img.deadlineAt : 0, p + 24);
   buf.writeDoubleLE(img.buriedSeq, p + 32);
   writeCounters(buf, p + 40, img);
-  return seal(buf, at, STATE_FIXED);
+  return seal(buf, at, STATE_FIXED, salt);
 }
 
 /** Encodes a DELETE record at `at` (DELETE_RECORD_BYTES). */
-export function encodeDelete(buf: Buffer, at: number, id: number): number {
+export function encodeDelete(buf: Buffer, at: number, id: number, salt: number): number {
   const p = at + RECORD_HEADER_BYTES;
   buf.writeUInt32LE(KIND_DELETE, p);
   writeId(buf, id, p + 4);
-  return seal(buf, at, DELETE_FIXED);
+  return seal(buf, at, DELETE_FIXED, salt);
 }
 
 /** What the reader found at an offset. */
@@ -151,7 +153,7 @@ export type RecordScan =
  * Checks the record at `at` without decoding it. `maxPayload` bounds the length field so a
  * corrupt length cannot make the reader wait for gigabytes that will never come.
  */
-export function scanRecord(buf: Buffer, at: number, maxPayload: number): RecordScan {
+export function scanRecord(buf: Buffer, at: number, maxPayload: number, salt: number): RecordScan {
   if (buf.length - at < RECORD_HEADER_BYTES) return isZero(buf, at, buf.length) ? { kind: 'end' } : { kind: 'short' };
   const magic = buf.readUInt32LE(at);
   const length = buf.readUInt32LE(at + 4);
@@ -161,17 +163,17 @@ export function scanRecord(buf: Buffer, at: number, maxPayload: number): RecordS
   if (magic !== RECORD_MAGIC) return { kind: 'bad', reason: 'bad record magic' };
   if (length < 4 || length > maxPayload) return { kind: 'bad', reason: `bad record length ${length}` };
   if (buf.length - at - RECORD_HEADER_BYTES < length) return { kind: 'short' };
-  const crc = crc32(buf.subarray(at + RECORD_HEADER_BYTES, at + RECORD_HEADER_BYTES + length), crc32(buf.subarray(at + 4, at + 8), 0));
+  const crc = crc32(buf.subarray(at + RECORD_HEADER_BYTES, at + RECORD_HEADER_BYTES + length), crc32(buf.subarray(at + 4, at + 8), salt));
   if (crc !== buf.readUInt32LE(at + 8)) return { kind: 'bad', reason: 'checksum mismatch' };
   return { kind: 'record', size: RECORD_HEADER_BYTES + length };
 }
 
 /** Finds the next offset after `from` where an intact record starts, or -1. */
-export function resync(buf: Buffer, from: number, maxPayload: number): number {
+export function resync(buf: Buffer, from: number, maxPayload: number, salt: number): number {
   const magic = Buffer.alloc(4);
   magic.writeUInt32LE(RECORD_MAGIC, 0);
   for (let at = buf.indexOf(magic, from + 1); at >= 0; at = buf.indexOf(magic, at + 1)) {
-    if (scanRecord(buf, at, maxPayload).kind === 'record') return at;
+    if (scanRecord(buf, at, maxPayload, salt).kind === 'record') return at;
   }
   return -1;
 }
@@ -179,16 +181,6 @@ export function resync(buf: Buffer, from: number, maxPayload: number): number {
 function isZero(buf: Buffer, from: number, to: number): boolean {
   for (let i = from; i < to; i++) if (buf[i] !== 0) return false;
   return true;
-}
-
-function readCounters(buf: Buffer, at: number): Pick<StateImage, 'reserves' | 'timeouts' | 'releases' | 'buries' | 'kicks'> {
-  return {
-    reserves: buf.readUInt32LE(at),
-    timeouts: buf.readUInt32LE(at + 4),
-    releases: buf.readUInt32LE(at + 8),
-    buries: buf.readUInt32LE(at + 12),
-    kicks: buf.readUInt32LE(at + 16),
-  };
 }
 
 /**
@@ -216,7 +208,11 @@ export function decodeRecord(buf: Buffer, at: number, size: number): DecodedReco
         delayMs: buf.readDoubleLE(p + 16),
         deadlineAt: buf.readDoubleLE(p + 24),
         buriedSeq: buf.readDoubleLE(p + 32),
-        ...readCounters(buf, p + 40),
+        reserves: buf.readUInt32LE(p + 40),
+        timeouts: buf.readUInt32LE(p + 44),
+        releases: buf.readUInt32LE(p + 48),
+        buries: buf.readUInt32LE(p + 52),
+        kicks: buf.readUInt32LE(p + 56),
       },
     };
   }
@@ -237,24 +233,29 @@ export function decodeRecord(buf: Buffer, at: number, size: number): DecodedReco
       createdAt: buf.readDoubleLE(p + 32),
       deadlineAt: buf.readDoubleLE(p + 40),
       buriedSeq: buf.readDoubleLE(p + 48),
-      ...readCounters(buf, p + 56),
+      reserves: buf.readUInt32LE(p + 56),
+      timeouts: buf.readUInt32LE(p + 60),
+      releases: buf.readUInt32LE(p + 64),
+      buries: buf.readUInt32LE(p + 68),
+      kicks: buf.readUInt32LE(p + 72),
       body: Buffer.from(buf.subarray(bodyAt, end)),
     },
   };
 }
 
-/** The 32-byte segment header. */
-export function encodeSegmentHeader(index: number, createdAt: number): Buffer {
+/** The 32-byte segment header; `salt` is a random u32 that seeds every record checksum in it. */
+export function encodeSegmentHeader(index: number, createdAt: number, salt: number): Buffer {
   const buf = Buffer.alloc(SEGMENT_HEADER_BYTES);
   SEGMENT_MAGIC.copy(buf, 0);
   buf.writeUInt32LE(FORMAT_VERSION, 8);
   buf.writeUInt32LE(index, 12);
   buf.writeDoubleLE(createdAt, 16);
+  buf.writeUInt32LE(salt >>> 0, 24);
   buf.writeUInt32LE(crc32(buf.subarray(0, 28), 0), 28);
   return buf;
 }
 
-export type SegmentHeaderCheck = { ok: true; index: number } | { ok: false; reason: string };
+export type SegmentHeaderCheck = { ok: true; index: number; salt: number } | { ok: false; reason: string };
 
 export function checkSegmentHeader(buf: Buffer): SegmentHeaderCheck {
   if (buf.length < SEGMENT_HEADER_BYTES) return { ok: false, reason: 'shorter than its header' };
@@ -262,7 +263,7 @@ export function checkSegmentHeader(buf: Buffer): SegmentHeaderCheck {
   if (buf.readUInt32LE(28) !== crc32(buf.subarray(0, 28), 0)) return { ok: false, reason: 'header checksum mismatch' };
   const version = buf.readUInt32LE(8);
   if (version !== FORMAT_VERSION) return { ok: false, reason: `unknown format version ${version}` };
-  return { ok: true, index: buf.readUInt32LE(12) };
+  return { ok: true, index: buf.readUInt32LE(12), salt: buf.readUInt32LE(24) };
 }
 
 /** Segment file names: binlog.<index>.bp (not beanstalkd's binlog.N, whose format differs). */

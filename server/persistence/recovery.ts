@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { JobImage } from '../engine/job.js';
+import type { Job, JobImage } from '../engine/job.js';
 import {
   KIND_DELETE,
   KIND_JOB,
@@ -11,26 +11,30 @@ import {
   parseSegmentFileName,
   resync,
   scanRecord,
+  type StateImage,
 } from './format.js';
 import { IdMark } from './id-mark.js';
+
+/** Where replayed records go (the engine's restore methods). */
+export interface RecoverySink {
+  restoreJob(img: JobImage, file: number): void;
+  restoreState(img: StateImage): void;
+  restoreDelete(id: number): void;
+}
 
 /** A segment found on disk, after its damaged or unused tail was cut off. */
 export interface SegmentOnDisk {
   index: number;
   path: string;
   bytes: number;
-  /** Live jobs whose latest full record is in this segment. */
+  /** Live jobs whose latest full record is in this segment (see countLive). */
   live: number;
 }
 
 export interface Recovery {
-  /** Live jobs by id, each with the segment that holds its full record. */
-  jobs: Map<number, JobImage & { file: number }>;
   segments: SegmentOnDisk[];
   /** Above every id seen in any record and the stored high-water mark. */
   nextId: number;
-  /** Bytes of the live jobs' full records. */
-  liveBytes: number;
   records: number;
   /** One line per problem, each naming the file and the byte offset. */
   problems: string[];
@@ -41,7 +45,7 @@ export interface Recovery {
  * tail is cut off, a damaged record inside a segment is skipped up to the next intact one, and
  * each case is reported with its file and offset. `maxPayload` bounds a credible record.
  */
-export function recover(dir: string, maxPayload: number): Recovery {
+export function recover(dir: string, maxPayload: number, sink: RecoverySink): Recovery {
   const found: { index: number; path: string }[] = [];
   for (const name of fs.readdirSync(dir)) {
     const index = parseSegmentFileName(name);
@@ -49,7 +53,6 @@ export function recover(dir: string, maxPayload: number): Recovery {
   }
   found.sort((a, b) => a.index - b.index);
 
-  const jobs = new Map<number, JobImage & { file: number }>();
   const problems: string[] = [];
   const segments: SegmentOnDisk[] = [];
   let maxId = 0;
@@ -71,18 +74,26 @@ export function recover(dir: string, maxPayload: number): Recovery {
     let at = SEGMENT_HEADER_BYTES;
     let end = data.length;
     while (at < data.length) {
-      const scan = scanRecord(data, at, maxPayload);
+      const scan = scanRecord(data, at, maxPayload, header.salt);
       if (scan.kind === 'end') {
         end = at;
         break;
       }
       if (scan.kind === 'short') {
+        // A record that runs past the end is a torn tail, unless intact records follow it: then
+        // its length field is damaged, and cutting here would throw those records away.
+        const next = resync(data, at, maxPayload, header.salt);
+        if (next >= 0) {
+          problems.push(`${seg.path}:${at}: record runs past the end of the file; skipped ${next - at} bytes to the next intact record`);
+          at = next;
+          continue;
+        }
         problems.push(`${seg.path}:${at}: torn record at the end (${data.length - at} bytes cut off)`);
         end = at;
         break;
       }
       if (scan.kind === 'bad') {
-        const next = resync(data, at, maxPayload);
+        const next = resync(data, at, maxPayload, header.salt);
         if (next < 0) {
           problems.push(`${seg.path}:${at}: ${scan.reason}; nothing intact follows (${data.length - at} bytes cut off)`);
           end = at;
@@ -98,16 +109,15 @@ export function recover(dir: string, maxPayload: number): Recovery {
       } else {
         records++;
         if (rec.kind === KIND_JOB) {
-          jobs.set(rec.job.id, { ...rec.job, file: header.index });
+          sink.restoreJob(rec.job, header.index);
           if (rec.job.id > maxId) maxId = rec.job.id;
         } else if (rec.kind === KIND_DELETE) {
-          jobs.delete(rec.id);
+          sink.restoreDelete(rec.id);
           if (rec.id > maxId) maxId = rec.id;
         } else {
           // A state record for a job with no full record seen is about a job whose full
-          // record was compacted away after it died, or lost to damage: nothing to apply.
-          const job = jobs.get(rec.state.id);
-          if (job !== undefined) Object.assign(job, rec.state);
+          // record was compacted away after it died, or lost to damage: the sink ignores it.
+          sink.restoreState(rec.state);
           if (rec.state.id > maxId) maxId = rec.state.id;
         }
       }
@@ -120,18 +130,17 @@ export function recover(dir: string, maxPayload: number): Recovery {
     segments.push({ index: header.index, path: seg.path, bytes: end, live: 0 });
   }
 
+  return { segments, nextId: Math.max(maxId + 1, IdMark.read(dir), 1), records, problems };
+}
+
+/** Fills in each segment's live count from the restored jobs; returns the live record bytes. */
+export function countLive(segments: SegmentOnDisk[], jobs: Iterable<Job>): number {
   const byIndex = new Map(segments.map((s) => [s.index, s]));
   let liveBytes = 0;
-  for (const job of jobs.values()) {
-    byIndex.get(job.file)!.live++;
-    liveBytes += jobRecordBytes(Buffer.byteLength(job.tube, 'latin1'), job.body.length);
+  for (const job of jobs) {
+    const seg = byIndex.get(job.file);
+    if (seg !== undefined) seg.live++;
+    liveBytes += jobRecordBytes(job.tube.name.length, job.body.length);
   }
-  return {
-    jobs,
-    segments,
-    nextId: Math.max(maxId + 1, IdMark.read(dir), 1),
-    liveBytes,
-    records,
-    problems,
-  };
+  return liveBytes;
 }
