@@ -123,7 +123,10 @@ export class Binlog implements Journal, Durability {
   private syncing = false;
   private lastSyncAt = 0;
   private syncTimer: NodeJS.Timeout | null = null;
-  private readonly closeAfterSync: number[] = [];
+  /** Rolled segments still to be synced once (then closed); the next sync covers them. */
+  private rolledFds: number[] = [];
+  /** Rolled segments whose final sync is in flight. */
+  private syncingRolled: number[] = [];
   private readonly afterSync: (() => void)[] = [];
 
   private liveBytes = 0;
@@ -308,14 +311,15 @@ export class Binlog implements Journal, Durability {
     this.flushBatchOf(old);
     try {
       this.fs.truncate(old.fd, old.used);
-      if (this.fsyncMs !== null) this.fs.syncNow(old.fd);
     } catch (err) {
       this.die(err as Error);
       return false;
     }
     old.bytes = old.used;
-    if (this.syncing) this.closeAfterSync.push(old.fd);
-    else this.fs.close(old.fd);
+    // Its last records are synced by the next background sync, not here on the event loop;
+    // with -f 0 no reply for them goes out before that.
+    if (this.fsyncMs === null) this.fs.close(old.fd);
+    else this.rolledFds.push(old.fd);
     const closedSeg: Segment = { index: old.index, path: old.path, bytes: old.bytes, live: old.live };
     this.closed.push(closedSeg);
     this.byIndex.set(closedSeg.index, closedSeg);
@@ -468,27 +472,36 @@ export class Binlog implements Journal, Durability {
     if (!this.syncing) this.startSync();
   }
 
-  /** One fdatasync in the background; it covers every write made before it started. */
+  /**
+   * One round of fdatasync in the background, of the current segment and of segments rolled
+   * since the last round; it covers every write made before it started. One round at a time.
+   */
   private startSync(): void {
-    // One at a time: a second sync could outlive the first, whose callback closes the fds of
-    // rolled segments (the second would then sync a closed or reused descriptor).
     if (this.fatal || this.stopped || this.syncing) return;
     this.syncing = true;
     const upTo = this.writtenSeq;
     const callbacks = this.afterSync.splice(0);
-    this.fs.sync(this.current.fd, (err) => {
+    this.syncingRolled = this.rolledFds;
+    this.rolledFds = [];
+    const fds = [...this.syncingRolled, this.current.fd];
+    let pending = fds.length;
+    let failed: Error | null = null;
+    const done = (err: Error | null): void => {
+      failed ??= err;
+      if (--pending > 0) return;
       this.syncing = false;
       this.lastSyncAt = performance.now();
-      for (const fd of this.closeAfterSync.splice(0)) this.fs.close(fd);
-      // After close() everything was synced there; this late answer changes nothing.
+      // After close() everything was synced and closed there; this late answer changes nothing.
       if (this.stopped) return;
-      if (err !== null) return this.die(err);
+      for (const fd of this.syncingRolled.splice(0)) this.fs.close(fd);
+      if (failed !== null) return this.die(failed);
       if (upTo > this.syncedSeq) this.syncedSeq = upTo;
       for (const fn of callbacks) fn();
       if (this.fsyncMs === 0) this.notify();
       if (this.afterSync.length > 0 || (this.fsyncMs === 0 && this.writtenSeq > this.syncedSeq)) this.startSync();
       else if (this.fsyncMs !== null && this.fsyncMs > 0) this.scheduleSync();
-    });
+    };
+    for (const fd of fds) this.fs.sync(fd, done);
   }
 
   private notify(): void {
@@ -605,13 +618,11 @@ export class Binlog implements Journal, Durability {
     this.flushBatchOf(cur);
     if (this.source !== null) this.idMark.store(this.source.nextId);
     this.fs.truncate(cur.fd, cur.used);
-    this.fs.syncNow(cur.fd);
-    this.fs.syncNow(this.idMark.fileDescriptor);
+    for (const fd of [...this.syncingRolled, ...this.rolledFds, cur.fd, this.idMark.fileDescriptor]) this.fs.syncNow(fd);
     this.writtenSeq = this.syncedSeq = this.appendedSeq;
     this.notify();
     this.idMark.close();
-    if (this.syncing) this.closeAfterSync.push(cur.fd);
-    else this.fs.close(cur.fd);
+    for (const fd of [...this.syncingRolled.splice(0), ...this.rolledFds.splice(0), cur.fd]) this.fs.close(fd);
   }
 }
 
