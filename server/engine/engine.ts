@@ -30,6 +30,17 @@ export interface PutRequest {
 
 export type KickKind = 'buried' | 'delayed';
 
+/** What an operator may change in a job that no worker holds; durations in milliseconds. */
+export interface JobEdit {
+  body?: Buffer;
+  priority?: number;
+  ttrMs?: number;
+  /** Ready or delayed jobs become delayed by this much (0: ready now); a buried job keeps it for later. */
+  delayMs?: number;
+  /** Move to this tube (created if needed), keeping id, state, priority and counters. */
+  tube?: string;
+}
+
 /**
  * The job server's state and every operation on it. Pure: no I/O and no timers. Time comes
  * from the injected clock; the owner calls `tick(now)` at `nextDeadline()`.
@@ -67,6 +78,7 @@ export class Engine {
     (a, b) => a.tickAt < b.tickAt,
     (s, i) => (s.tickIndex = i),
   );
+  private readonly sessions = new Set<Session>();
   private nextJobId = 1;
   private nextSessionId = 1;
   private lastBuriedSeq = 0;
@@ -167,6 +179,7 @@ export class Engine {
 
   openSession(delegate: SessionDelegate): Session {
     const session = new Session(this.nextSessionId++, delegate);
+    this.sessions.add(session);
     session.used = this.defaultTube;
     this.defaultTube.using++;
     session.watched.add(this.defaultTube);
@@ -206,7 +219,13 @@ export class Engine {
     if (session.isWorker) this.stats.workers--;
     this.stats.currentConnections--;
     session.closed = true;
+    this.sessions.delete(session);
     return true;
+  }
+
+  /** Open sessions, oldest first. */
+  allSessions(): IterableIterator<Session> {
+    return this.sessions.values();
   }
 
   use(session: Session, name: string): Tube {
@@ -478,6 +497,69 @@ export class Engine {
     job.kicks++;
     this.enqueueReady(job, from);
     this.journal.update(job);
+  }
+
+  // ---- edits (the dashboard) -----------------------------------------------------------------
+
+  /**
+   * Changes a job in place, keeping its id and counters: body, priority, TTR, delay, tube. A
+   * buried job stays buried (a move puts it last in the new tube's buried list). Fails with
+   * NOT_FOUND, JOB_RESERVED (a worker holds it), OUT_OF_MEMORY (the body budget, or no binlog
+   * room) and changes nothing then.
+   */
+  editJob(id: number, edit: JobEdit): Result<Job> {
+    const job = this.jobs.get(id);
+    if (job === undefined) return fail('NOT_FOUND');
+    if (job.state === 'reserved') return fail('JOB_RESERVED');
+    const body = edit.body ?? job.body;
+    if (body.length > job.body.length && !this.hasRoomFor(body.length - job.body.length)) return fail('OUT_OF_MEMORY');
+    const tubeName = edit.tube ?? job.tube.name;
+    if (!this.journal.canRewrite(tubeName.length, body.length)) return fail('OUT_OF_MEMORY');
+    const oldTubeBytes = job.tube.name.length;
+    const oldBodyBytes = job.body.length;
+    const from = job.state;
+    const oldTube = job.tube;
+    const moving = tubeName !== oldTube.name;
+    const requeue = from !== 'buried' || moving;
+    if (requeue) this.detach(job);
+    this.bodyBytes += body.length - job.body.length;
+    job.body = body;
+    if (edit.priority !== undefined) job.priority = edit.priority;
+    if (edit.ttrMs !== undefined) job.ttrMs = edit.ttrMs;
+    if (edit.delayMs !== undefined) job.delayMs = edit.delayMs;
+    // total-jobs stays with the tube the job was put into: it counts puts, not residents.
+    if (moving) job.tube = this.findOrCreateTube(tubeName);
+    if (from === 'buried') {
+      if (moving) {
+        job.buriedSeq = ++this.lastBuriedSeq;
+        job.tube.buried.push(job);
+        this.stats.buried++;
+      }
+      this.changed(job, from);
+    } else if (edit.delayMs !== undefined ? edit.delayMs > 0 : from === 'delayed') {
+      const deadline = edit.delayMs !== undefined ? this.clock.now() + edit.delayMs : job.deadlineAt;
+      this.enqueueDelayed(job, from, deadline);
+    } else {
+      this.enqueueReady(job, from);
+    }
+    if (moving) this.maybeRemoveTube(oldTube);
+    this.journal.rewrite(job, oldTubeBytes, oldBodyBytes);
+    return ok(job);
+  }
+
+  /**
+   * Deletes up to `max` jobs of `tube` in `state`, each exactly as `delete` would (journaled,
+   * counted in the tube's cmd-delete). Front doors call it in slices. Returns how many went;
+   * fewer than asked when the state ran out or the journal could not record more.
+   */
+  clearSome(tube: Tube, state: KickKind | 'ready', max: number): number {
+    let n = 0;
+    while (n < max) {
+      const job = state === 'ready' ? tube.ready.peek() : state === 'delayed' ? tube.delayed.peek() : tube.firstBuried();
+      if (job === undefined || !this.delete(null, job.id).ok) break;
+      n++;
+    }
+    return n;
   }
 
   // ---- recovery ----------------------------------------------------------------------------

@@ -54,6 +54,30 @@ export class IndexedHeap<T> {
     this.siftUp(index);
   }
 
+  /**
+   * Up to `limit` items in sorted order, leaving out the leading ones for which `before` is true
+   * (a page after a cursor). A best-first walk of the heap: O((skipped + limit) log n), so the
+   * first pages of a huge heap cost next to nothing and nothing is sorted or copied.
+   */
+  ordered(limit: number, before: (item: T) => boolean = () => false): T[] {
+    const items = this.items;
+    const out: T[] = [];
+    if (items.length === 0 || limit <= 0) return out;
+    const frontier = new IndexedHeap<number>(
+      (a, b) => this.less(items[a]!, items[b]!),
+      () => undefined,
+    );
+    frontier.push(0);
+    while (out.length < limit && frontier.size > 0) {
+      const i = frontier.pop()!;
+      if (!before(items[i]!)) out.push(items[i]!);
+      const left = 2 * i + 1;
+      if (left < items.length) frontier.push(left);
+      if (left + 1 < items.length) frontier.push(left + 1);
+    }
+    return out;
+  }
+
   /** Visits items in heap-array order (not sorted). */
   forEach(fn: (item: T) => void): void {
     for (const item of this.items) fn(item);

@@ -14,6 +14,13 @@ export interface Journal {
   update(job: Job): void;
   /** The job is about to go. False: it cannot be recorded, so the job stays. */
   delete(job: Job): boolean;
+  /** True when a full record with a tube name and body of these lengths can be written now. */
+  canRewrite(tubeNameBytes: number, bodyBytes: number): boolean;
+  /**
+   * The job's full record again, after an edit or a move (room confirmed by canRewrite); the
+   * lengths are those of the record it replaces.
+   */
+  rewrite(job: Job, oldTubeNameBytes: number, oldBodyBytes: number): void;
 }
 
 /** No persistence: every write succeeds at once. */
@@ -22,6 +29,8 @@ export const nullJournal: Journal = {
   canUpdate: () => true,
   update: () => undefined,
   delete: () => true,
+  canRewrite: () => true,
+  rewrite: () => undefined,
 };
 
 /**

@@ -1,7 +1,14 @@
 import type { Job } from './job.js';
 
 /** Why an operation a client asked for did not happen. */
-export type FailureCode = 'NOT_FOUND' | 'DRAINING' | 'OUT_OF_MEMORY' | 'INTERNAL_ERROR' | 'NOT_IGNORED';
+export type FailureCode =
+  | 'NOT_FOUND'
+  | 'DRAINING'
+  | 'OUT_OF_MEMORY'
+  | 'INTERNAL_ERROR'
+  | 'NOT_IGNORED'
+  /** An edit of a job a worker holds (the dashboard's edit; the protocol never asks). */
+  | 'JOB_RESERVED';
 
 export type Result<T> = { ok: true; value: T } | { ok: false; code: FailureCode };
 

@@ -143,6 +143,15 @@ export class RecordingJournal implements Journal {
     this.writes.push(`delete ${job.id}`);
     return true;
   }
+
+  canRewrite(): boolean {
+    return !this.failUpdate;
+  }
+
+  rewrite(job: Job): void {
+    if (this.failUpdate) throw new Error('rewrite without room: canRewrite said no');
+    this.writes.push(`rewrite ${job.id} ${job.state} ${job.tube.name}`);
+  }
 }
 
 export type HarnessOptions = Omit<EngineOptions, 'clock'>;

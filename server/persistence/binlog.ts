@@ -234,6 +234,20 @@ export class Binlog implements Journal, Durability {
     return true;
   }
 
+  canRewrite(tubeNameBytes: number, bodyBytes: number): boolean {
+    return this.claim(jobRecordBytes(tubeNameBytes, bodyBytes), true);
+  }
+
+  rewrite(job: Job, oldTubeNameBytes: number, oldBodyBytes: number): void {
+    const size = jobRecordBytes(job.tube.name.length, job.body.length);
+    const old = this.byIndex.get(job.file);
+    if (old !== undefined) old.live--;
+    this.liveBytes += size - jobRecordBytes(oldTubeNameBytes, oldBodyBytes);
+    this.appendJob(job, size);
+    job.file = this.current.index;
+    this.current.live++;
+  }
+
   // ---- space ---------------------------------------------------------------------------------
 
   /** True when `size` more bytes fit in claimed space; new data must also leave the headroom. */
@@ -571,10 +585,8 @@ export class Binlog implements Journal, Durability {
         retry.unref();
         return;
       }
-      this.appendJob(job, size);
-      head.live--;
-      job.file = this.current.index;
-      this.current.live++;
+      // Moving a job forward is rewriting its full record unchanged.
+      this.rewrite(job, job.tube.name.length, job.body.length);
       this.recordsMigrated++;
       written += size;
     }

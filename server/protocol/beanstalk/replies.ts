@@ -36,6 +36,9 @@ export function failureReply(code: FailureCode): Buffer {
       return REPLY.NOT_IGNORED;
     case 'INTERNAL_ERROR':
       return REPLY.INTERNAL_ERROR;
+    case 'JOB_RESERVED':
+      // No protocol command edits a job; to a client a held job is not found, as for delete.
+      return REPLY.NOT_FOUND;
   }
 }
 

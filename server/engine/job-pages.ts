@@ -1,0 +1,82 @@
+import type { Engine } from './engine.js';
+import type { Job, JobState } from './job.js';
+import type { Tube } from './tube.js';
+
+/** One page of a tube's jobs in one state, and the cursor of the next page (null: no more). */
+export interface JobPage {
+  jobs: Job[];
+  next: string | null;
+}
+
+/**
+ * The jobs of `tube` in `state`, in the engine's order: ready by (priority, id), delayed by
+ * (deadline, id), buried oldest first, reserved by id. `after` is an opaque cursor from an
+ * earlier page; a cursor that does not parse starts from the beginning. Pages stay correct while
+ * jobs come and go: a page starts after the last job the previous page showed, by order.
+ */
+export function listJobs(engine: Engine, tube: Tube, state: JobState, limit: number, after: string | null): JobPage {
+  const key = parseCursor(after);
+  let jobs: Job[];
+  switch (state) {
+    case 'ready':
+      jobs = tube.ready.ordered(limit + 1, key === null ? undefined : (j) => beforeOrAt(j.priority, j.id, key));
+      break;
+    case 'delayed':
+      jobs = tube.delayed.ordered(limit + 1, key === null ? undefined : (j) => beforeOrAt(j.deadlineAt, j.id, key));
+      break;
+    case 'buried':
+      jobs = buriedAfter(tube, key?.[0] ?? 0, limit + 1);
+      break;
+    case 'reserved':
+      jobs = reservedAfter(engine, tube, key?.[0] ?? 0, limit + 1);
+      break;
+  }
+  const more = jobs.length > limit;
+  if (more) jobs.pop();
+  const last = jobs.at(-1);
+  return { jobs, next: more && last !== undefined ? cursorOf(state, last) : null };
+}
+
+function cursorOf(state: JobState, job: Job): string {
+  switch (state) {
+    case 'ready':
+      return `${job.priority}.${job.id}`;
+    case 'delayed':
+      return `${job.deadlineAt}.${job.id}`;
+    case 'buried':
+      return `${job.buriedSeq}`;
+    case 'reserved':
+      return `${job.id}`;
+  }
+}
+
+function parseCursor(cursor: string | null): number[] | null {
+  if (cursor === null || !/^\d+(\.\d+)?$/.test(cursor)) return null;
+  return cursor.split('.').map(Number);
+}
+
+function beforeOrAt(first: number, id: number, key: number[]): boolean {
+  const [k0 = 0, k1 = 0] = key;
+  return first < k0 || (first === k0 && id <= k1);
+}
+
+/** Buried jobs after sequence number `seq`, oldest first (the list is in sequence order). */
+function buriedAfter(tube: Tube, seq: number, limit: number): Job[] {
+  const out: Job[] = [];
+  for (const job of tube.buried.values()) {
+    if (job.buriedSeq <= seq) continue;
+    out.push(job);
+    if (out.length >= limit) break;
+  }
+  return out;
+}
+
+/** Reserved jobs of `tube` with ids above `id`; reservations live with the sessions holding them. */
+function reservedAfter(engine: Engine, tube: Tube, id: number, limit: number): Job[] {
+  const all: Job[] = [];
+  for (const session of engine.allSessions()) {
+    for (const job of session.reservedJobs.values()) if (job.tube === tube && job.id > id) all.push(job);
+  }
+  all.sort((a, b) => a.id - b.id);
+  return all.slice(0, limit);
+}
