@@ -40,9 +40,10 @@ export function listJobs(engine: Engine, tube: Tube, state: JobState, limit: num
 function cursorOf(state: JobState, job: Job): string {
   switch (state) {
     case 'ready':
-      return `${job.priority}.${job.id}`;
+      return `${job.priority}_${job.id}`;
     case 'delayed':
-      return `${job.deadlineAt}.${job.id}`;
+      // Deadlines have fractions of a millisecond, hence a separator that is not a dot.
+      return `${job.deadlineAt}_${job.id}`;
     case 'buried':
       return `${job.buriedSeq}`;
     case 'reserved':
@@ -51,8 +52,9 @@ function cursorOf(state: JobState, job: Job): string {
 }
 
 function parseCursor(cursor: string | null): number[] | null {
-  if (cursor === null || !/^\d+(\.\d+)?$/.test(cursor)) return null;
-  return cursor.split('.').map(Number);
+  const m = cursor === null ? null : /^(\d+(?:\.\d+)?)(?:_(\d+))?$/.exec(cursor);
+  if (m === null) return null;
+  return m[2] === undefined ? [Number(m[1])] : [Number(m[1]), Number(m[2])];
 }
 
 function beforeOrAt(first: number, id: number, key: number[]): boolean {

@@ -145,8 +145,9 @@ export class Binlog implements Journal, Durability {
   constructor(private readonly options: BinlogOptions) {
     this.fs = options.fs ?? nodeFileSystem;
     this.log = options.log;
-    this.segmentBytes = options.segmentBytes;
-    this.chunkBytes = Math.min(CHUNK_BYTES, roundUp(options.segmentBytes, 4096));
+    // Like beanstalkd, -s is used rounded up to whole 4 KiB pages (stats show it as given).
+    this.segmentBytes = roundUp(Math.max(options.segmentBytes, 1), 4096);
+    this.chunkBytes = Math.min(CHUNK_BYTES, this.segmentBytes);
     this.headroom = Math.min(HEADROOM_BYTES, Math.floor(this.chunkBytes / 4));
     this.fsyncMs = options.fsyncMs;
   }
@@ -194,7 +195,7 @@ export class Binlog implements Journal, Durability {
       currentIndex: this.current.index,
       recordsWritten: this.recordsWritten,
       recordsMigrated: this.recordsMigrated,
-      maxSize: this.segmentBytes,
+      maxSize: this.options.segmentBytes,
       diskBytes,
       failure: this.failure,
     };
