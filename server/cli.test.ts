@@ -15,6 +15,7 @@ const DEFAULTS: ServerOptions = {
   user: null,
   verbosity: 0,
   maxJobBytes: Number.POSITIVE_INFINITY,
+  admin: { listen: '127.0.0.1', port: 11380, token: null, readOnly: false },
 };
 
 function run(changes: Partial<ServerOptions>, warnings: string[] = []): CliResult {
@@ -22,6 +23,34 @@ function run(changes: Partial<ServerOptions>, warnings: string[] = []): CliResul
 }
 
 const CLAMP_WARNING = `maximum job size was set to ${MAX_JOB_SIZE_LIMIT}`;
+
+describe('parseCommandLine: the admin flags', () => {
+  const admin = DEFAULTS.admin!;
+  it('takes --admin-listen, --admin-port, --admin-token, --admin-read-only and --no-admin', () => {
+    expect(parseCommandLine(['--admin-port', '0'])).toStrictEqual(run({ admin: { ...admin, port: 0 } }));
+    expect(parseCommandLine(['--admin-token', 's3cret', '--admin-read-only'])).toStrictEqual(
+      run({ admin: { ...admin, token: 's3cret', readOnly: true } }),
+    );
+    expect(parseCommandLine(['--no-admin'])).toStrictEqual(run({ admin: null }));
+    expect(parseCommandLine(['--admin-listen', '::1'])).toStrictEqual(run({ admin: { ...admin, listen: '::1' } }));
+  });
+
+  it('reads the token from BEANPOLE_ADMIN_TOKEN; the flag wins', () => {
+    const env = { BEANPOLE_ADMIN_TOKEN: 'from-env' };
+    expect(parseCommandLine([], env)).toStrictEqual(run({ admin: { ...admin, token: 'from-env' } }));
+    expect(parseCommandLine(['--admin-token', 'flag'], env)).toStrictEqual(run({ admin: { ...admin, token: 'flag' } }));
+  });
+
+  it('refuses a non-loopback admin address without a token, and a bad admin port', () => {
+    expect(parseCommandLine(['--admin-listen', '0.0.0.0'])).toMatchObject({ kind: 'usage-error', message: /admin-token/ });
+    expect(parseCommandLine(['--admin-listen', '0.0.0.0', '--admin-token', 't'])).toStrictEqual(
+      run({ admin: { ...admin, listen: '0.0.0.0', token: 't' } }),
+    );
+    expect(parseCommandLine(['--admin-listen', '0.0.0.0', '--no-admin'])).toStrictEqual(run({ admin: null }));
+    expect(parseCommandLine(['--admin-port', '70000'])).toMatchObject({ kind: 'usage-error' });
+    expect(parseCommandLine(['--admin-token', ''])).toMatchObject({ kind: 'usage-error' });
+  });
+});
 
 describe('parseCommandLine', () => {
   it('uses beanstalkd defaults with no arguments', () => {

@@ -14,7 +14,22 @@ export interface ServerOptions {
   verbosity: number;
   /** Budget for all job bodies together (bytes); Infinity when unset. */
   maxJobBytes: number;
+  /** The dashboard and admin API; null with --no-admin. */
+  admin: AdminOptions | null;
 }
+
+export interface AdminOptions {
+  listen: string;
+  /** 0 picks a free port (the log line says which). */
+  port: number;
+  /** Required by the API and socket.io when set (--admin-token or BEANPOLE_ADMIN_TOKEN). */
+  token: string | null;
+  readOnly: boolean;
+}
+
+/** The admin side's defaults: loopback only, so a fresh `npm start` exposes nothing. */
+export const DEFAULT_ADMIN_LISTEN = '127.0.0.1';
+export const DEFAULT_ADMIN_PORT = 11380;
 
 export type CliResult =
   | { kind: 'run'; options: ServerOptions; warnings: string[] }
@@ -48,6 +63,14 @@ Long forms: --binlog-dir --fsync-ms --no-fsync --listen --port --user --max-job-
 Beyond beanstalkd:
  --max-job-bytes BYTES  memory budget for all job bodies; a put beyond it
                         gets OUT_OF_MEMORY (default: unlimited)
+
+Dashboard and admin API (HTTP + socket.io):
+ --admin-listen ADDR    listen address (default 127.0.0.1); an address other
+                        than loopback needs a token
+ --admin-port PORT      port (default 11380; 0 picks a free one)
+ --admin-token TOKEN    require this bearer token (or set BEANPOLE_ADMIN_TOKEN)
+ --admin-read-only      reject every change made through the dashboard
+ --no-admin             no dashboard and no admin API
 `;
 
 const OPTIONS = {
@@ -65,6 +88,11 @@ const OPTIONS = {
   compact: { type: 'boolean', short: 'c' },
   'no-compact': { type: 'boolean', short: 'n' },
   'max-job-bytes': { type: 'string' },
+  'admin-listen': { type: 'string' },
+  'admin-port': { type: 'string' },
+  'admin-token': { type: 'string' },
+  'admin-read-only': { type: 'boolean' },
+  'no-admin': { type: 'boolean' },
 } as const;
 
 const U64_MAX = 18446744073709551615n;
@@ -81,7 +109,7 @@ function parseSize(text: string): bigint | null {
 class UsageError extends Error {}
 
 /** Parses beanstalkd-style flags (combined, attached or separate arguments; the last one wins). */
-export function parseCommandLine(argv: string[]): CliResult {
+export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): CliResult {
   // Not strict: like beanstalkd's EARGF, a flag's argument is the next word even when it starts
   // with '-' (`-z -1`), and flags act in order (`-h -x` is help, `-x -h` a usage error).
   const { tokens } = parseArgs({ args: argv, options: OPTIONS, strict: false, allowPositionals: true, tokens: true });
@@ -95,7 +123,15 @@ export function parseCommandLine(argv: string[]): CliResult {
     user: null,
     verbosity: 0,
     maxJobBytes: Number.POSITIVE_INFINITY,
+    admin: null,
   };
+  const admin: AdminOptions = {
+    listen: DEFAULT_ADMIN_LISTEN,
+    port: DEFAULT_ADMIN_PORT,
+    token: env.BEANPOLE_ADMIN_TOKEN || null,
+    readOnly: false,
+  };
+  let noAdmin = false;
   const warnings: string[] = [];
   try {
     for (const token of tokens) {
@@ -155,13 +191,38 @@ export function parseCommandLine(argv: string[]): CliResult {
         case 'max-job-bytes':
           options.maxJobBytes = integer(value, 'memory budget', 0, Number.MAX_SAFE_INTEGER);
           break;
+        case 'admin-listen':
+          admin.listen = value;
+          break;
+        case 'admin-port':
+          admin.port = integer(value, 'admin port', 0, 65535);
+          break;
+        case 'admin-token':
+          if (value === '') throw new UsageError('the admin token must not be empty');
+          admin.token = value;
+          break;
+        case 'admin-read-only':
+          admin.readOnly = true;
+          break;
+        case 'no-admin':
+          noAdmin = true;
+          break;
       }
+    }
+    if (!noAdmin && admin.token === null && !isLoopback(admin.listen)) {
+      throw new UsageError(`--admin-listen ${admin.listen} is reachable from other machines: set --admin-token (or BEANPOLE_ADMIN_TOKEN)`);
     }
   } catch (err) {
     if (err instanceof UsageError) return { kind: 'usage-error', message: err.message };
     throw err;
   }
+  if (!noAdmin) options.admin = admin;
   return { kind: 'run', options, warnings };
+}
+
+/** True for addresses only this machine can reach. */
+export function isLoopback(address: string): boolean {
+  return address === 'localhost' || address === '::1' || /^127\.\d+\.\d+\.\d+$/.test(address);
 }
 
 function integer(text: string, what: string, min: number, max: number): number {

@@ -1,6 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createAdminServer, type AdminServer } from './admin/app.js';
 import { USAGE, USAGE_EXIT_CODE, parseCommandLine, type ServerOptions } from './cli.js';
 import { systemClock } from './engine/clock.js';
 import { Engine } from './engine/engine.js';
@@ -9,13 +12,13 @@ import { createLogger, type Logger } from './logger.js';
 import { Binlog } from './persistence/binlog.js';
 import { BINLOG_EXIT_CODE, BinlogDirError, openBinlog, type OpenedBinlog } from './persistence/open-binlog.js';
 import { BeanstalkServer } from './protocol/beanstalk/server.js';
-import type { ServerInfo } from './protocol/beanstalk/yaml.js';
+import type { ServerInfo } from './server-info.js';
 import { Scheduler } from './scheduler.js';
 import { VERSION } from './version.js';
 
 /** Composition root: options -> engine -> scheduler -> listeners -> signals. */
 async function main(argv: string[]): Promise<void> {
-  const cli = parseCommandLine(argv);
+  const cli = parseCommandLine(argv, process.env);
   if (cli.kind === 'help') {
     process.stderr.write(USAGE);
     process.exit(0);
@@ -62,6 +65,7 @@ async function main(argv: string[]): Promise<void> {
     log.info('SIGUSR1: entering drain mode; puts now get DRAINING');
     engine.setDraining();
   });
+  let admin: AdminServer | null = null;
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
@@ -73,7 +77,7 @@ async function main(argv: string[]): Promise<void> {
       binlog!.close();
       persisted.lock.release();
     }
-    void beanstalk.close().then(() => process.exit(0));
+    void Promise.all([beanstalk.close(), admin?.close()]).then(() => process.exit(0));
     setTimeout(() => process.exit(0), 2000).unref();
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
@@ -85,6 +89,26 @@ async function main(argv: string[]): Promise<void> {
   } catch (err) {
     log.fatal({ err }, 'cannot listen');
     process.exit(111);
+  }
+  if (options.admin !== null) {
+    admin = createAdminServer({
+      engine,
+      info,
+      durability: binlog ?? immediateDurability,
+      log,
+      options: options.admin,
+      uiDir: path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'ui'),
+      binlog: binlog !== null,
+      onActivity: scheduler.poke,
+    });
+    try {
+      const url = await admin.listen();
+      log.info({ url }, `dashboard on ${url}`);
+    } catch (err) {
+      // The job server matters more than its dashboard: keep serving without it.
+      log.warn({ err: (err as Error).message }, 'dashboard not started: cannot listen on its address (use --admin-port or --no-admin)');
+      admin = null;
+    }
   }
   if (options.user !== null) becomeUser(options.user, log);
 }

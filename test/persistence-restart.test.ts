@@ -656,7 +656,7 @@ describe('binlog basics (upstream testserv.c)', () => {
 /** Runs a server that is expected to refuse to start; returns its exit status and stderr. */
 async function runToExit(args: readonly string[]): Promise<{ code: number | null; signal: string | null; stderr: string }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', String(port), ...args], {
+  const child = spawn(process.execPath, [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', String(port), '--no-admin', ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

@@ -156,6 +156,11 @@ export class Engine {
     return n;
   }
 
+  /** Removes `tube` if nothing uses, watches or holds it (for front doors that create tubes on the fly). */
+  dropTubeIfUnused(tube: Tube): void {
+    this.maybeRemoveTube(tube);
+  }
+
   private maybeRemoveTube(tube: Tube): void {
     if (tube.using > 0 || tube.watching > 0 || tube.jobCount > 0 || tube === this.defaultTube) return;
     this.tubesByName.delete(tube.name);

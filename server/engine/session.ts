@@ -30,6 +30,8 @@ export class Session {
   tickIndex = -1;
   isProducer = false;
   isWorker = false;
+  /** Who the front door says this is (a peer address), for the dashboard's connection list. */
+  peer = '';
   /** The peer will send nothing more: a blocking reserve times out at once. */
   halfClosed = false;
   closed = false;

@@ -162,7 +162,9 @@ export async function startProcessServer(
     const address: Address = port !== null ? { port } : { path: (listen as { path: string }).path };
     const listenArgs = port !== null ? ['-l', '127.0.0.1', '-p', String(port)] : ['-l', `unix:${(listen as { path: string }).path}`];
     const cmd = kind === 'beanpole' ? process.execPath : 'beanstalkd';
-    const argv = [...(kind === 'beanpole' ? [BEANPOLE_BIN] : []), ...listenArgs, ...args];
+    // Tests never touch the default dashboard port: Beanpole runs without it unless asked.
+    const adminArgs = kind === 'beanpole' && !args.some((a) => a.startsWith('--admin') || a === '--no-admin') ? ['--no-admin'] : [];
+    const argv = [...(kind === 'beanpole' ? [BEANPOLE_BIN] : []), ...listenArgs, ...adminArgs, ...args];
     const child = spawn(cmd, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     child.stderr!.setEncoding('utf8');

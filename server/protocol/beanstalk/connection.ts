@@ -61,6 +61,7 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
   ) {
     this.engine = ctx.engine;
     this.session = this.engine.openSession(this);
+    this.session.peer = socket.remoteAddress === undefined ? 'unix' : `${socket.remoteAddress}:${socket.remotePort}`;
     this.parser = new CommandParser(this);
     socket.on('data', (chunk: Buffer) => this.guard(() => this.parser.write(chunk)));
     socket.on('end', () => this.onEnd());

@@ -1,0 +1,117 @@
+import { existsSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import express from 'express';
+import type { Logger } from 'pino';
+import { Server as IoServer } from 'socket.io';
+import type { AdminConfigDto } from '../../shared/dto.js';
+import type { ClientToServerEvents, ServerToClientEvents } from '../../shared/events.js';
+import type { AdminOptions } from '../cli.js';
+import type { Engine } from '../engine/engine.js';
+import type { Durability } from '../engine/journal.js';
+import type { ServerInfo } from '../server-info.js';
+import { errorHandler } from './errors.js';
+import { LiveUpdates } from './live.js';
+import { prometheusText } from './metrics.js';
+import { apiRoutes } from './routes.js';
+import { bearer, readOnlyGuard, requireToken, sameOriginForChanges, securityHeaders, tokenMatches } from './security.js';
+import { StatsHistory } from './stats-history.js';
+
+export interface AdminContext {
+  engine: Engine;
+  info: ServerInfo;
+  durability: Durability;
+  log: Logger;
+  options: AdminOptions;
+  /** The built dashboard (dist/ui); served when it exists. */
+  uiDir: string;
+  binlog: boolean;
+  onActivity: () => void;
+}
+
+export interface AdminServer {
+  /** Resolves with the URL the dashboard is served on. */
+  listen(): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** The dashboard's HTTP side: the REST API, socket.io, /metrics, /healthz and the built UI. */
+export function createAdminServer(ctx: AdminContext): AdminServer {
+  const { engine, info, options } = ctx;
+  const config: AdminConfigDto = {
+    version: info.version,
+    readOnly: options.readOnly,
+    tokenRequired: options.token !== null,
+    maxJobSize: info.maxJobSize,
+    binlog: ctx.binlog,
+  };
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.use(securityHeaders());
+  app.get('/healthz', (_req, res) => {
+    res.json({ ok: true, draining: engine.draining });
+  });
+  app.get('/metrics', requireToken(options.token), (_req, res) => {
+    res.type('text/plain; version=0.0.4').send(prometheusText(engine, info));
+  });
+  // The config says whether a token is needed, so it is readable without one.
+  app.get('/api/config', (_req, res) => {
+    res.json(config);
+  });
+  app.use('/api', requireToken(options.token), sameOriginForChanges(), readOnlyGuard(options.readOnly));
+  app.use(apiRoutes({ engine, info, durability: ctx.durability, config, onActivity: ctx.onActivity }));
+  if (existsSync(path.join(ctx.uiDir, 'index.html'))) {
+    app.use(express.static(ctx.uiDir, { index: false, maxAge: '1h' }));
+    // Deep links (/tubes/a%2Fb, /jobs/7) load the app, which routes on the client.
+    app.get(/^(?!\/api\/|\/socket\.io\/).*/, (_req, res) => {
+      res.set('Cache-Control', 'no-cache').sendFile(path.join(ctx.uiDir, 'index.html'));
+    });
+  }
+  app.use(errorHandler(ctx.log));
+
+  const server = http.createServer(app);
+  const io = new IoServer<ClientToServerEvents, ServerToClientEvents>(server, {
+    serveClient: false,
+    // Same origin only: socket.io's CORS stays off, and a cross-site page cannot connect.
+    allowRequest: (req, callback) => {
+      const origin = req.headers.origin;
+      callback(null, origin === undefined || safeHost(origin) === req.headers.host);
+    },
+  });
+  io.use((socket, next) => {
+    const given = typeof socket.handshake.auth.token === 'string' ? socket.handshake.auth.token : bearer(socket.handshake.headers.authorization);
+    if (options.token === null || tokenMatches(options.token, given)) return next();
+    next(new Error('unauthorized'));
+  });
+  const history = new StatsHistory(engine, info);
+  const live = new LiveUpdates(io, engine, info, config, history);
+
+  return {
+    listen: () =>
+      new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(options.port, options.listen, () => {
+          server.off('error', reject);
+          const addr = server.address();
+          const port = typeof addr === 'object' && addr !== null ? addr.port : options.port;
+          const host = options.listen.includes(':') ? `[${options.listen}]` : options.listen;
+          resolve(`http://${host}:${port}/`);
+        });
+      }),
+    close: async () => {
+      live.close();
+      await new Promise<void>((resolve) => {
+        void io.close(() => resolve());
+      });
+    },
+  };
+}
+
+function safeHost(origin: string): string {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return '';
+  }
+}

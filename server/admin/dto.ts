@@ -1,0 +1,105 @@
+import type { BodyDto, ConnectionDto, JobDto, JobSummaryDto, JobStatsDto, ServerStatsDto, TubeDto } from '../../shared/dto.js';
+import { BODY_PREVIEW_BYTES } from '../../shared/api.js';
+import type { Engine, Job, Session, Tube } from '../engine/engine.js';
+import { jobTimes, pauseTimeLeft, seconds, serverStatsEntries, type ServerInfo } from '../server-info.js';
+
+/** Engine objects as the JSON the dashboard reads (shared/dto.ts). */
+
+export function statsDto(engine: Engine, info: ServerInfo, now: number): ServerStatsDto {
+  const out: ServerStatsDto = {};
+  for (const [key, value] of serverStatsEntries(engine, info, now)) out[key] = typeof value === 'object' ? value.json : value;
+  return out;
+}
+
+export function tubeDto(tube: Tube, now: number): TubeDto {
+  return {
+    name: tube.name,
+    urgent: tube.urgent,
+    ready: tube.ready.size,
+    reserved: tube.reserved,
+    delayed: tube.delayed.size,
+    buried: tube.buried.size,
+    totalJobs: tube.totalJobs,
+    using: tube.using,
+    watching: tube.watching,
+    waiting: tube.waiting.size,
+    cmdDelete: tube.cmdDelete,
+    cmdPauseTube: tube.cmdPause,
+    pauseSeconds: seconds(tube.pauseMs),
+    pauseTimeLeftSeconds: pauseTimeLeft(tube, now),
+  };
+}
+
+export function jobStatsDto(job: Job, now: number): JobStatsDto {
+  const { age, timeLeft } = jobTimes(job, now);
+  return {
+    id: job.id,
+    tube: job.tube.name,
+    state: job.state,
+    priority: job.priority,
+    ageSeconds: age,
+    delaySeconds: seconds(job.delayMs),
+    ttrSeconds: seconds(job.ttrMs),
+    timeLeftSeconds: timeLeft,
+    file: job.file,
+    reserves: job.reserves,
+    timeouts: job.timeouts,
+    releases: job.releases,
+    buries: job.buries,
+    kicks: job.kicks,
+    bodyBytes: job.body.length,
+  };
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Text when the bytes are valid UTF-8, else base64: binary bodies cross JSON intact. */
+export function bodyDto(body: Buffer, limit = BODY_PREVIEW_BYTES): BodyDto {
+  const truncated = body.length > limit;
+  let part = truncated ? body.subarray(0, limit) : body;
+  try {
+    // A preview cut in the middle of a character is still text: drop the partial character.
+    if (truncated) part = part.subarray(0, utf8Boundary(part));
+    return { encoding: 'utf8', text: utf8.decode(part), bytes: body.length, truncated };
+  } catch {
+    return { encoding: 'base64', base64: part.toString('base64'), bytes: body.length, truncated };
+  }
+}
+
+/** The length of `buf` without a trailing incomplete UTF-8 sequence. */
+function utf8Boundary(buf: Buffer): number {
+  let i = buf.length - 1;
+  let back = 0;
+  while (i >= 0 && back < 3 && (buf[i]! & 0xc0) === 0x80) {
+    i--;
+    back++;
+  }
+  if (i < 0) return buf.length;
+  const lead = buf[i]!;
+  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return i + need > buf.length ? i : buf.length;
+}
+
+export function jobDto(job: Job, now: number): JobDto {
+  return { ...jobStatsDto(job, now), body: bodyDto(job.body) };
+}
+
+const PREVIEW_CHARS = 120;
+
+export function jobSummaryDto(job: Job, now: number): JobSummaryDto {
+  const head = job.body.subarray(0, PREVIEW_CHARS * 4);
+  return { ...jobStatsDto(job, now), preview: head.toString('utf8').slice(0, PREVIEW_CHARS) };
+}
+
+export function connectionDto(session: Session): ConnectionDto {
+  return {
+    id: session.id,
+    address: session.peer,
+    producer: session.isProducer,
+    worker: session.isWorker,
+    waiting: session.waiting,
+    using: session.used.name,
+    watching: session.watched.values().map((t) => t.name),
+    reserved: [...session.reservedJobs.values()].map((j) => j.id),
+  };
+}

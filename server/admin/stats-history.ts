@@ -1,0 +1,53 @@
+import type { RatesDto, StatsTickDto } from '../../shared/dto.js';
+import type { Engine } from '../engine/engine.js';
+import type { ServerInfo } from '../server-info.js';
+import { statsDto } from './dto.js';
+
+/** 15 minutes of one-second samples. */
+const KEEP = 15 * 60;
+
+/**
+ * Samples the stats once a second, whether or not a dashboard is open, so a chart opened now
+ * shows the last 15 minutes. Rates are per second over the last interval.
+ */
+export class StatsHistory {
+  private readonly ticks: StatsTickDto[] = [];
+  private last: { at: number; counts: RatesDto } | null = null;
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly info: ServerInfo,
+  ) {}
+
+  /** Takes a sample now and returns it. */
+  sample(): StatsTickDto {
+    const at = this.engine.now();
+    const s = this.engine.stats;
+    const c = s.commands;
+    const counts: RatesDto = {
+      put: c.put,
+      reserve: c.reserve + c['reserve-with-timeout'] + c['reserve-job'],
+      delete: c.delete,
+      release: c.release,
+      bury: c.bury,
+      kick: c.kick + c['kick-job'],
+      timeouts: s.jobTimeouts,
+    };
+    const rates = { put: 0, reserve: 0, delete: 0, release: 0, bury: 0, kick: 0, timeouts: 0 };
+    if (this.last !== null && at > this.last.at) {
+      const dt = (at - this.last.at) / 1000;
+      for (const key of Object.keys(rates) as (keyof RatesDto)[]) {
+        rates[key] = Math.max(0, Math.round((counts[key] - this.last.counts[key]) / dt));
+      }
+    }
+    this.last = { at, counts };
+    const tick: StatsTickDto = { at, stats: statsDto(this.engine, this.info, at), rates };
+    this.ticks.push(tick);
+    if (this.ticks.length > KEEP) this.ticks.shift();
+    return tick;
+  }
+
+  history(): StatsTickDto[] {
+    return this.ticks.slice();
+  }
+}

@@ -1,0 +1,62 @@
+/** REST paths and request bodies of the admin API (all JSON, under /api). */
+
+export const API = {
+  config: '/api/config',
+  stats: '/api/stats',
+  tubes: '/api/tubes',
+  tube: (name: string) => `/api/tubes/${encodeURIComponent(name)}`,
+  tubeJobs: (name: string) => `/api/tubes/${encodeURIComponent(name)}/jobs`,
+  tubeKick: (name: string) => `/api/tubes/${encodeURIComponent(name)}/kick`,
+  tubePause: (name: string) => `/api/tubes/${encodeURIComponent(name)}/pause`,
+  tubeMove: (name: string) => `/api/tubes/${encodeURIComponent(name)}/move`,
+  job: (id: number) => `/api/jobs/${id}`,
+  jobBody: (id: number) => `/api/jobs/${id}/body`,
+  jobKick: (id: number) => `/api/jobs/${id}/kick`,
+  connections: '/api/connections',
+} as const;
+
+/** Bodies longer than this come with GET /api/jobs/:id only in part; the rest is fetched on demand. */
+export const BODY_PREVIEW_BYTES = 64 * 1024;
+
+/** The header (or socket.io auth field `token`) that carries --admin-token. */
+export const TOKEN_HEADER = 'authorization';
+
+/** POST /api/tubes/:name/jobs. `body` is text, or base64 with encoding 'base64'. */
+export interface PutJobRequest {
+  body: string;
+  encoding?: 'utf8' | 'base64';
+  priority?: number;
+  delaySeconds?: number;
+  ttrSeconds?: number;
+}
+
+/** PATCH /api/jobs/:id: any subset. A buried job stays buried until kicked. */
+export interface EditJobRequest {
+  body?: string;
+  encoding?: 'utf8' | 'base64';
+  priority?: number;
+  ttrSeconds?: number;
+  delaySeconds?: number;
+  tube?: string;
+  /** Kick the job (buried or delayed) after saving, in the same request. */
+  kick?: boolean;
+}
+
+export interface KickTubeRequest {
+  bound: number;
+}
+
+export interface PauseTubeRequest {
+  /** 0 unpauses. */
+  seconds: number;
+}
+
+export interface MoveJobsRequest {
+  to: string;
+  state: 'ready' | 'delayed' | 'buried';
+  limit: number;
+}
+
+export interface CountResponse {
+  count: number;
+}

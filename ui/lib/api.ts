@@ -1,0 +1,152 @@
+/** The admin REST API: the only module that calls fetch. */
+
+import {
+  API,
+  TOKEN_HEADER,
+  type CountResponse,
+  type EditJobRequest,
+  type KickTubeRequest,
+  type MoveJobsRequest,
+  type PauseTubeRequest,
+  type PutJobRequest,
+} from '../../shared/api.js';
+import type {
+  AdminConfigDto,
+  ApiErrorDto,
+  ConnectionDto,
+  JobDto,
+  JobPageDto,
+  JobStateName,
+  ServerStatsDto,
+  TubeDto,
+} from '../../shared/dto.js';
+
+/** A failed request: `status` is the HTTP status, 0 when the server could not be reached. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+  }
+}
+
+interface ApiHooks {
+  getToken(): string | null;
+  /** Called on every 401 answer, before the request's promise rejects. */
+  onUnauthorized(): void;
+}
+
+let hooks: ApiHooks = { getToken: () => null, onUnauthorized: () => {} };
+
+/** Wires the token store in (done once, by the session). */
+export function configureApi(next: ApiHooks): void {
+  hooks = next;
+}
+
+type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+
+function isApiErrorDto(value: unknown): value is ApiErrorDto {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Record<string, unknown>).error === 'string' &&
+    typeof (value as Record<string, unknown>).message === 'string'
+  );
+}
+
+async function send(method: Method, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  const token = hooks.getToken();
+  if (token !== null && token !== '') headers[TOKEN_HEADER] = `Bearer ${token}`;
+  const init: RequestInit = { method, headers, credentials: 'same-origin', cache: 'no-store' };
+  if (signal !== undefined) init.signal = signal;
+  if (body !== undefined) {
+    headers['content-type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  let response: Response;
+  try {
+    response = await fetch(path, init);
+  } catch (error) {
+    if (error instanceof DOMException && error.name === 'AbortError') throw error;
+    throw new ApiError(0, 'UNREACHABLE', 'The server cannot be reached.');
+  }
+  if (response.ok) return response;
+  let code = `HTTP_${response.status}`;
+  let message = response.statusText || `Request failed (${response.status})`;
+  try {
+    const parsed: unknown = await response.json();
+    if (isApiErrorDto(parsed)) {
+      code = parsed.error;
+      message = parsed.message;
+    }
+  } catch {
+    // Not JSON (a proxy's error page): keep the status line.
+  }
+  if (response.status === 401) hooks.onUnauthorized();
+  throw new ApiError(response.status, code, message);
+}
+
+async function json<T>(method: Method, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  const response = await send(method, path, body, signal);
+  const parsed: unknown = await response.json();
+  return parsed as T;
+}
+
+/** For mutations whose answer the UI does not need (live events bring the new state). */
+async function discard(method: Method, path: string, body?: unknown): Promise<void> {
+  const response = await send(method, path, body);
+  await response.arrayBuffer();
+}
+
+function withQuery(path: string, params: Record<string, string | number | null | undefined>): string {
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value !== null && value !== undefined) query.set(key, String(value));
+  }
+  const text = query.toString();
+  return text === '' ? path : `${path}?${text}`;
+}
+
+export const api = {
+  config: (signal?: AbortSignal) => json<AdminConfigDto>('GET', API.config, undefined, signal),
+  stats: (signal?: AbortSignal) => json<ServerStatsDto>('GET', API.stats, undefined, signal),
+  tubes: (signal?: AbortSignal) => json<TubeDto[]>('GET', API.tubes, undefined, signal),
+  tube: (name: string, signal?: AbortSignal) => json<TubeDto>('GET', API.tube(name), undefined, signal),
+  tubeJobs: (
+    name: string,
+    query: { state: JobStateName; limit: number; cursor: string | null },
+    signal?: AbortSignal,
+  ) => json<JobPageDto>('GET', withQuery(API.tubeJobs(name), query), undefined, signal),
+  job: (id: number, signal?: AbortSignal) => json<JobDto>('GET', API.job(id), undefined, signal),
+  /** The whole body as bytes (GET /api/jobs/:id/body). */
+  jobBody: async (id: number, signal?: AbortSignal): Promise<Uint8Array> => {
+    const response = await send('GET', API.jobBody(id), undefined, signal);
+    return new Uint8Array(await response.arrayBuffer());
+  },
+  putJob: (tube: string, request: PutJobRequest) => json<JobDto>('POST', API.tubeJobs(tube), request),
+  deleteJob: (id: number) => discard('DELETE', API.job(id)),
+  kickJob: (id: number) => discard('POST', API.jobKick(id)),
+  editJob: (id: number, request: EditJobRequest) => json<JobDto>('PATCH', API.job(id), request),
+  kickTube: (name: string, request: KickTubeRequest) => json<CountResponse>('POST', API.tubeKick(name), request),
+  pauseTube: (name: string, request: PauseTubeRequest) => discard('POST', API.tubePause(name), request),
+  clearTubeState: (name: string, state: JobStateName) =>
+    json<CountResponse>('DELETE', withQuery(API.tubeJobs(name), { state })),
+  moveJobs: (name: string, request: MoveJobsRequest) => json<CountResponse>('POST', API.tubeMove(name), request),
+  connections: (signal?: AbortSignal) => json<ConnectionDto[]>('GET', API.connections, undefined, signal),
+};
+
+/** A message for the person: the server's explanation when there is one. */
+export function describeError(error: unknown): string {
+  if (error instanceof ApiError) return error.message;
+  if (error instanceof Error) return error.message;
+  return String(error);
+}
+
+export function isAbort(error: unknown): boolean {
+  return error instanceof DOMException && error.name === 'AbortError';
+}

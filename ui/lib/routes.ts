@@ -1,0 +1,103 @@
+/** The dashboard's pages and their URLs (history API paths; the server serves index.html for them). */
+
+import { JOB_STATES, type JobStateName } from '../../shared/dto.js';
+import { DEFAULT_TUBE } from '../../shared/limits.js';
+
+export type Route =
+  | { page: 'overview' }
+  | { page: 'tubes' }
+  | { page: 'tube'; name: string; state: JobStateName }
+  | { page: 'job'; id: number }
+  | { page: 'put'; tube: string }
+  | { page: 'connections' }
+  | { page: 'not-found'; path: string };
+
+/** Largest job id the URL accepts (ids are u64 in beanstalkd; JSON numbers are exact up to 2^53). */
+const MAX_JOB_ID = Number.MAX_SAFE_INTEGER;
+
+function isJobState(value: string | null): value is JobStateName {
+  return value !== null && (JOB_STATES as readonly string[]).includes(value);
+}
+
+/** A job id typed by a person: digits only, 1..2^53-1; null otherwise. */
+export function parseJobId(text: string): number | null {
+  const trimmed = text.trim().replace(/^#/, '');
+  if (!/^\d{1,16}$/.test(trimmed)) return null;
+  const id = Number(trimmed);
+  return id >= 1 && id <= MAX_JOB_ID ? id : null;
+}
+
+function decodeSegment(segment: string): string | null {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return null;
+  }
+}
+
+/** Maps a location to a page. Tube names may contain '/', so everything after /tubes/ is the name. */
+export function parseRoute(pathname: string, search: string): Route {
+  const query = new URLSearchParams(search);
+  const path = pathname.length > 1 ? pathname.replace(/\/+$/, '') : pathname;
+  if (path === '/' || path === '') return { page: 'overview' };
+  if (path === '/tubes') return { page: 'tubes' };
+  if (path === '/connections') return { page: 'connections' };
+  if (path === '/put') return { page: 'put', tube: query.get('tube') ?? DEFAULT_TUBE };
+  if (path.startsWith('/tubes/')) {
+    const name = decodeSegment(path.slice('/tubes/'.length));
+    if (name === null || name === '') return { page: 'not-found', path };
+    const state = query.get('state');
+    return { page: 'tube', name, state: isJobState(state) ? state : 'ready' };
+  }
+  if (path.startsWith('/jobs/')) {
+    const id = parseJobId(decodeSegment(path.slice('/jobs/'.length)) ?? '');
+    if (id !== null) return { page: 'job', id };
+  }
+  return { page: 'not-found', path };
+}
+
+/** URL of a tube's page (the name is one encoded path segment, '/' included). */
+export function tubeHref(name: string, state?: JobStateName): string {
+  const base = `/tubes/${encodeURIComponent(name)}`;
+  return state === undefined || state === 'ready' ? base : `${base}?state=${state}`;
+}
+
+export function jobHref(id: number): string {
+  return `/jobs/${id}`;
+}
+
+export function putHref(tube?: string): string {
+  return tube === undefined ? '/put' : `/put?tube=${encodeURIComponent(tube)}`;
+}
+
+/** A short title for the browser tab. */
+export function routeTitle(route: Route): string {
+  switch (route.page) {
+    case 'overview':
+      return 'Overview';
+    case 'tubes':
+      return 'Tubes';
+    case 'tube':
+      return `Tube ${route.name}`;
+    case 'job':
+      return `Job ${route.id}`;
+    case 'put':
+      return 'Put a job';
+    case 'connections':
+      return 'Connections';
+    case 'not-found':
+      return 'Not found';
+  }
+}
+
+/** Identity of the page: navigation between two locations with the same key keeps the page's state. */
+export function routeKey(route: Route): string {
+  switch (route.page) {
+    case 'tube':
+      return `tube:${route.name}`;
+    case 'job':
+      return `job:${route.id}`;
+    default:
+      return route.page;
+  }
+}
