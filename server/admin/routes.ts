@@ -57,9 +57,22 @@ const moveSchema = z.strictObject({
 const listQuery = z.object({
   state: z.enum(['ready', 'delayed', 'buried', 'reserved']),
   limit: z.coerce.number().int().min(1).max(MAX_PAGE).default(50),
-  cursor: z.string().max(64).optional(),
+  // The shape listJobs' cursors have (engine/job-pages.ts); anything else is a client error,
+  // not a silent restart from the first page.
+  cursor: z
+    .string()
+    .max(64)
+    .regex(/^\d+(?:\.\d+)?(?:_\d+)?$/, 'not a cursor from an earlier page')
+    .optional(),
 });
 const clearQuery = z.object({ state: z.enum(['ready', 'delayed', 'buried']) });
+/**
+ * Base64 in whole groups, the last one padded or not. Node's decoder silently drops what does
+ * not make a whole byte ('A' decodes to nothing), so a stray length is refused here. (A regex of
+ * 4-character groups would be neater but overflows the regex stack on bodies of tens of MB.)
+ */
+const isBase64 = (text: string): boolean =>
+  /^[A-Za-z0-9+/]*={0,2}$/.test(text) && (text.endsWith('=') ? text.length % 4 === 0 : text.length % 4 !== 1);
 const jobId = z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 
 function parse<T>(schema: z.ZodType<T>, value: unknown): T {
@@ -96,7 +109,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     return tube;
   };
   const decodeBody = (text: string, encoding: 'utf8' | 'base64'): Buffer => {
-    if (encoding === 'base64' && !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) throw new ApiError(400, 'BAD_REQUEST', 'body: not base64');
+    if (encoding === 'base64' && !isBase64(text)) throw new ApiError(400, 'BAD_REQUEST', 'body: not base64');
     const body = Buffer.from(text, encoding);
     if (body.length > info.maxJobSize) {
       throw new ApiError(413, 'JOB_TOO_BIG', `body: ${body.length} bytes is over the maximum job size (${info.maxJobSize})`);
