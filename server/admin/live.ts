@@ -114,14 +114,17 @@ export class LiveUpdates {
 
   private subscribe(): void {
     const ev = this.engine.events;
-    const jobMoved = (job: Job, from: JobState | null, to: JobState | null): void => {
-      this.dirtyTubes.add(job.tube);
-      if (this.tubeViewers.has(job.tube.name)) {
-        let states = this.tubeStates.get(job.tube.name);
-        if (states === undefined) this.tubeStates.set(job.tube.name, (states = new Set()));
+    const tubeChanged = (tube: Tube, from: JobState | null, to: JobState | null): void => {
+      this.dirtyTubes.add(tube);
+      if (this.tubeViewers.has(tube.name)) {
+        let states = this.tubeStates.get(tube.name);
+        if (states === undefined) this.tubeStates.set(tube.name, (states = new Set()));
         if (from !== null) states.add(from);
         if (to !== null) states.add(to);
       }
+    };
+    const jobMoved = (job: Job, from: JobState | null, to: JobState | null): void => {
+      tubeChanged(job.tube, from, to);
       if (this.jobViewers.has(job.id)) {
         if (to === null) this.deletedJobs.add(job.id);
         else this.dirtyJobs.add(job);
@@ -131,6 +134,11 @@ export class LiveUpdates {
     this.unsubscribe = [
       ev.on('job:changed', ({ job, from, to }) => jobMoved(job, from, to)),
       ev.on('job:deleted', ({ job, from }) => jobMoved(job, from, null)),
+      // An edit that changed the tube: the tube it left changed too.
+      ev.on('job:moved', ({ from, state }) => {
+        tubeChanged(from, state, null);
+        this.arm();
+      }),
       ev.on('tube:created', ({ tube }) => {
         this.removedTubes.delete(tube.name);
         this.dirtyTubes.add(tube);

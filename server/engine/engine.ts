@@ -547,7 +547,10 @@ export class Engine {
     } else {
       this.enqueueReady(job, from);
     }
-    if (moving) this.maybeRemoveTube(oldTube);
+    if (moving) {
+      if (this.events.has('job:moved')) this.events.emit('job:moved', { job, from: oldTube, state: from });
+      this.maybeRemoveTube(oldTube);
+    }
     this.journal.rewrite(job, oldTubeBytes, oldBodyBytes);
     return ok(job);
   }

@@ -6,6 +6,8 @@ export interface EngineEventMap {
   /** A job entered `to` from `from` (null: it was just put). */
   'job:changed': { job: Job; from: JobState | null; to: JobState };
   'job:deleted': { job: Job; from: JobState };
+  /** The job left tube `from` for its current tube (an edit); `state` is the state it left in. */
+  'job:moved': { job: Job; from: Tube; state: JobState };
   'tube:created': { tube: Tube };
   'tube:removed': { tube: Tube };
   'tube:paused': { tube: Tube };

@@ -124,7 +124,7 @@ export const api = {
   ) => json<JobPageDto>('GET', withQuery(API.tubeJobs(name), query), undefined, signal),
   job: (id: number, signal?: AbortSignal) => json<JobDto>('GET', API.job(id), undefined, signal),
   /** The whole body as bytes (GET /api/jobs/:id/body). */
-  jobBody: async (id: number, signal?: AbortSignal): Promise<Uint8Array> => {
+  jobBody: async (id: number, signal?: AbortSignal): Promise<Uint8Array<ArrayBuffer>> => {
     const response = await send('GET', API.jobBody(id), undefined, signal);
     return new Uint8Array(await response.arrayBuffer());
   },

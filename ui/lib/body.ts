@@ -9,7 +9,9 @@ export const PRETTY_JSON_MAX_CHARS = 4 * 1024 * 1024;
 
 export type BodyView = 'text' | 'json' | 'hex';
 
-export function base64ToBytes(base64: string): Uint8Array {
+export type Bytes = Uint8Array<ArrayBuffer>;
+
+export function base64ToBytes(base64: string): Bytes {
   const binary = atob(base64);
   const bytes = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
@@ -42,7 +44,7 @@ export class BodyContent {
   readonly complete: boolean;
   /** True when the bytes are not valid UTF-8 (the text view then shows replacement characters). */
   readonly binary: boolean;
-  private bytesCache: Uint8Array | null;
+  private bytesCache: Bytes | null;
   private textCache: string | null;
   private base64Cache: string | null;
   private jsonCache: string | null | undefined;
@@ -51,7 +53,7 @@ export class BodyContent {
     totalBytes: number;
     complete: boolean;
     binary: boolean;
-    bytes: Uint8Array | null;
+    bytes: Bytes | null;
     text: string | null;
     base64: string | null;
   }) {
@@ -86,7 +88,7 @@ export class BodyContent {
   }
 
   /** From GET /api/jobs/:id/body. */
-  static fromBytes(bytes: Uint8Array): BodyContent {
+  static fromBytes(bytes: Bytes): BodyContent {
     const text = decodeUtf8(bytes);
     return new BodyContent({
       totalBytes: bytes.length,
@@ -99,7 +101,7 @@ export class BodyContent {
   }
 
   /** Bytes at hand (all of them, or the preview's). */
-  get bytes(): Uint8Array {
+  get bytes(): Bytes {
     if (this.bytesCache === null) {
       this.bytesCache =
         this.base64Cache !== null ? base64ToBytes(this.base64Cache) : new TextEncoder().encode(this.textCache ?? '');
@@ -177,4 +179,30 @@ export function hexLines(bytes: Uint8Array, from: number, to: number): string {
 
 export function hexLineCount(byteLength: number): number {
   return Math.ceil(byteLength / HEX_BYTES_PER_LINE);
+}
+
+/** Bytes of `text` encoded as UTF-8 (without encoding it). */
+export function utf8ByteLength(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x80) bytes += 1;
+    else if (code < 0x800) bytes += 2;
+    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/** Decoded size of a base64 string, or -1 when it is not valid base64. */
+export function base64ByteLength(text: string): number {
+  const compact = text.replace(/\s+/g, '');
+  if (compact.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) return -1;
+  const padding = compact.endsWith('==') ? 2 : compact.endsWith('=') ? 1 : 0;
+  return (compact.length / 4) * 3 - padding;
 }

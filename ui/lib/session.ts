@@ -35,6 +35,7 @@ export async function startSession(): Promise<void> {
     if (error instanceof ApiError && error.status === 401) return;
   }
   if (server.config?.tokenRequired === true && (auth.token === null || auth.token === '')) {
+    server.setLink('unauthorized', 'the admin token is needed');
     auth.require();
     return;
   }
@@ -48,6 +49,7 @@ export async function signIn(token: string): Promise<boolean> {
     await api.stats();
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) {
+      auth.setToken(null); // keep only tokens the server accepted
       auth.rejected = true;
       return false;
     }
@@ -65,6 +67,7 @@ export async function signIn(token: string): Promise<boolean> {
 
 export function signOut(): void {
   disconnectSocket();
+  server.setLink('unauthorized', 'signed out');
   auth.setToken(null);
   auth.rejected = false;
   auth.needed = true;

@@ -1,4 +1,4 @@
-/** A once-a-second "now" for countdowns (pause left, a job's time left); one timer for the whole app. */
+/** A "now" for countdowns (pause left, a job's time left), twice a second; one timer for the whole app. */
 
 export class Clock {
   now = $state(Date.now());
@@ -8,7 +8,7 @@ export class Clock {
     if (this.timer !== undefined) return;
     this.timer = setInterval(() => {
       this.now = Date.now();
-    }, 1000);
+    }, 500);
   }
 }
 
@@ -16,5 +16,5 @@ export const clock = new Clock();
 
 /** Seconds still left of `seconds` reported at `receivedAt` (epoch ms), never below zero. */
 export function secondsLeft(seconds: number, receivedAt: number, now: number): number {
-  return Math.max(0, seconds - Math.floor(Math.max(0, now - receivedAt) / 1000));
+  return Math.max(0, seconds - Math.round(Math.max(0, now - receivedAt) / 1000));
 }

@@ -1,7 +1,7 @@
 /** One tube page's job list: a state, a page of jobs, cursors back and forth, live refresh of page one. */
 
 import type { JobStateName, JobSummaryDto } from '../../../shared/dto.js';
-import { api, describeError, isAbort } from '../api.js';
+import { ApiError, api, describeError, isAbort } from '../api.js';
 import { onConnected, onServerEvent, viewTube } from '../socket.js';
 
 export const JOBS_PAGE_SIZE = 50;
@@ -100,6 +100,14 @@ export class TubeJobs {
       this.loaded = true;
     } catch (error) {
       if (isAbort(error) || seq !== this.requestSeq) return;
+      if (error instanceof ApiError && error.status === 404) {
+        // No such tube (right now): an empty list, and the page says the tube is missing.
+        this.jobs = [];
+        this.next = null;
+        this.error = null;
+        this.loaded = true;
+        return;
+      }
       this.error = describeError(error);
     } finally {
       if (seq === this.requestSeq) this.loading = false;
