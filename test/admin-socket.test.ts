@@ -304,6 +304,27 @@ describe('socket.io live updates', () => {
     expect(b.since(from, 'tube:jobs-changed')).toEqual([]);
   });
 
+  it('a job moved to another tube updates both tubes, and viewers of the tube it left', async () => {
+    const { d } = await dashboard();
+    await d.view('sock-move-from');
+    const stay = await restPut('sock-move-from', 'stays');
+    const job = await restPut('sock-move-from', 'moves');
+    await d.waitFor('tubes:updated', tubeIn('sock-move-from', (t) => t.ready === 2), 0);
+    const from = d.mark();
+    const res = await api(base, API.job(job.id), { method: 'PATCH', json: { tube: 'sock-move-to' } });
+    expect(res.status, res.text).toBe(200);
+    await d.waitFor('tubes:updated', tubeIn('sock-move-from', (t) => t.ready === 1), from);
+    await d.waitFor('tubes:updated', tubeIn('sock-move-to', (t) => t.ready === 1), from);
+    await d.waitFor('tube:jobs-changed', (c) => c.tube === 'sock-move-from' && c.states.includes('ready'), from);
+    // Moving the last job out removes the tube, and viewers hear of it.
+    const from2 = d.mark();
+    const moved = await api(base, API.tubeMove('sock-move-from'), { method: 'POST', json: { to: 'sock-move-to', state: 'ready', limit: 10 } });
+    expect(moved.json).toEqual({ count: 1 });
+    await d.waitFor('tubes:removed', (names) => names.includes('sock-move-from'), from2);
+    await d.waitFor('tubes:updated', tubeIn('sock-move-to', (t) => t.ready === 2), from2);
+    expect(stay.id).toBeLessThan(job.id);
+  });
+
   it('job:updated and job:deleted go to viewers of that job', async () => {
     const [{ d: a }, { d: b }] = await Promise.all([dashboard(), dashboard()]);
     const job = await restPut('sock-job', 'first', { priority: 10 });
