@@ -1,0 +1,144 @@
+/**
+ * The operator's story: a worker buries jobs it cannot handle; the operator watches the tube list
+ * (live, no reload), opens the buried job, fixes its body and priority, saves and kicks it, and the
+ * worker gets the fixed job on its next reserve.
+ */
+import { expect, expectLive, test } from './fixtures.js';
+
+const TUBE = 'emails';
+
+test('a buried job is seen live, fixed in the dashboard, kicked and reserved again by the worker', async ({ page, tcp }) => {
+  const producer = await tcp();
+  await producer.use(TUBE);
+  const worker = await tcp();
+  await worker.watchOnly(TUBE);
+
+  const bad = ['{"to":"ops@example","subject":"broken"}', '{"to":"billing@example","subject":"also broken"}'];
+  const ids = [await producer.put(bad[0]!, { priority: 100 }), await producer.put(bad[1]!, { priority: 100 })];
+
+  await page.goto('/tubes');
+  await expectLive(page);
+  // A marker on window proves later that the page was never reloaded.
+  await page.evaluate(() => {
+    (window as unknown as Record<string, unknown>).__e2eNoReload = true;
+  });
+  const row = page.getByTestId(`tube-row-${TUBE}`);
+  await expect(row.getByTestId('count-ready')).toHaveAttribute('data-value', '2');
+  await expect(row.getByTestId('count-buried')).toHaveAttribute('data-value', '0');
+
+  // The worker takes both jobs and buries them; the count rises live.
+  for (let i = 0; i < 2; i++) {
+    const job = await worker.reserve();
+    expect(ids).toContain(job.id);
+    await worker.bury(job.id, 100);
+    await expect(row.getByTestId('count-buried')).toHaveAttribute('data-value', String(i + 1), { timeout: 5_000 });
+  }
+  await expect(row.getByTestId('count-buried')).toHaveText('2');
+  await expect(row.getByTestId('count-ready')).toHaveAttribute('data-value', '0');
+  expect(await page.evaluate(() => (window as unknown as Record<string, unknown>).__e2eNoReload)).toBe(true);
+
+  // Open the tube, the buried tab, the first buried job.
+  await row.getByRole('link', { name: TUBE }).click();
+  await expect(page).toHaveURL(/\/tubes\/emails(\?|$)/);
+  await expect(page.getByTestId('tube-name')).toHaveText(TUBE);
+  await expect(page.getByTestId('count-buried')).toHaveAttribute('data-value', '2');
+  await page.getByTestId('job-state-tab-buried').click();
+  await expect(page).toHaveURL(/state=buried/);
+  const id = ids[0]!;
+  await expect(page.getByTestId(`job-row-${ids[1]!}`)).toBeVisible();
+  await page.getByTestId(`job-row-${id}`).getByRole('link', { name: String(id) }).click();
+
+  await expect(page).toHaveURL(new RegExp(`/jobs/${id}$`));
+  await expect(page.getByTestId('job-field-id')).toHaveAttribute('data-value', String(id));
+  await expect(page.getByTestId('job-field-state')).toHaveAttribute('data-value', 'buried');
+  await expect(page.getByTestId('job-field-priority')).toHaveAttribute('data-value', '100');
+  await expect(page.getByTestId('job-body')).toHaveAttribute('data-view', 'json');
+
+  // Edit body and priority; save and kick.
+  const fixed = '{"to":"ops@example.com","subject":"fixed ✓ — naïve café"}\nsecond line\ttab';
+  await page.getByTestId('edit-job').click();
+  await expect(page.getByTestId('edit-body')).toHaveValue(bad[0]!);
+  await page.getByTestId('edit-body').fill(fixed);
+  await page.getByTestId('edit-priority').fill('7');
+  await page.getByTestId('save-kick-job').click();
+
+  await expect(page.getByTestId('edit-form')).toHaveCount(0);
+  await expect(page.getByTestId('job-field-state')).toHaveAttribute('data-value', 'ready');
+  await expect(page.getByTestId('job-field-priority')).toHaveAttribute('data-value', '7');
+  await expect(page.getByTestId('job-field-bodyBytes')).toHaveAttribute('data-value', String(Buffer.byteLength(fixed)));
+  // Exact text (toHaveText would normalise the whitespace).
+  await expect(page.getByTestId('job-body').locator('pre')).toHaveJSProperty('textContent', fixed);
+
+  // The worker gets exactly the edited bytes, under the same id, with the new priority.
+  const job = await worker.reserve();
+  expect(job.id).toBe(id);
+  expect(job.body.equals(Buffer.from(fixed, 'utf8'))).toBe(true);
+  const stats = await worker.statsJob(id);
+  expect(stats.get('id')).toBe(String(id));
+  expect(stats.get('pri')).toBe('7');
+  expect(stats.get('state')).toBe('reserved');
+  expect(stats.get('tube')).toBe(TUBE);
+  expect(stats.get('kicks')).toBe('1');
+
+  // The other job is still buried, untouched.
+  const other = await worker.statsJob(ids[1]!);
+  expect(other.get('state')).toBe('buried');
+  expect(other.get('pri')).toBe('100');
+  expect((await worker.peek(ids[1]!))?.body.toString('utf8')).toBe(bad[1]);
+});
+
+test('a job a worker holds cannot be edited; once released it can', async ({ page, tcp }) => {
+  const producer = await tcp();
+  await producer.use(TUBE);
+  const id = await producer.put('original');
+  const worker = await tcp();
+  await worker.watchOnly(TUBE);
+  expect((await worker.reserve()).id).toBe(id);
+
+  await page.goto(`/jobs/${id}`);
+  await expectLive(page);
+  await expect(page.getByTestId('job-field-state')).toHaveAttribute('data-value', 'reserved');
+  await page.getByTestId('edit-job').click();
+  await expect(page.getByTestId('save-kick-job')).toHaveCount(0); // only buried or delayed jobs
+  await page.getByTestId('edit-body').fill('changed while reserved');
+  await page.getByTestId('save-job').click();
+  await expect(page.getByTestId('edit-error')).toContainText('Not saved');
+  expect((await worker.peek(id))?.body.toString('utf8')).toBe('original');
+
+  // The worker gives it back; the job page follows live and the same form now saves.
+  await worker.release(id, 1024, 0);
+  await expect(page.getByTestId('job-field-state')).toHaveAttribute('data-value', 'ready');
+  await expect(page.getByTestId('edit-body')).toHaveValue('changed while reserved'); // not overwritten
+  await page.getByTestId('save-job').click();
+  await expect(page.getByTestId('edit-form')).toHaveCount(0);
+  const job = await worker.reserve();
+  expect(job.id).toBe(id);
+  expect(job.body.toString('utf8')).toBe('changed while reserved');
+});
+
+test('delete a job in two steps', async ({ page, tcp }) => {
+  const client = await tcp();
+  await client.use(TUBE);
+  const id = await client.put('delete me');
+
+  await page.goto(`/jobs/${id}`);
+  await expectLive(page);
+  await page.getByTestId('delete-job').click();
+  await page.getByTestId('cancel-delete-job').click();
+  await expect(page.getByTestId('confirm-delete-job')).toHaveCount(0);
+  expect(await client.peek(id)).not.toBeNull();
+
+  await page.getByTestId('delete-job').click();
+  await page.getByTestId('confirm-delete-job').click();
+  await expect(page.getByTestId('job-deleted')).toBeVisible();
+  expect(await client.peek(id)).toBeNull();
+  await expect(page.getByTestId('edit-job')).toHaveCount(0);
+
+  // A job deleted by a TCP client while its page is open is marked live.
+  const other = await client.put('deleted elsewhere');
+  await page.goto(`/jobs/${other}`);
+  await expectLive(page);
+  await expect(page.getByTestId('job-field-id')).toHaveAttribute('data-value', String(other));
+  await client.delete(other);
+  await expect(page.getByTestId('job-deleted')).toBeVisible();
+});
