@@ -4,6 +4,7 @@
  * read-only mode, the admin token and the link indicator.
  */
 import type { Request } from '@playwright/test';
+import { PipelineClient } from '../test/support/pipeline-client.js';
 import { expect, expectLive, test, tubePath, type Beanstalk } from './fixtures.js';
 
 /** Puts `n` jobs into `tube`, reserves and buries them all; returns their ids. */
@@ -304,4 +305,27 @@ test('the link indicator shows when the server goes away', async ({ page, server
   await server.stop();
   await expect(page.getByTestId('conn-status')).toHaveAttribute('data-state', 'disconnected', { timeout: 15_000 });
   await expect(page.getByTestId('conn-status')).not.toHaveText('Live');
+});
+
+test('10,000 tubes: the table draws only what is visible, and filtering finds one at once', async ({ page, server }) => {
+  // One job in each of 10,000 tubes, pipelined over one connection.
+  const producer = await PipelineClient.connect(server.port);
+  let commands = '';
+  for (let i = 0; i < 10_000; i++) commands += `use load-${String(i).padStart(5, '0')}\r\nput 0 0 60 1\r\nx\r\n`;
+  await producer.write(commands);
+  await producer.waitReplies(20_000, 20_000);
+  producer.destroy();
+
+  await page.goto('/tubes');
+  await expectLive(page);
+  await expect(page.getByTestId('tube-count')).toContainText('10,001', { timeout: 15_000 });
+  const rows = await page.locator('[data-testid^="tube-row-"]').count();
+  expect(rows).toBeGreaterThan(5);
+  expect(rows).toBeLessThan(200);
+  const started = Date.now();
+  await page.getByTestId('tube-filter').fill('load-07777');
+  await expect(page.getByTestId('tube-row-load-07777')).toBeVisible();
+  await expect(page.locator('[data-testid^="tube-row-"]')).toHaveCount(1);
+  expect(Date.now() - started).toBeLessThan(5_000);
+  await expect(page.getByTestId('tube-row-load-07777').getByTestId('count-ready')).toHaveAttribute('data-value', '1');
 });
