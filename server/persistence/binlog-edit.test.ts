@@ -5,47 +5,25 @@
  * and compaction keeps the directory bounded however often jobs are edited.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_JOB_SIZE_LIMIT, MAX_TUBE_NAME_LENGTH } from '../../shared/limits.js';
 import type { JobEdit } from '../engine/engine.js';
-import type { Job, JobState } from '../engine/job.js';
+import type { Job } from '../engine/job.js';
 import { Harness, T0, type Client } from '../engine/testing.js';
 import type { Tube } from '../engine/tube.js';
 import { Binlog } from './binlog.js';
+import { Cleanups, KiB, MAX_PAYLOAD, dirBytes, patternBody, startBinlog, turn, durableFields, waitFor, type BinlogServer } from './testing.js';
 import { nodeFileSystem, type FileSystem } from './file-system.js';
-import { JOB_RECORD_FIXED_BYTES, jobRecordBytes, segmentFileName } from './format.js';
+import { jobRecordBytes, segmentFileName } from './format.js';
 import { countLive, recover, type Recovery } from './recovery.js';
 
-const MAX_PAYLOAD = MAX_JOB_SIZE_LIMIT + JOB_RECORD_FIXED_BYTES + MAX_TUBE_NAME_LENGTH;
-const KiB = 1024;
-const MiB = 1024 * 1024;
 
-const cleanups: (() => void)[] = [];
+const cleanups = new Cleanups();
 
-afterEach(() => {
-  for (const fn of cleanups.splice(0).reverse()) fn();
-});
+afterEach(() => cleanups.run());
 
-function tmpDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'beanpole-edit-'));
-  cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+const tmpDir = (): string => cleanups.tmpDir('beanpole-edit-');
 
-function dirBytes(dir: string): number {
-  let total = 0;
-  for (const name of fs.readdirSync(dir)) {
-    try {
-      total += fs.statSync(path.join(dir, name)).size;
-    } catch {
-      // removed meanwhile
-    }
-  }
-  return total;
-}
 
 /** nodeFileSystem with a byte budget for the directory: growth past it fails with ENOSPC. */
 class BudgetFs implements FileSystem {
@@ -86,49 +64,6 @@ class BudgetFs implements FileSystem {
   }
 }
 
-interface Server {
-  binlog: Binlog;
-  h: Harness;
-  c: Client;
-  recovery: Recovery;
-  fatal: Error[];
-  logs: string[];
-}
-
-/** Recovers DIR into a fresh engine and opens a Binlog over it, as a start does. */
-function start(dir: string, options: { segmentBytes?: number; fsyncMs?: number | null; fs?: FileSystem } = {}): Server {
-  const fatal: Error[] = [];
-  const logs: string[] = [];
-  const log = pino(
-    { level: 'info' },
-    {
-      write: (line: string) => {
-        const entry = JSON.parse(line) as { level: number; msg: string };
-        logs.push(`${pino.levels.labels[entry.level] ?? entry.level} ${entry.msg}`);
-      },
-    },
-  );
-  const binlog = new Binlog({
-    dir,
-    segmentBytes: options.segmentBytes ?? MiB,
-    fsyncMs: options.fsyncMs === undefined ? null : options.fsyncMs,
-    log,
-    onFatal: (err) => fatal.push(err),
-    fs: options.fs,
-  });
-  const h = new Harness({ journal: binlog });
-  const recovery = recover(dir, MAX_PAYLOAD, h.engine);
-  h.engine.finishRestore(recovery.nextId);
-  binlog.open(recovery.segments, countLive(recovery.segments, h.engine.allJobs()), h.engine);
-  cleanups.push(() => {
-    try {
-      binlog.close();
-    } catch {
-      // already closed
-    }
-  });
-  return { binlog, h, c: h.open(), recovery, fatal, logs };
-}
 
 /** Replays DIR into a fresh engine without opening a binlog: what a restart would find. */
 function replay(dir: string): Recovery & { h: Harness; liveBytes: number } {
@@ -139,7 +74,6 @@ function replay(dir: string): Recovery & { h: Harness; liveBytes: number } {
   return { ...rec, h, liveBytes };
 }
 
-const turn = (): Promise<void> => new Promise<void>((r) => setImmediate(r));
 
 async function settle(binlog: Binlog, ms = 5000): Promise<void> {
   const seq = binlog.appendedSeq;
@@ -152,43 +86,8 @@ async function settle(binlog: Binlog, ms = 5000): Promise<void> {
   expect(durable, `records up to ${seq} durable`).toBe(true);
 }
 
-async function waitFor(cond: () => boolean, ms = 2000): Promise<boolean> {
-  const until = performance.now() + ms;
-  for (let i = 0; !cond(); i++) {
-    if (performance.now() > until) return false;
-    if (i % 20 === 19) await new Promise((r) => setTimeout(r, 1));
-    else await turn();
-  }
-  return true;
-}
 
-function body(n: number, seed: number): Buffer {
-  const b = Buffer.alloc(n);
-  for (let i = 0; i < n; i++) b[i] = (seed * 31 + i * 7) & 0xff;
-  return b;
-}
 
-/** The fields a restart must keep, as the binlog stores them (reserved jobs are ready). */
-function durable(job: Job): Record<string, unknown> {
-  const state: JobState = job.state === 'reserved' ? 'ready' : job.state;
-  return {
-    id: job.id,
-    tube: job.tube.name,
-    state,
-    priority: job.priority,
-    delayMs: job.delayMs,
-    ttrMs: job.ttrMs,
-    createdAt: job.createdAt,
-    deadlineAt: state === 'delayed' ? job.deadlineAt : 0,
-    buriedSeq: job.buriedSeq,
-    reserves: job.reserves,
-    timeouts: job.timeouts,
-    releases: job.releases,
-    buries: job.buries,
-    kicks: job.kicks,
-    body: job.body.toString('base64'),
-  };
-}
 
 /** Per tube: ready, delayed and buried ids in engine order; and the counts stats shows. */
 function queues(h: Harness): Record<string, unknown> {
@@ -208,8 +107,8 @@ function queues(h: Harness): Record<string, unknown> {
 
 /** Every job and every queue of `before` is in `after` exactly, and nothing else is. */
 function expectSameState(before: Harness, after: Harness): void {
-  const a = new Map([...before.engine.allJobs()].map((j) => [j.id, durable(j)]));
-  const b = new Map([...after.engine.allJobs()].map((j) => [j.id, durable(j)]));
+  const a = new Map([...before.engine.allJobs()].map((j) => [j.id, durableFields(j)]));
+  const b = new Map([...after.engine.allJobs()].map((j) => [j.id, durableFields(j)]));
   expect(b).toEqual(a);
   // Reserved jobs come back ready, so the queues only match when none is held.
   if ([...before.engine.allJobs()].every((j) => j.state !== 'reserved')) expect(queues(after)).toEqual(queues(before));
@@ -233,7 +132,7 @@ function internals(binlog: Binlog): Internals {
 }
 
 /** liveBytes is the record size of every live job; each segment's live count is the jobs whose record is there. */
-function expectLiveAccounting(s: Server): void {
+function expectLiveAccounting(s: BinlogServer): void {
   const { liveBytes, closed, current } = internals(s.binlog);
   let bytes = 0;
   const perFile = new Map<number, number>();
@@ -248,13 +147,13 @@ function expectLiveAccounting(s: Server): void {
   for (const seg of segments) expect(seg.live, `segment ${seg.index} live`).toBe(perFile.get(seg.index) ?? 0);
 }
 
-function edit(s: Server, id: number, change: JobEdit): Job {
+function edit(s: BinlogServer, id: number, change: JobEdit): Job {
   const r = s.h.engine.editJob(id, change);
   if (!r.ok) throw new Error(`edit of ${id} failed: ${r.code}`);
   return r.value;
 }
 
-function bury(s: Server, w: Client, id: number, priority = 50): void {
+function bury(s: BinlogServer, w: Client, id: number, priority = 50): void {
   expect(s.h.engine.reserveJob(w.session, id).ok).toBe(true);
   expect(s.h.engine.bury(w.session, id, priority).ok).toBe(true);
 }
@@ -262,7 +161,7 @@ function bury(s: Server, w: Client, id: number, priority = 50): void {
 describe('edits survive a restart', () => {
   it('every edit in every state comes back exactly as edited, buried order and moved buried job last included', async () => {
     const dir = tmpDir();
-    const s = start(dir);
+    const s = startBinlog(dir, cleanups);
     const { h, c } = s;
     const w = h.open();
     c.use('a');
@@ -333,7 +232,7 @@ describe('edits survive a restart', () => {
 
     // A real restart, more edits, and another: still exact.
     s.binlog.close();
-    const s2 = start(dir);
+    const s2 = startBinlog(dir, cleanups);
     expect(s2.recovery.problems).toEqual([]);
     expectSameState(h, s2.h);
     expectLiveAccounting(s2);
@@ -346,7 +245,7 @@ describe('edits survive a restart', () => {
     expectLiveAccounting(s2);
     await settle(s2.binlog);
     s2.binlog.close();
-    const s3 = start(dir);
+    const s3 = startBinlog(dir, cleanups);
     expect(s3.recovery.problems).toEqual([]);
     expectSameState(s2.h, s3.h);
     expectLiveAccounting(s3);
@@ -357,7 +256,7 @@ describe('edits survive a restart', () => {
 
   it('a moved job handed at once to a waiting worker comes back ready in its new tube', async () => {
     const dir = tmpDir();
-    const s = start(dir);
+    const s = startBinlog(dir, cleanups);
     const { h, c } = s;
     const w = h.open();
     w.watch('jobs');
@@ -370,7 +269,7 @@ describe('edits survive a restart', () => {
     expectLiveAccounting(s);
     const rec = replay(dir);
     expect(rec.problems).toEqual([]);
-    expect(durable(rec.h.engine.job(job.id)!)).toEqual(durable(job));
+    expect(durableFields(rec.h.engine.job(job.id)!)).toEqual(durableFields(job));
     expect(rec.h.engine.job(job.id)).toMatchObject({ state: 'ready', priority: 4, reserves: 1 });
     expect(rec.h.engine.job(job.id)!.tube.name).toBe('jobs');
     expect(rec.h.engine.tube('jobs')!.ready.size).toBe(1);
@@ -378,7 +277,7 @@ describe('edits survive a restart', () => {
 
   it('later state records apply on top of an edit, and a delete after an edit removes the job', async () => {
     const dir = tmpDir();
-    const s = start(dir);
+    const s = startBinlog(dir, cleanups);
     const { h, c } = s;
     const w = h.open();
     const a = c.put({ body: 'a' });
@@ -404,18 +303,18 @@ describe('edits survive a restart', () => {
 describe('live accounting and compaction under edits', () => {
   it('keeps liveBytes and per-segment live counts exact through edits that change sizes and tubes, across rolls', async () => {
     const dir = tmpDir();
-    const s = start(dir, { segmentBytes: 16 * KiB });
+    const s = startBinlog(dir, cleanups, { segmentBytes: 16 * KiB });
     const { h, c } = s;
     const w = h.open();
     const jobs: Job[] = [];
-    for (let i = 0; i < 30; i++) jobs.push(c.put({ body: body(100 + i * 10, i), delayMs: i % 4 === 0 ? 100_000 : 0 }));
+    for (let i = 0; i < 30; i++) jobs.push(c.put({ body: patternBody(100 + i * 10, i), delayMs: i % 4 === 0 ? 100_000 : 0 }));
     for (const job of jobs.filter((_, i) => i % 5 === 1)) bury(s, w, job.id);
     expectLiveAccounting(s);
     const tubes = ['default', 't', 'a-much-longer-tube-name', 'x'];
     for (let i = 0; i < 400; i++) {
       const job = jobs[(i * 7) % jobs.length]!;
       const change: JobEdit = {};
-      if (i % 2 === 0) change.body = body((i * 37) % 1500, i);
+      if (i % 2 === 0) change.body = patternBody((i * 37) % 1500, i);
       if (i % 3 === 0) change.tube = tubes[i % tubes.length]!;
       if (i % 5 === 0) change.priority = i;
       if (i % 11 === 0) change.delayMs = i % 22 === 0 ? 0 : 50_000;
@@ -438,11 +337,11 @@ describe('live accounting and compaction under edits', () => {
   it('compaction after many edits keeps only live data, and every job stays exact', async () => {
     const dir = tmpDir();
     const segmentBytes = 64 * KiB;
-    const s = start(dir, { segmentBytes });
+    const s = startBinlog(dir, cleanups, { segmentBytes });
     const { h, c } = s;
     const w = h.open();
     const jobs: Job[] = [];
-    for (let i = 0; i < 100; i++) jobs.push(c.put({ body: body(500, i), priority: i, delayMs: i % 6 === 0 ? 1_000_000 + i : 0 }));
+    for (let i = 0; i < 100; i++) jobs.push(c.put({ body: patternBody(500, i), priority: i, delayMs: i % 6 === 0 ? 1_000_000 + i : 0 }));
     for (const job of jobs.filter((_, i) => i % 7 === 3)) bury(s, w, job.id);
     await settle(s.binlog);
     const names = ['a', 'bb', 'default', 'c'];
@@ -451,7 +350,7 @@ describe('live accounting and compaction under edits', () => {
       for (let i = 0; i < 50; i++) {
         const job = jobs[(round * 50 + i * 13) % jobs.length]!;
         edit(s, job.id, {
-          body: body(200 + ((round * 31 + i * 17) % 1300), round + i),
+          body: patternBody(200 + ((round * 31 + i * 17) % 1300), round + i),
           tube: names[(round + i) % names.length]!,
           priority: (round * i) % 3000,
         });
@@ -481,7 +380,7 @@ describe('live accounting and compaction under edits', () => {
   it('the directory stays bounded while one job is edited thousands of times', async () => {
     const dir = tmpDir();
     const segmentBytes = 32 * KiB;
-    const s = start(dir, { segmentBytes });
+    const s = startBinlog(dir, cleanups, { segmentBytes });
     const { h, c } = s;
     const w = h.open();
     // A buried job that never changes: compaction must carry it forward.
@@ -492,7 +391,7 @@ describe('live accounting and compaction under edits', () => {
     const bound = 3 * segmentBytes + segmentBytes + 64;
     let maxSettled = 0;
     for (let i = 0; i < 3000; i++) {
-      edit(s, hot.id, { body: body(1000 + (i % 7), i), tube: i % 2 === 0 ? 'even' : 'odd', priority: i });
+      edit(s, hot.id, { body: patternBody(1000 + (i % 7), i), tube: i % 2 === 0 ? 'even' : 'odd', priority: i });
       if (i % 20 === 19) {
         for (let t = 0; t < 5; t++) await turn();
         maxSettled = Math.max(maxSettled, dirBytes(dir));
@@ -525,7 +424,7 @@ describe('an edit the binlog cannot record', () => {
     const dir = tmpDir();
     const bfs = new BudgetFs(dir);
     const segmentBytes = 64 * KiB;
-    const s = start(dir, { segmentBytes, fs: bfs });
+    const s = startBinlog(dir, cleanups, { segmentBytes, fs: bfs });
     const { h, c } = s;
     const w = h.open();
     const ready = c.put({ body: 'ready', priority: 3 });
@@ -536,14 +435,14 @@ describe('an edit the binlog cannot record', () => {
     // No more disk: fill the claimed segment with puts until they fail.
     bfs.budget = dirBytes(dir);
     let n = 0;
-    while (n < 1000 && c.tryPut({ body: body(1000, n) }).ok) n++;
+    while (n < 1000 && c.tryPut({ body: patternBody(1000, n) }).ok) n++;
     expect(n).toBeLessThan(1000);
     // Then with the smallest records, so no record of these jobs fits either.
     let m = 0;
     while (m < 1000 && c.tryPut({ body: '' }).ok) m++;
     expect(m).toBeLessThan(1000);
     await settle(s.binlog);
-    const before = JSON.stringify([...h.engine.allJobs()].map(durable));
+    const before = JSON.stringify([...h.engine.allJobs()].map(durableFields));
     const tubes = h.tubeNames();
     const written = s.binlog.stats().recordsWritten;
     const live = internals(s.binlog).liveBytes;
@@ -552,7 +451,7 @@ describe('an edit the binlog cannot record', () => {
         expect(h.engine.editJob(id, change), `${id} ${JSON.stringify(change)}`).toEqual({ ok: false, code: 'OUT_OF_MEMORY' });
       }
     }
-    expect(JSON.stringify([...h.engine.allJobs()].map(durable))).toBe(before);
+    expect(JSON.stringify([...h.engine.allJobs()].map(durableFields))).toBe(before);
     expect(h.tubeNames()).toEqual(tubes);
     expect(s.binlog.stats().recordsWritten).toBe(written);
     expect(internals(s.binlog).liveBytes).toBe(live);

@@ -4,37 +4,27 @@
  * recover() into the engine + Binlog.open, as a start does.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_JOB_SIZE_LIMIT, MAX_TUBE_NAME_LENGTH } from '../../shared/limits.js';
-import type { Job, JobState } from '../engine/job.js';
-import { Harness, type Client } from '../engine/testing.js';
+import type { Job } from '../engine/job.js';
+import { Harness } from '../engine/testing.js';
 import { Binlog } from './binlog.js';
+import { Cleanups, KiB, MAX_PAYLOAD, MiB, dirBytes, patternBody, startBinlog, turn, durableFields, waitFor } from './testing.js';
 import { nodeFileSystem, type FileSystem } from './file-system.js';
-import { JOB_RECORD_FIXED_BYTES, SEGMENT_HEADER_BYTES, encodeJob, encodeSegmentHeader, jobRecordBytes, segmentFileName } from './format.js';
+import { SEGMENT_HEADER_BYTES, encodeJob, encodeSegmentHeader, jobRecordBytes, segmentFileName } from './format.js';
 import { countLive, recover, type Recovery } from './recovery.js';
 
 /** The checksum salt of the segments these tests write by hand. */
 const SALT = 0x5a17_0001;
 
-const MAX_PAYLOAD = MAX_JOB_SIZE_LIMIT + JOB_RECORD_FIXED_BYTES + MAX_TUBE_NAME_LENGTH;
 const silent = pino({ level: 'silent' });
-const KiB = 1024;
-const MiB = 1024 * 1024;
 
-const cleanups: (() => void)[] = [];
+const cleanups = new Cleanups();
 
-afterEach(() => {
-  for (const fn of cleanups.splice(0).reverse()) fn();
-});
+afterEach(() => cleanups.run());
 
-function tmpDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'beanpole-binlog-'));
-  cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+const tmpDir = (): string => cleanups.tmpDir('beanpole-binlog-');
 
 function errnoError(code: string, message: string): NodeJS.ErrnoException {
   return Object.assign(new Error(`${code}: ${message}`), { code });
@@ -187,62 +177,7 @@ class FaultFs implements FileSystem {
   }
 }
 
-function dirBytes(dir: string): number {
-  let total = 0;
-  for (const name of fs.readdirSync(dir)) {
-    try {
-      total += fs.statSync(path.join(dir, name)).size;
-    } catch {
-      // removed meanwhile
-    }
-  }
-  return total;
-}
 
-interface Server {
-  binlog: Binlog;
-  h: Harness;
-  c: Client;
-  recovery: Recovery;
-  fatal: Error[];
-  /** What the binlog logged, as `level msg` lines. */
-  logs: string[];
-}
-
-/** Recovers DIR, opens a Binlog and an engine over it and restores the jobs, like the server. */
-function start(dir: string, options: { segmentBytes?: number; fsyncMs?: number | null; fs?: FileSystem } = {}): Server {
-  const fatal: Error[] = [];
-  const logs: string[] = [];
-  const log = pino(
-    { level: 'info' },
-    {
-      write: (line: string) => {
-        const entry = JSON.parse(line) as { level: number; msg: string };
-        logs.push(`${pino.levels.labels[entry.level] ?? entry.level} ${entry.msg}`);
-      },
-    },
-  );
-  const binlog = new Binlog({
-    dir,
-    segmentBytes: options.segmentBytes ?? MiB,
-    fsyncMs: options.fsyncMs === undefined ? null : options.fsyncMs,
-    log,
-    onFatal: (err) => fatal.push(err),
-    fs: options.fs,
-  });
-  const h = new Harness({ journal: binlog });
-  const recovery = recover(dir, MAX_PAYLOAD, h.engine);
-  h.engine.finishRestore(recovery.nextId);
-  binlog.open(recovery.segments, countLive(recovery.segments, h.engine.allJobs()), h.engine);
-  cleanups.push(() => {
-    try {
-      binlog.close();
-    } catch {
-      // a crashed or failed binlog
-    }
-  });
-  return { binlog, h, c: h.open(), recovery, fatal, logs };
-}
 
 /** Replays DIR into a fresh engine without opening a binlog: what a restart would find. */
 function replay(dir: string): Recovery & { h: Harness; jobs: Map<number, Job> } {
@@ -253,7 +188,6 @@ function replay(dir: string): Recovery & { h: Harness; jobs: Map<number, Job> } 
   return { ...rec, h, jobs: new Map([...h.engine.allJobs()].map((j) => [j.id, j])) };
 }
 
-const turn = (): Promise<void> => new Promise<void>((r) => setImmediate(r));
 
 /** Waits until every appended record is durable (written, or synced with fsync 0); bounded. */
 async function settle(binlog: Binlog, ms = 5000): Promise<void> {
@@ -267,59 +201,22 @@ async function settle(binlog: Binlog, ms = 5000): Promise<void> {
   expect(durable, `records up to ${seq} durable (durableSeq ${binlog.durableSeq})`).toBe(true);
 }
 
-/** Runs event-loop turns (and short sleeps, for fsyncs) until `cond` holds or `ms` pass. */
-async function waitFor(cond: () => boolean, ms = 2000): Promise<boolean> {
-  const until = performance.now() + ms;
-  for (let i = 0; !cond(); i++) {
-    if (performance.now() > until) return false;
-    if (i % 20 === 19) await new Promise((r) => setTimeout(r, 1));
-    else await turn();
-  }
-  return true;
-}
 
-/** The fields a restart must keep, as the binlog stores them (reserved jobs are ready). */
-function durable(job: Job): Record<string, unknown> {
-  const state: JobState = job.state === 'reserved' ? 'ready' : job.state;
-  return {
-    id: job.id,
-    tube: job.tube.name,
-    state,
-    priority: job.priority,
-    delayMs: job.delayMs,
-    ttrMs: job.ttrMs,
-    createdAt: job.createdAt,
-    deadlineAt: state === 'delayed' ? job.deadlineAt : 0,
-    buriedSeq: job.buriedSeq,
-    reserves: job.reserves,
-    timeouts: job.timeouts,
-    releases: job.releases,
-    buries: job.buries,
-    kicks: job.kicks,
-    // As text: deep equality on many Buffers is slow.
-    body: job.body.toString('base64'),
-  };
-}
 
 /** Every job of `before` is in `after` with the same durable fields, and nothing else is. */
 function expectSameJobs(before: Harness, after: Harness): void {
-  const a = new Map([...before.engine.allJobs()].map((j) => [j.id, durable(j)]));
-  const b = new Map([...after.engine.allJobs()].map((j) => [j.id, durable(j)]));
+  const a = new Map([...before.engine.allJobs()].map((j) => [j.id, durableFields(j)]));
+  const b = new Map([...after.engine.allJobs()].map((j) => [j.id, durableFields(j)]));
   expect(b).toEqual(a);
 }
 
-function body(n: number, seed: number): Buffer {
-  const b = Buffer.alloc(n);
-  for (let i = 0; i < n; i++) b[i] = (seed * 31 + i * 7) & 0xff;
-  return b;
-}
 
 describe('a full disk', () => {
   it('fails puts with OUT_OF_MEMORY and changes nothing; other commands use the headroom; puts resume when space returns', async () => {
     const dir = tmpDir();
     const ffs = new FaultFs(dir);
     // 4 MiB segments: space is claimed in 1 MiB chunks, with 64 KiB kept back for deletes.
-    const s = start(dir, { segmentBytes: 4 * MiB, fs: ffs });
+    const s = startBinlog(dir, cleanups, { segmentBytes: 4 * MiB, fs: ffs });
     const { h, c, binlog } = s;
     await settle(binlog);
     ffs.budget = ffs.usage() + 200 * KiB;
@@ -327,7 +224,7 @@ describe('a full disk', () => {
     const acked: Job[] = [];
     let failed: { code: string } | null = null;
     for (let i = 0; i < 2000 && failed === null; i++) {
-      const r = c.tryPut({ body: body(4000, i), priority: i });
+      const r = c.tryPut({ body: patternBody(4000, i), priority: i });
       if (r.ok) acked.push(r.value);
       else failed = r;
       if (i % 50 === 0) await settle(binlog);
@@ -347,9 +244,9 @@ describe('a full disk', () => {
     const bodyBytes = h.engine.bodyBytes;
     const tubeTotal = h.engine.defaultTube.totalJobs;
     const idBefore = h.engine.nextId;
-    for (let i = 0; i < 5; i++) expect(c.tryPut({ body: body(4000, i) })).toEqual({ ok: false, code: 'OUT_OF_MEMORY' });
+    for (let i = 0; i < 5; i++) expect(c.tryPut({ body: patternBody(4000, i) })).toEqual({ ok: false, code: 'OUT_OF_MEMORY' });
     await new Promise((r) => setTimeout(r, 120)); // past the retry pause: the disk is tried again
-    expect(c.tryPut({ body: body(4000, 9) })).toEqual({ ok: false, code: 'OUT_OF_MEMORY' });
+    expect(c.tryPut({ body: patternBody(4000, 9) })).toEqual({ ok: false, code: 'OUT_OF_MEMORY' });
     expect(JSON.stringify(h.engine.stats)).toBe(stats);
     expect(h.engine.jobTotal).toBe(jobTotal);
     expect(h.engine.bodyBytes).toBe(bodyBytes);
@@ -376,7 +273,7 @@ describe('a full disk', () => {
     for (let i = 0; i < 3; i++) w.reserveNow(); // reserving from ready needs no record
     expect(h.engine.stats).toMatchObject({ buried: 5, delayed: 5, reserved: 3 });
     for (const id of w.reservedIds()) expect(h.engine.release(w.session, id, 1, 0).ok).toBe(true);
-    expect(c.tryPut({ body: body(4000, 1) })).toEqual({ ok: false, code: 'OUT_OF_MEMORY' });
+    expect(c.tryPut({ body: patternBody(4000, 1) })).toEqual({ ok: false, code: 'OUT_OF_MEMORY' });
     await settle(binlog);
     expect(s.fatal).toEqual([]);
 
@@ -413,13 +310,13 @@ describe('a full disk', () => {
     expect(again.ok).toBe(true);
     expect(binlog.stats().failure).toBeNull();
     expect(s.logs.at(-1)).toBe('info binlog: space is available again; writes resume');
-    for (let i = 0; i < 300; i++) expect(c.tryPut({ body: body(4000, i) }).ok).toBe(true);
+    for (let i = 0; i < 300; i++) expect(c.tryPut({ body: patternBody(4000, i) }).ok).toBe(true);
     await settle(binlog);
     expect(s.fatal).toEqual([]);
 
     // Crash and restart: every acknowledged job is back as it was; nothing that failed exists.
     ffs.crash();
-    const after = start(dir);
+    const after = startBinlog(dir, cleanups);
     expect(after.recovery.problems).toEqual([]);
     expectSameJobs(h, after.h);
     expect(after.h.engine.nextId).toBe(h.engine.nextId);
@@ -430,7 +327,7 @@ describe('a full disk', () => {
   it('near a full disk, claims what is left without rewriting the free space or logging a failure per put', async () => {
     const dir = tmpDir();
     const ffs = new FaultFs(dir);
-    const s = start(dir, { segmentBytes: 4 * MiB, fs: ffs });
+    const s = startBinlog(dir, cleanups, { segmentBytes: 4 * MiB, fs: ffs });
     const { c, binlog } = s;
     await settle(binlog);
     // 512 KiB are free: not enough for another 1 MiB chunk, enough for ~100 more jobs.
@@ -438,7 +335,7 @@ describe('a full disk', () => {
     // Fill the first 1 MiB chunk up to its headroom, until the first (smaller) claim past it.
     let n = 0;
     while (n < 1000 && binlog.stats().diskBytes === MiB) {
-      expect(c.tryPut({ body: body(4000, n) }).ok).toBe(true);
+      expect(c.tryPut({ body: patternBody(4000, n) }).ok).toBe(true);
       n++;
     }
     await settle(binlog);
@@ -448,7 +345,7 @@ describe('a full disk', () => {
     const writtenBefore = ffs.bytesWritten;
     let more = 0;
     for (let i = 0; i < 50; i++) {
-      if (c.tryPut({ body: body(4000, i) }).ok) more++;
+      if (c.tryPut({ body: patternBody(4000, i) }).ok) more++;
       await settle(binlog);
     }
     expect(more).toBe(50);
@@ -464,11 +361,11 @@ describe('a full disk', () => {
   it('fails a put when a new segment cannot be created, and leaves no file behind', async () => {
     const dir = tmpDir();
     const ffs = new FaultFs(dir);
-    const s = start(dir, { segmentBytes: 64 * KiB, fs: ffs });
+    const s = startBinlog(dir, cleanups, { segmentBytes: 64 * KiB, fs: ffs });
     await settle(s.binlog);
     ffs.budget = ffs.usage() + 10 * KiB;
     let n = 0;
-    while (n < 1000 && s.c.tryPut({ body: body(1000, n) }).ok) n++;
+    while (n < 1000 && s.c.tryPut({ body: patternBody(1000, n) }).ok) n++;
     // A 64 KiB segment keeps 16 KiB of headroom, so about 47 KiB of jobs fit.
     expect(n).toBeGreaterThan(40);
     expect(n).toBeLessThan(50);
@@ -477,7 +374,7 @@ describe('a full disk', () => {
     expect(s.binlog.stats()).toMatchObject({ currentIndex: 1, failure: expect.stringMatching(/ENOSPC/) });
     await settle(s.binlog);
     ffs.crash();
-    const after = start(dir);
+    const after = startBinlog(dir, cleanups);
     expectSameJobs(s.h, after.h);
     expect(after.h.engine.jobTotal).toBe(n);
   });
@@ -512,7 +409,7 @@ describe('group commit', () => {
   it('writes the records of one turn with one write, and advances durableSeq only at the commit', async () => {
     const dir = tmpDir();
     const ffs = new FaultFs(dir);
-    const { binlog, c } = start(dir, { fs: ffs });
+    const { binlog, c } = startBinlog(dir, cleanups, { fs: ffs });
     await settle(binlog);
     const writesBefore = ffs.writesTo(1);
     const seqBefore = binlog.appendedSeq;
@@ -549,7 +446,7 @@ describe('group commit', () => {
   it('with fsync 0, advances durableSeq only after the fsync callback', async () => {
     const dir = tmpDir();
     const ffs = new FaultFs(dir);
-    const { binlog, c } = start(dir, { fs: ffs, fsyncMs: 0 });
+    const { binlog, c } = startBinlog(dir, cleanups, { fs: ffs, fsyncMs: 0 });
     await settle(binlog);
     ffs.holdSyncs = true;
     const durableBefore = binlog.durableSeq;
@@ -590,7 +487,7 @@ describe('group commit', () => {
   it('with fsync every N ms, acknowledges at the write and syncs in the background', async () => {
     const dir = tmpDir();
     const ffs = new FaultFs(dir);
-    const { binlog, c } = start(dir, { fs: ffs, fsyncMs: 20 });
+    const { binlog, c } = startBinlog(dir, cleanups, { fs: ffs, fsyncMs: 20 });
     await settle(binlog);
     ffs.holdSyncs = true;
     c.put();
@@ -606,11 +503,11 @@ describe('segments and stats', () => {
   it('rolls to a new segment at segmentBytes, trimming the full one; job.file names the segment', async () => {
     const dir = tmpDir();
     const segmentBytes = 16 * KiB;
-    const { binlog, c, h } = start(dir, { segmentBytes });
+    const { binlog, c, h } = startBinlog(dir, cleanups, { segmentBytes });
     expect(binlog.stats()).toMatchObject({ oldestIndex: 1, currentIndex: 1, recordsWritten: 0, recordsMigrated: 0, maxSize: segmentBytes, failure: null });
     const jobs: Job[] = [];
     for (let i = 0; i < 60; i++) {
-      jobs.push(c.put({ body: body(1000, i) }));
+      jobs.push(c.put({ body: patternBody(1000, i) }));
       if (i % 7 === 0) await settle(binlog);
     }
     await settle(binlog);
@@ -651,9 +548,9 @@ describe('segments and stats', () => {
 
   it('gives a record larger than a segment a segment of its own', async () => {
     const dir = tmpDir();
-    const { binlog, c, h } = start(dir, { segmentBytes: 16 * KiB });
+    const { binlog, c, h } = startBinlog(dir, cleanups, { segmentBytes: 16 * KiB });
     const a = c.put({ body: 'a' });
-    const big = c.put({ body: body(40 * KiB, 1) });
+    const big = c.put({ body: patternBody(40 * KiB, 1) });
     const b = c.put({ body: 'b' });
     await settle(binlog);
     expect(a.file).toBe(1);
@@ -669,9 +566,9 @@ describe('segments and stats', () => {
   it('writes a record larger than the batch buffer in place, in order with the batched ones', async () => {
     for (const segmentBytes of [MiB, 8 * MiB]) {
       const dir = tmpDir();
-      const { binlog, c, h } = start(dir, { segmentBytes });
+      const { binlog, c, h } = startBinlog(dir, cleanups, { segmentBytes });
       const a = c.put({ body: 'first' });
-      const big = c.put({ body: body(MiB + 512 * KiB, 7), priority: 3 });
+      const big = c.put({ body: patternBody(MiB + 512 * KiB, 7), priority: 3 });
       const b = c.put({ body: 'after' });
       expect(h.engine.delete(null, a.id).ok).toBe(true);
       const w = h.open();
@@ -690,17 +587,17 @@ describe('segments and stats', () => {
 
   it('starts a fresh segment on every start, after the recovered ones', async () => {
     const dir = tmpDir();
-    const first = start(dir);
+    const first = startBinlog(dir, cleanups);
     first.c.put({ body: 'one' });
     await settle(first.binlog);
     first.binlog.close();
-    const second = start(dir);
+    const second = startBinlog(dir, cleanups);
     expect(second.binlog.stats()).toMatchObject({ oldestIndex: 1, currentIndex: 2, recordsWritten: 0 });
     expect(second.h.engine.job(1)!.file).toBe(1);
     second.c.put({ body: 'two' });
     await settle(second.binlog);
     second.binlog.close();
-    const third = start(dir);
+    const third = startBinlog(dir, cleanups);
     expect(third.h.engine.jobTotal).toBe(2);
     expect(third.h.engine.job(2)!.file).toBe(2);
     expect(third.binlog.stats().currentIndex).toBe(3);
@@ -708,7 +605,7 @@ describe('segments and stats', () => {
 
   it('never writes into a segment that recovery skipped for its bad header', async () => {
     const dir = tmpDir();
-    const first = start(dir);
+    const first = startBinlog(dir, cleanups);
     first.c.put({ body: 'kept' });
     await settle(first.binlog);
     first.binlog.close();
@@ -721,7 +618,7 @@ describe('segments and stats', () => {
     const badPath = path.join(dir, segmentFileName(2));
     fs.writeFileSync(badPath, damaged);
 
-    const second = start(dir);
+    const second = startBinlog(dir, cleanups);
     expect(second.recovery.problems).toEqual([`${badPath}:0: not a Beanpole binlog segment; the whole file is skipped and left in place`]);
     second.c.put({ body: 'new' });
     await settle(second.binlog);
@@ -736,7 +633,7 @@ describe('compaction', () => {
   it('keeps the directory bounded under put/delete churn, moving a buried job forward', async () => {
     const dir = tmpDir();
     const segmentBytes = 64 * KiB;
-    const s = start(dir, { segmentBytes });
+    const s = startBinlog(dir, cleanups, { segmentBytes });
     const { h, c, binlog } = s;
     const w = h.open();
     const buried = c.put({ body: 'the one that stays', priority: 9 });
@@ -751,7 +648,7 @@ describe('compaction', () => {
     let maxSeen = 0;
     for (let round = 0; round < 250; round++) {
       for (let i = 0; i < 20; i++) {
-        const job = c.put({ body: body(1000, round + i) });
+        const job = c.put({ body: patternBody(1000, round + i) });
         expect(h.engine.delete(null, job.id).ok).toBe(true);
       }
       for (let t = 0; t < 20; t++) {
@@ -795,12 +692,12 @@ describe('compaction', () => {
     const dir = tmpDir();
     const segmentBytes = 64 * KiB;
     const ffs = new FaultFs(dir);
-    const s = start(dir, { segmentBytes, fsyncMs: 0, fs: ffs });
+    const s = startBinlog(dir, cleanups, { segmentBytes, fsyncMs: 0, fs: ffs });
     const { h, c, binlog } = s;
     const w = h.open();
     // 300 live jobs (~330 KiB) in every durable state, then churn around them.
     const keep: Job[] = [];
-    for (let i = 0; i < 300; i++) keep.push(c.put({ body: body(1000, i), priority: i, delayMs: i % 5 === 0 ? 1_000_000 + i : 0 }));
+    for (let i = 0; i < 300; i++) keep.push(c.put({ body: patternBody(1000, i), priority: i, delayMs: i % 5 === 0 ? 1_000_000 + i : 0 }));
     for (const job of keep.filter((_, i) => i % 7 === 1)) {
       expect(h.engine.reserveJob(w.session, job.id).ok).toBe(true);
       expect(h.engine.bury(w.session, job.id, 2).ok).toBe(true);
@@ -814,7 +711,7 @@ describe('compaction', () => {
     let putFailed: string | null = null;
     for (let round = 0; round < 200 && putFailed === null; round++) {
       for (let i = 0; i < 20; i++) {
-        const r = c.tryPut({ body: body(1000, round) });
+        const r = c.tryPut({ body: patternBody(1000, round) });
         if (!r.ok) {
           putFailed = `round ${round}: ${r.code} (${binlog.stats().failure})`;
           break;
@@ -855,9 +752,9 @@ describe('compaction', () => {
     // keep[2] and keep[3] were reserved from ready (no record), so their reserves count is the last recorded one.
     const reservedAtCrash = new Set([keep[2]!.id, keep[3]!.id]);
     for (const job of h.engine.allJobs()) {
-      const want = durable(job);
+      const want = durableFields(job);
       if (reservedAtCrash.has(job.id)) want.reserves = job.reserves - 1;
-      expect(durable(after.engine.job(job.id)!), `job ${job.id}`).toEqual(want);
+      expect(durableFields(after.engine.job(job.id)!), `job ${job.id}`).toEqual(want);
     }
     expect(after.engine.jobTotal).toBe(h.engine.jobTotal);
     for (const job of h.engine.allJobs()) expect(rec.jobs.get(job.id)!.file).toBe(job.file);
@@ -866,23 +763,23 @@ describe('compaction', () => {
   it('continues after a restart over many old segments', async () => {
     const dir = tmpDir();
     const segmentBytes = 64 * KiB;
-    const first = start(dir, { segmentBytes });
+    const first = startBinlog(dir, cleanups, { segmentBytes });
     const keeper = first.c.put({ body: 'keeper', delayMs: 60_000 });
     for (let round = 0; round < 40; round++) {
       const ids: number[] = [];
-      for (let i = 0; i < 20; i++) ids.push(first.c.put({ body: body(1000, i) }).id);
+      for (let i = 0; i < 20; i++) ids.push(first.c.put({ body: patternBody(1000, i) }).id);
       for (const id of ids) expect(first.h.engine.delete(null, id).ok).toBe(true);
       await settle(first.binlog);
     }
     first.binlog.close();
-    const second = start(dir, { segmentBytes });
+    const second = startBinlog(dir, cleanups, { segmentBytes });
     expect(second.h.engine.job(keeper.id)).toMatchObject({ state: 'delayed', deadlineAt: keeper.deadlineAt });
     for (let t = 0; t < 200; t++) await turn();
     expect(dirBytes(dir)).toBeLessThanOrEqual(4 * segmentBytes + 64);
     second.c.put({ body: 'more' });
     await settle(second.binlog);
     second.binlog.close();
-    const third = start(dir, { segmentBytes });
+    const third = startBinlog(dir, cleanups, { segmentBytes });
     expect(third.recovery.problems).toEqual([]);
     expect(third.h.engine.jobTotal).toBe(2);
     expect(third.h.engine.job(keeper.id)).toMatchObject({ state: 'delayed', deadlineAt: keeper.deadlineAt, body: Buffer.from('keeper') });
@@ -893,7 +790,7 @@ describe('write errors', () => {
   it('calls onFatal when a batch write fails with EIO, and acknowledges nothing after', async () => {
     const dir = tmpDir();
     const ffs = new FaultFs(dir);
-    const s = start(dir, { fs: ffs });
+    const s = startBinlog(dir, cleanups, { fs: ffs });
     const { binlog, c, h } = s;
     c.put({ body: 'safe' });
     await settle(binlog);
@@ -922,7 +819,7 @@ describe('write errors', () => {
   it('calls onFatal when an fsync fails, before acknowledging with fsync 0', async () => {
     const dir = tmpDir();
     const ffs = new FaultFs(dir);
-    const s = start(dir, { fs: ffs, fsyncMs: 0 });
+    const s = startBinlog(dir, cleanups, { fs: ffs, fsyncMs: 0 });
     await settle(s.binlog);
     ffs.syncError = errnoError('EIO', 'i/o error, fsync');
     s.c.put();
@@ -937,11 +834,11 @@ describe('write errors', () => {
   it('treats EIO while claiming space like a full disk, not as fatal', async () => {
     const dir = tmpDir();
     const ffs = new FaultFs(dir);
-    const s = start(dir, { fs: ffs, segmentBytes: 64 * KiB });
+    const s = startBinlog(dir, cleanups, { fs: ffs, segmentBytes: 64 * KiB });
     await settle(s.binlog);
     ffs.budget = ffs.usage();
     let n = 0;
-    while (n < 200 && s.c.tryPut({ body: body(1000, n) }).ok) n++;
+    while (n < 200 && s.c.tryPut({ body: patternBody(1000, n) }).ok) n++;
     expect(n).toBeLessThan(200);
     expect(s.fatal).toEqual([]);
     await settle(s.binlog);
