@@ -21,7 +21,10 @@ export const BODY_PREVIEW_BYTES = 64 * 1024;
 /** The header (or socket.io auth field `token`) that carries --admin-token. */
 export const TOKEN_HEADER = 'authorization';
 
-/** POST /api/tubes/:name/jobs. `body` is text, or base64 with encoding 'base64'. */
+/**
+ * POST /api/tubes/:name/jobs. `body` is text, or base64 with encoding 'base64'. Durations are in
+ * seconds; `delay` and `ttr` (the protocol's words) are accepted for `delaySeconds` and `ttrSeconds`.
+ */
 export interface PutJobRequest {
   body: string;
   encoding?: 'utf8' | 'base64';
@@ -30,7 +33,7 @@ export interface PutJobRequest {
   ttrSeconds?: number;
 }
 
-/** PATCH /api/jobs/:id: any subset. A buried job stays buried until kicked. */
+/** PATCH /api/jobs/:id: any subset (`delay` and `ttr` as for a put). A buried job stays buried until kicked. */
 export interface EditJobRequest {
   body?: string;
   encoding?: 'utf8' | 'base64';

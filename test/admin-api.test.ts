@@ -669,6 +669,20 @@ describe('admin REST API on a real server', () => {
     expectError(await patch(999_999_999, { priority: 1 }), 404, 'NOT_FOUND');
   });
 
+  it('durations may be named as on the protocol: ttr and delay (seconds), not both spellings at once', async () => {
+    const c = await tcp(srv);
+    const put = expectOk<JobDto>(await api(base, API.tubeJobs('aliases'), { json: { body: 'a', ttr: 7, delay: 100, priority: 3 } }), 201);
+    expect(put).toMatchObject({ ttrSeconds: 7, delaySeconds: 100, state: 'delayed', priority: 3 });
+    const stats = await tcpStatsJob(c, put.id);
+    expect(stats.get('ttr')).toBe('7');
+    expect(stats.get('delay')).toBe('100');
+    const edited = expectOk<JobDto>(await api(base, API.job(put.id), { method: 'PATCH', json: { ttr: 30, delay: 0 } }));
+    expect(edited).toMatchObject({ id: put.id, ttrSeconds: 30, delaySeconds: 0, state: 'ready' });
+    expectError(await api(base, API.job(put.id), { method: 'PATCH', json: { ttr: 30, ttrSeconds: 30 } }), 400);
+    expectError(await api(base, API.tubeJobs('aliases'), { json: { body: 'b', delay: 1, delaySeconds: 1 } }), 400);
+    expect((await tcpStatsJob(c, put.id)).get('ttr')).toBe('30');
+  });
+
   it('POST /api/tubes/:name/move {to,state,limit} moves jobs keeping id, priority and state', async () => {
     const c = await tcp(srv);
     await expectLine(c, 'use move-src', 'USING move-src');

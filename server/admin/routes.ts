@@ -22,6 +22,8 @@ export interface RoutesContext {
 /** Jobs moved per turn of the event loop by a kick, clear or move, as on the protocol side. */
 const SLICE = 1024;
 const MAX_PAGE = 500;
+/** TTR of a job put without one (the usual client default). */
+const DEFAULT_TTR_SECONDS = 60;
 
 const u32 = z.number().int().min(0).max(MAX_U32);
 const tubeName = z
@@ -32,21 +34,44 @@ const bodyFields = {
   body: z.string(),
   encoding: z.enum(['utf8', 'base64']).default('utf8'),
 };
-const putSchema = z.strictObject({
-  ...bodyFields,
-  priority: u32.default(0),
-  delaySeconds: u32.default(0),
-  ttrSeconds: u32.default(60),
-});
-const editSchema = z.strictObject({
-  body: z.string().optional(),
-  encoding: z.enum(['utf8', 'base64']).default('utf8'),
-  priority: u32.optional(),
-  ttrSeconds: u32.optional(),
-  delaySeconds: u32.optional(),
-  tube: tubeName.optional(),
-  kick: z.boolean().default(false),
-});
+/**
+ * Durations are in seconds, as on the protocol; `ttr` and `delay` (the protocol's words) are
+ * accepted as well as `ttrSeconds` and `delaySeconds`, but not both at once.
+ */
+function secondsAliases<T extends { ttr?: number; ttrSeconds?: number; delay?: number; delaySeconds?: number }>(
+  value: T,
+  ctx: z.RefinementCtx,
+): Omit<T, 'ttr' | 'delay'> {
+  const { ttr, delay, ...rest } = value;
+  if (ttr !== undefined && value.ttrSeconds !== undefined) ctx.addIssue({ code: 'custom', message: 'give ttr or ttrSeconds, not both' });
+  if (delay !== undefined && value.delaySeconds !== undefined) {
+    ctx.addIssue({ code: 'custom', message: 'give delay or delaySeconds, not both' });
+  }
+  return { ...rest, ttrSeconds: value.ttrSeconds ?? ttr, delaySeconds: value.delaySeconds ?? delay };
+}
+const putSchema = z
+  .strictObject({
+    ...bodyFields,
+    priority: u32.default(0),
+    delaySeconds: u32.optional(),
+    delay: u32.optional(),
+    ttrSeconds: u32.optional(),
+    ttr: u32.optional(),
+  })
+  .transform(secondsAliases);
+const editSchema = z
+  .strictObject({
+    body: z.string().optional(),
+    encoding: z.enum(['utf8', 'base64']).default('utf8'),
+    priority: u32.optional(),
+    ttrSeconds: u32.optional(),
+    ttr: u32.optional(),
+    delaySeconds: u32.optional(),
+    delay: u32.optional(),
+    tube: tubeName.optional(),
+    kick: z.boolean().default(false),
+  })
+  .transform(secondsAliases);
 const kickSchema = z.strictObject({ bound: z.number().int().min(0).max(MAX_U32) });
 const pauseSchema = z.strictObject({ seconds: u32 });
 const moveSchema = z.strictObject({
@@ -146,8 +171,8 @@ export function apiRoutes(ctx: RoutesContext): Router {
       const result = engine.put({
         tube,
         priority: r.priority,
-        delayMs: r.delaySeconds * 1000,
-        ttrMs: Math.max(r.ttrSeconds * 1000, MIN_TTR_MS),
+        delayMs: (r.delaySeconds ?? 0) * 1000,
+        ttrMs: Math.max((r.ttrSeconds ?? DEFAULT_TTR_SECONDS) * 1000, MIN_TTR_MS),
         body,
       });
       if (!result.ok) {
