@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createAdminServer, type AdminServer } from './admin/app.js';
+import type { AdminServer } from './admin/app.js';
 import { USAGE, USAGE_EXIT_CODE, parseCommandLine, type ServerOptions } from './cli.js';
 import { systemClock } from './engine/clock.js';
 import { Engine } from './engine/engine.js';
@@ -91,6 +91,8 @@ async function main(argv: string[]): Promise<void> {
     process.exit(111);
   }
   if (options.admin !== null) {
+    // Loaded only now: beanstalkd clients are served before the dashboard's modules load.
+    const { createAdminServer } = await import('./admin/app.js');
     admin = createAdminServer({
       engine,
       info,
