@@ -293,7 +293,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
       let count = 0;
       for (;;) {
         const n = engine.clearSome(tube, state, SLICE);
-        engine.stats.commands.delete += n;
+        engine.count('delete', n);
         count += n;
         if (n < SLICE) break;
         await nextTurn();

@@ -275,9 +275,9 @@ export class Engine {
     }
   }
 
-  /** Counts a command for `stats`. */
-  count(command: CountedCommand): void {
-    this.stats.commands[command]++;
+  /** Counts a command for `stats` (`times` for a bulk action that stands for many, like a clear). */
+  count(command: CountedCommand, times = 1): void {
+    this.stats.commands[command] += times;
   }
 
   // ---- jobs ----------------------------------------------------------------------------------
