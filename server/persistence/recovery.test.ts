@@ -203,27 +203,10 @@ async function settle(binlog: Binlog): Promise<void> {
   expect(binlog.durableSeq).toBe(binlog.appendedSeq);
 }
 
-/** What recovery must return for a live engine job. */
+/** What recovery must return for a live engine job: a reservation is not kept. */
 function expectedImage(job: Job): Image {
   const state: JobState = job.state === 'reserved' ? 'ready' : job.state;
-  return {
-    id: job.id,
-    tube: job.tube.name,
-    state,
-    priority: job.priority,
-    delayMs: job.delayMs,
-    ttrMs: job.ttrMs,
-    createdAt: job.createdAt,
-    deadlineAt: state === 'delayed' ? job.deadlineAt : 0,
-    buriedSeq: job.buriedSeq,
-    reserves: job.reserves,
-    timeouts: job.timeouts,
-    releases: job.releases,
-    buries: job.buries,
-    kicks: job.kicks,
-    body: job.body,
-    file: job.file,
-  };
+  return { ...imageOf(job), state, deadlineAt: state === 'delayed' ? job.deadlineAt : 0 };
 }
 
 function buriedIds(h: Harness, tube: string): number[] {
