@@ -47,7 +47,7 @@ export function jobStatsDto(job: Job, now: number): JobStatsDto {
     releases: job.releases,
     buries: job.buries,
     kicks: job.kicks,
-    bodyBytes: job.body.length,
+    bodyBytes: job.bodyLength,
   };
 }
 

@@ -1,5 +1,6 @@
 import { DEADLINE_SOON_MARGIN_MS, DEFAULT_TUBE, URGENT_BELOW } from '../../shared/limits.js';
 import type { Clock } from './clock.js';
+import { BodyStore } from './body-store.js';
 import { EngineEvents } from './events.js';
 import { IndexedHeap } from './heap.js';
 import { Job, deadlineLess, readyLess, setDelayIndex, type JobImage, type JobState } from './job.js';
@@ -9,6 +10,9 @@ import { fail, ok, type ReserveOutcome, type Result } from './results.js';
 import { Session, type SessionDelegate } from './session.js';
 import { ServerStats, type CountedCommand } from './stats.js';
 import { Tube } from './tube.js';
+
+/** Jobs looked at per put while bodies are being compacted. */
+const COMPACTION_STEPS = 8;
 
 export interface EngineOptions {
   clock: Clock;
@@ -65,6 +69,9 @@ export class Engine {
   /** Tubes in beanstalkd's list order (creation order with swap-remove). */
   private readonly tubeOrder = new OrderedSet<Tube>();
   private readonly jobs = new Map<number, Job>();
+  private readonly bodies = new BodyStore();
+  /** Walks the jobs while the body store is being compacted (null when it is not). */
+  private compacting: IterableIterator<Job> | null = null;
   private readonly delayedJobs = new IndexedHeap<Job>(deadlineLess, setDelayIndex);
   private readonly awaitedTubes = new IndexedHeap<Tube>(
     (a, b) => readyLess(a.ready.peek()!, b.ready.peek()!),
@@ -326,14 +333,19 @@ export class Engine {
     if (!this.hasRoomFor(request.body.length)) return fail('OUT_OF_MEMORY');
     const now = this.clock.now();
     const id = request.id ?? this.allocateJobId();
-    const job = new Job(id, request.tube, request.priority, request.delayMs, request.ttrMs, request.body, now);
+    const job = new Job(id, request.tube, request.priority, request.delayMs, request.ttrMs, now);
     if (request.delayMs > 0) {
       job.state = 'delayed';
       job.deadlineAt = now + request.delayMs;
     }
-    if (!this.journal.put(job)) return fail('OUT_OF_MEMORY');
+    this.bodies.place(job, request.body);
+    if (!this.journal.put(job)) {
+      this.bodies.release(job);
+      return fail('OUT_OF_MEMORY');
+    }
+    this.compactBodies();
     this.jobs.set(id, job);
-    this.bodyBytes += job.body.length;
+    this.bodyBytes += job.bodyLength;
     this.stats.totalJobs++;
     job.tube.totalJobs++;
     if (request.delayMs > 0) this.enqueueDelayed(job, null, job.deadlineAt);
@@ -516,19 +528,22 @@ export class Engine {
     const job = this.jobs.get(id);
     if (job === undefined) return fail('NOT_FOUND');
     if (job.state === 'reserved') return fail('JOB_RESERVED');
-    const body = edit.body ?? job.body;
-    if (body.length > job.body.length && !this.hasRoomFor(body.length - job.body.length)) return fail('OUT_OF_MEMORY');
+    const bodyLength = edit.body?.length ?? job.bodyLength;
+    if (bodyLength > job.bodyLength && !this.hasRoomFor(bodyLength - job.bodyLength)) return fail('OUT_OF_MEMORY');
     const tubeName = edit.tube ?? job.tube.name;
-    if (!this.journal.canRewrite(tubeName.length, body.length)) return fail('OUT_OF_MEMORY');
+    if (!this.journal.canRewrite(tubeName.length, bodyLength)) return fail('OUT_OF_MEMORY');
     const oldTubeBytes = job.tube.name.length;
-    const oldBodyBytes = job.body.length;
+    const oldBodyBytes = job.bodyLength;
     const from = job.state;
     const oldTube = job.tube;
     const moving = tubeName !== oldTube.name;
     const requeue = from !== 'buried' || moving;
     if (requeue) this.detach(job);
-    this.bodyBytes += body.length - job.body.length;
-    job.body = body;
+    if (edit.body !== undefined) {
+      this.bodyBytes += bodyLength - job.bodyLength;
+      this.bodies.release(job);
+      this.bodies.place(job, edit.body);
+    }
     if (edit.priority !== undefined) job.priority = edit.priority;
     if (edit.ttrMs !== undefined) job.ttrMs = edit.ttrMs;
     if (edit.delayMs !== undefined) job.delayMs = edit.delayMs;
@@ -578,11 +593,12 @@ export class Engine {
    */
   restoreJob(img: JobImage, file: number): void {
     this.restoreDelete(img.id);
-    const job = new Job(img.id, this.findOrCreateTube(img.tube), img.priority, img.delayMs, img.ttrMs, img.body, img.createdAt);
+    const job = new Job(img.id, this.findOrCreateTube(img.tube), img.priority, img.delayMs, img.ttrMs, img.createdAt);
+    this.bodies.place(job, img.body);
     this.restoreState(img, job);
     job.file = file;
     this.jobs.set(job.id, job);
-    this.bodyBytes += job.body.length;
+    this.bodyBytes += job.bodyLength;
   }
 
   /** Recovery: a state record; one for an id with no full record is ignored. */
@@ -605,7 +621,8 @@ export class Engine {
     const old = this.jobs.get(id);
     if (old === undefined) return;
     this.jobs.delete(id);
-    this.bodyBytes -= old.body.length;
+    this.bodyBytes -= old.bodyLength;
+    this.bodies.release(old);
   }
 
   /**
@@ -857,10 +874,31 @@ export class Engine {
 
   private dropJob(job: Job, from: JobState): void {
     this.jobs.delete(job.id);
-    this.bodyBytes -= job.body.length;
+    this.bodyBytes -= job.bodyLength;
+    this.bodies.release(job);
     job.tube.cmdDelete++;
     if (this.events.has('job:deleted')) this.events.emit('job:deleted', { job, from });
     this.maybeRemoveTube(job.tube);
+  }
+
+  /**
+   * A few steps of body compaction, run by each put while the store holds more dead than live
+   * bytes: live bodies in mostly dead slabs move to the current slab, so a few long-lived jobs
+   * cannot pin many slabs. One pass over the jobs per trigger; amortised O(1) per put.
+   */
+  private compactBodies(): void {
+    if (this.compacting === null) {
+      if (!this.bodies.needsCompaction) return;
+      this.compacting = this.jobs.values();
+    }
+    for (let n = 0; n < COMPACTION_STEPS; n++) {
+      const next = this.compacting.next();
+      if (next.done === true) {
+        this.compacting = null;
+        return;
+      }
+      if (this.bodies.isSparse(next.value)) this.bodies.move(next.value);
+    }
   }
 
   private changed(job: Job, from: JobState | null): void {

@@ -1,11 +1,15 @@
 import type { Tube } from './tube.js';
 import type { Session } from './session.js';
+import { bodyView, type BodyHolder, type BodySlab } from './body-store.js';
 
 /** Where a job is. `deleted` jobs are gone from every index. */
 export type JobState = 'ready' | 'reserved' | 'delayed' | 'buried';
 
-/** A job and its counters. Times are epoch milliseconds; durations are milliseconds. */
-export class Job {
+/**
+ * A job and its counters. Times are epoch milliseconds; durations are milliseconds. The body's
+ * bytes live in the engine's body store (`slab`, `bodyOffset`, `bodyLength`).
+ */
+export class Job implements BodyHolder {
   state: JobState = 'ready';
   /** When the job becomes ready (delayed) or its TTR runs out (reserved); 0 otherwise. */
   deadlineAt = 0;
@@ -26,6 +30,9 @@ export class Job {
   /** Neighbours in the tube's buried list, or in the reserving session's list. */
   listPrev: Job | null = null;
   listNext: Job | null = null;
+  slab!: BodySlab;
+  bodyOffset = 0;
+  bodyLength = 0;
 
   constructor(
     readonly id: number,
@@ -33,9 +40,13 @@ export class Job {
     public priority: number,
     public delayMs: number,
     public ttrMs: number,
-    public body: Buffer,
     readonly createdAt: number,
   ) {}
+
+  /** A view of the body: it allocates, so hot paths copy from `slab` directly. */
+  get body(): Buffer {
+    return bodyView(this);
+  }
 }
 
 /**

@@ -205,7 +205,7 @@ export class Binlog implements Journal, Durability {
 
   put(job: Job): boolean {
     const tubeBytes = job.tube.name.length;
-    const size = jobRecordBytes(tubeBytes, job.body.length);
+    const size = jobRecordBytes(tubeBytes, job.bodyLength);
     if (!this.claim(size, true)) return false;
     this.appendJob(job, size);
     job.file = this.current.index;
@@ -231,7 +231,7 @@ export class Binlog implements Journal, Durability {
     this.appended(DELETE_RECORD_BYTES);
     const seg = this.byIndex.get(job.file);
     if (seg !== undefined) seg.live--;
-    this.liveBytes -= jobRecordBytes(job.tube.name.length, job.body.length);
+    this.liveBytes -= jobRecordBytes(job.tube.name.length, job.bodyLength);
     return true;
   }
 
@@ -240,7 +240,7 @@ export class Binlog implements Journal, Durability {
   }
 
   rewrite(job: Job, oldTubeNameBytes: number, oldBodyBytes: number): void {
-    const size = jobRecordBytes(job.tube.name.length, job.body.length);
+    const size = jobRecordBytes(job.tube.name.length, job.bodyLength);
     const old = this.byIndex.get(job.file);
     if (old !== undefined) old.live--;
     this.liveBytes += size - jobRecordBytes(oldTubeNameBytes, oldBodyBytes);
@@ -575,7 +575,7 @@ export class Binlog implements Journal, Durability {
       }
       const job = next.value;
       if (job.file !== head.index) continue;
-      const size = jobRecordBytes(job.tube.name.length, job.body.length);
+      const size = jobRecordBytes(job.tube.name.length, job.bodyLength);
       if (!this.claim(size, true)) {
         // No room to move it: try again later rather than spin.
         this.compactScan = null;
@@ -587,7 +587,7 @@ export class Binlog implements Journal, Durability {
         return;
       }
       // Moving a job forward is rewriting its full record unchanged.
-      this.rewrite(job, job.tube.name.length, job.body.length);
+      this.rewrite(job, job.tube.name.length, job.bodyLength);
       this.recordsMigrated++;
       written += size;
     }

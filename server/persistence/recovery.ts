@@ -140,7 +140,7 @@ export function countLive(segments: SegmentOnDisk[], jobs: Iterable<Job>): numbe
   for (const job of jobs) {
     const seg = byIndex.get(job.file);
     if (seg !== undefined) seg.live++;
-    liveBytes += jobRecordBytes(job.tube.name.length, job.body.length);
+    liveBytes += jobRecordBytes(job.tube.name.length, job.bodyLength);
   }
   return liveBytes;
 }

@@ -8,7 +8,8 @@ import type { ReserveOutcome } from '../../engine/results.js';
 import type { Tube } from '../../engine/tube.js';
 import { parseCommand, type Command } from './commands.js';
 import { CommandParser, type FrameHandler } from './parser.js';
-import { CRLF, REPLY, failureReply, line } from './replies.js';
+import { CRLF, REPLY, WORD, failureReply } from './replies.js';
+import { ReplyBuffer } from './reply-buffer.js';
 import { formatJobStats, formatServerStats, formatTubeList, formatTubeStats, type ServerInfo } from './yaml.js';
 
 export interface ConnectionContext {
@@ -48,12 +49,12 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
   private replyAfterSkip: Buffer = REPLY.JOB_TOO_BIG;
   private inputEnded = false;
   private finished = false;
-  private corked = false;
-  /** Replies waiting for binlog records to become durable, with the record count each waits for. */
-  private held: Buffer[] = [];
-  private heldSeq: number[] = [];
-  private heldBytes = 0;
-  private endWhenReleased = false;
+  /** Replies not yet written to the socket (some may wait for the binlog). */
+  private readonly out: ReplyBuffer;
+  /** True while this connection's own input is being handled: replies are flushed at its end. */
+  private handling = false;
+  private flushQueued = false;
+  private endWhenFlushed = false;
 
   constructor(
     private readonly socket: Socket,
@@ -63,6 +64,7 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
     this.session = this.engine.openSession(this);
     this.session.peer = socket.remoteAddress === undefined ? 'unix' : `${socket.remoteAddress}:${socket.remotePort}`;
     this.parser = new CommandParser(this);
+    this.out = new ReplyBuffer((bytes) => this.writeOut(bytes), ctx.durability);
     socket.on('data', (chunk: Buffer) => this.guard(() => this.parser.write(chunk)));
     socket.on('end', () => this.onEnd());
     socket.on('drain', () => this.updateFlow());
@@ -103,7 +105,8 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
       body: data,
       id: put.id,
     });
-    this.send(result.ok ? line(`INSERTED ${put.id}`) : failureReply(result.code));
+    if (result.ok) this.sendWordNumber(WORD.INSERTED, put.id);
+    else this.send(failureReply(result.code));
   }
 
   skipped(): void {
@@ -113,7 +116,7 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
   // ---- SessionDelegate (a blocked reserve ends) ----------------------------------------------
 
   reserved(job: Job): void {
-    this.sendJob('RESERVED', job);
+    this.sendJob(WORD.RESERVED, job);
     this.resumeSoon();
   }
 
@@ -158,7 +161,7 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
       case 'reserve-job': {
         engine.count('reserve-job');
         const r = engine.reserveJob(session, cmd.id);
-        return r.ok ? this.sendJob('RESERVED', r.value) : this.send(failureReply(r.code));
+        return r.ok ? this.sendJob(WORD.RESERVED, r.value) : this.send(failureReply(r.code));
       }
       case 'delete':
         engine.count('delete');
@@ -196,20 +199,20 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
         return this.sendYaml(formatTubeList(engine.tubes()));
       case 'list-tube-used':
         engine.count('list-tube-used');
-        return this.send(line(`USING ${session.used.name}`));
+        return this.sendWordText(WORD.USING, session.used.name);
       case 'list-tubes-watched':
         engine.count('list-tubes-watched');
         return this.sendYaml(formatTubeList(session.watched.values()));
       case 'use':
         engine.count('use');
-        return this.send(line(`USING ${engine.use(session, cmd.tube).name}`));
+        return this.sendWordText(WORD.USING, engine.use(session, cmd.tube).name);
       case 'watch':
         engine.count('watch');
-        return this.send(line(`WATCHING ${engine.watch(session, cmd.tube)}`));
+        return this.sendWordNumber(WORD.WATCHING, engine.watch(session, cmd.tube));
       case 'ignore': {
         engine.count('ignore');
         const r = engine.ignore(session, cmd.tube);
-        return this.send(r.ok ? line(`WATCHING ${r.value}`) : failureReply(r.code));
+        return r.ok ? this.sendWordNumber(WORD.WATCHING, r.value) : this.send(failureReply(r.code));
       }
       case 'pause-tube':
         engine.count('pause-tube');
@@ -250,7 +253,7 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
   private reserveOutcome(outcome: ReserveOutcome): void {
     switch (outcome.kind) {
       case 'reserved':
-        return this.sendJob('RESERVED', outcome.job);
+        return this.sendJob(WORD.RESERVED, outcome.job);
       case 'deadline-soon':
         return this.send(REPLY.DEADLINE_SOON);
       case 'timed-out':
@@ -268,7 +271,7 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
     const moved = this.engine.kickSome(tube, kind, want);
     const total = done + moved;
     if (moved < want || total >= bound) {
-      this.send(line(`KICKED ${total}`));
+      this.sendWordNumber(WORD.KICKED, total);
       if (this.parser.paused) this.resumeSoon();
       return;
     }
@@ -282,56 +285,51 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
 
   private send(data: Buffer): void {
     if (this.finished) return;
-    // No reply may tell of a change that a crash could still lose, and replies keep their order.
-    const durability = this.ctx.durability;
-    const seq = durability.appendedSeq;
-    if (this.held.length > 0 || seq > durability.durableSeq) {
-      if (this.held.length === 0) durability.whenDurable(seq, this.releaseHeld);
-      this.held.push(data);
-      this.heldSeq.push(seq);
-      this.heldBytes += data.length;
-      return;
-    }
-    if (!this.corked) {
-      // Replies made in one turn of the event loop leave in one write.
-      this.corked = true;
-      this.socket.cork();
-      process.nextTick(() => {
-        this.corked = false;
-        this.socket.uncork();
-        this.updateFlow();
-      });
-    }
-    this.socket.write(data);
+    this.out.bytes(data);
+    this.flushSoon();
   }
 
-  /** Sends, in one write, every held reply whose records are now durable. */
-  private readonly releaseHeld = (): void => {
-    if (this.socket.destroyed) return;
-    const durable = this.ctx.durability.durableSeq;
-    let n = 0;
-    this.socket.cork();
-    while (n < this.held.length && this.heldSeq[n]! <= durable) {
-      this.heldBytes -= this.held[n]!.length;
-      this.socket.write(this.held[n++]!);
-    }
-    this.socket.uncork();
-    this.held = this.held.slice(n);
-    this.heldSeq = this.heldSeq.slice(n);
-    if (this.held.length > 0) this.ctx.durability.whenDurable(this.heldSeq[0]!, this.releaseHeld);
-    else if (this.endWhenReleased) this.socket.end();
-    this.updateFlow();
-  };
+  private sendWordNumber(word: Buffer, n: number): void {
+    if (this.finished) return;
+    this.out.wordNumber(word, n);
+    this.flushSoon();
+  }
 
-  private sendJob(word: 'RESERVED' | 'FOUND', job: Job): void {
-    this.send(line(`${word} ${job.id} ${job.body.length}`));
-    this.send(job.body);
-    this.send(CRLF);
+  private sendWordText(word: Buffer, text: string): void {
+    if (this.finished) return;
+    this.out.wordText(word, text);
+    this.flushSoon();
+  }
+
+  private sendJob(word: Buffer, job: Job): void {
+    if (this.finished) return;
+    this.out.job(word, job.id, job);
+    this.flushSoon();
+  }
+
+  /**
+   * Replies made while this connection's input is handled leave together when that ends; one
+   * made for another reason (a job for a blocked reserve, a timeout) leaves at the end of the tick.
+   */
+  private flushSoon(): void {
+    if (this.handling || this.flushQueued) return;
+    this.flushQueued = true;
+    process.nextTick(() => {
+      this.flushQueued = false;
+      this.out.flush();
+      this.updateFlow();
+    });
+  }
+
+  private writeOut(bytes: Buffer): void {
+    if (this.socket.destroyed) return;
+    this.socket.write(bytes);
+    if (this.endWhenFlushed && this.out.pending === 0) this.socket.end();
   }
 
   private sendFound(job: Job | undefined): void {
     if (job === undefined) this.send(REPLY.NOT_FOUND);
-    else this.sendJob('FOUND', job);
+    else this.sendJob(WORD.FOUND, job);
   }
 
   private sendResult(result: { ok: true } | { ok: false; code: Parameters<typeof failureReply>[0] }, success: Buffer): void {
@@ -339,8 +337,12 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
   }
 
   private sendYaml(yaml: string): void {
+    if (this.finished) return;
     const body = Buffer.from(yaml, 'latin1');
-    this.send(Buffer.concat([line(`OK ${body.length}`), body, CRLF]));
+    this.out.wordNumber(WORD.OK, body.length);
+    this.out.bytes(body);
+    this.out.bytes(CRLF);
+    this.flushSoon();
   }
 
   // ---- flow and lifecycle --------------------------------------------------------------------
@@ -354,6 +356,7 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
 
   /** Runs parser work; afterwards wakes the scheduler, applies flow control and ends a half-closed client. */
   private guard(work: () => void): void {
+    this.handling = true;
     try {
       work();
     } catch (err) {
@@ -361,6 +364,9 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
       this.send(REPLY.INTERNAL_ERROR);
       this.finish();
       return;
+    } finally {
+      this.handling = false;
+      this.out.flush();
     }
     this.ctx.onActivity();
     this.updateFlow();
@@ -370,7 +376,7 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
   private updateFlow(): void {
     if (this.finished) return;
     const tooMuch =
-      this.parser.buffered > MAX_BUFFERED_INPUT || this.socket.writableLength + this.heldBytes > MAX_BUFFERED_OUTPUT;
+      this.parser.buffered > MAX_BUFFERED_INPUT || this.socket.writableLength + this.out.pending > MAX_BUFFERED_OUTPUT;
     if (tooMuch && !this.socket.isPaused()) this.socket.pause();
     else if (!tooMuch && this.socket.isPaused()) this.socket.resume();
   }
@@ -388,7 +394,7 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
     this.finished = true;
     this.endSession();
     // Replies still waiting for the binlog go out first.
-    if (this.held.length > 0) this.endWhenReleased = true;
+    if (this.out.pending > 0) this.endWhenFlushed = true;
     else this.socket.end();
   }
 

@@ -23,6 +23,17 @@ export const REPLY = {
 
 export const CRLF = Buffer.from('\r\n');
 
+/** The first word (and its space) of replies that carry values. */
+export const WORD = {
+  INSERTED: Buffer.from('INSERTED '),
+  RESERVED: Buffer.from('RESERVED '),
+  FOUND: Buffer.from('FOUND '),
+  KICKED: Buffer.from('KICKED '),
+  USING: Buffer.from('USING '),
+  WATCHING: Buffer.from('WATCHING '),
+  OK: Buffer.from('OK '),
+} as const;
+
 /** The protocol word for an engine failure. */
 export function failureReply(code: FailureCode): Buffer {
   switch (code) {
@@ -40,8 +51,4 @@ export function failureReply(code: FailureCode): Buffer {
       // No protocol command edits a job; to a client a held job is not found, as for delete.
       return REPLY.NOT_FOUND;
   }
-}
-
-export function line(text: string): Buffer {
-  return Buffer.from(`${text}\r\n`, 'latin1');
 }

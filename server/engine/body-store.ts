@@ -1,0 +1,110 @@
+/**
+ * Where job bodies live. Small bodies are copied back to back into shared slabs, so a job costs
+ * its body's bytes plus three fields instead of a Buffer object of its own (about 100 bytes of
+ * heap per job, as much again as a 100-byte body). Large bodies keep a buffer each.
+ *
+ * Slab memory is never reused in place: a body's bytes stay valid for as long as anyone holds a
+ * view of them, and a slab is freed by the garbage collector once no job and no view refers to
+ * it. Jobs that outlive their neighbours would pin mostly empty slabs, so when the slabs hold
+ * more dead bytes than live ones the engine moves the live bodies out of sparse slabs
+ * (`needsCompaction`, `isSparse`, `move`), a few per operation.
+ */
+export class BodySlab {
+  /** Bytes handed out; the rest of `buf` is free. */
+  used = 0;
+  /** Bytes of bodies still stored here. */
+  live = 0;
+
+  constructor(
+    readonly buf: Buffer,
+    /** False for a large body's own buffer, which is never counted as waste. */
+    readonly shared: boolean,
+  ) {}
+}
+
+/** Where one body is: a job keeps these three fields. */
+export interface BodyHolder {
+  slab: BodySlab;
+  bodyOffset: number;
+  bodyLength: number;
+}
+
+/** Bodies from this size up get a buffer of their own. */
+export const LARGE_BODY_BYTES = 16 * 1024;
+const SLAB_BYTES = 128 * 1024;
+/** Dead slab bytes tolerated before compaction starts, whatever the live size. */
+const MIN_WASTE_BYTES = 16 * 1024 * 1024;
+
+/** Shared by every empty body, and the current slab before the first body arrives. */
+const EMPTY = new BodySlab(Buffer.alloc(0), false);
+
+export class BodyStore {
+  /** Bytes of shared slabs that still hold a live body, the current slab included. */
+  slabBytes = 0;
+  /** Bytes of live bodies in shared slabs. */
+  liveBytes = 0;
+  private current: BodySlab = EMPTY;
+
+  /** Copies `src` into the store and points `holder` at the copy. */
+  place(holder: BodyHolder, src: Buffer): void {
+    const n = src.length;
+    let slab: BodySlab;
+    if (n === 0) {
+      slab = EMPTY;
+    } else if (n >= LARGE_BODY_BYTES) {
+      slab = new BodySlab(Buffer.from(src), false);
+    } else {
+      slab = this.current;
+      if (slab.buf.length - slab.used < n) slab = this.newSlab();
+      src.copy(slab.buf, slab.used);
+      this.liveBytes += n;
+    }
+    holder.slab = slab;
+    holder.bodyOffset = slab.used;
+    holder.bodyLength = n;
+    slab.used += n;
+    slab.live += n;
+  }
+
+  /** Forgets `holder`'s body; a shared slab leaves the books once nothing live is left in it. */
+  release(holder: BodyHolder): void {
+    const slab = holder.slab;
+    slab.live -= holder.bodyLength;
+    if (!slab.shared) return;
+    this.liveBytes -= holder.bodyLength;
+    if (slab.live === 0 && slab !== this.current) this.slabBytes -= slab.buf.length;
+  }
+
+  /** True when dead bytes in slabs exceed both the live bytes and a floor. */
+  get needsCompaction(): boolean {
+    const waste = this.slabBytes - this.liveBytes;
+    return waste > MIN_WASTE_BYTES && waste > this.liveBytes;
+  }
+
+  /** True when `holder`'s body sits in an old slab that is mostly dead space. */
+  isSparse(holder: BodyHolder): boolean {
+    const slab = holder.slab;
+    return slab.shared && slab !== this.current && slab.live * 2 < slab.used;
+  }
+
+  /** Copies `holder`'s body into the current slab and releases the old copy. */
+  move(holder: BodyHolder): void {
+    const view = bodyView(holder);
+    this.release(holder);
+    this.place(holder, view);
+  }
+
+  private newSlab(): BodySlab {
+    const old = this.current;
+    // A slab left with nothing live stops counting the moment it stops being current.
+    if (old.shared && old.live === 0) this.slabBytes -= old.buf.length;
+    this.current = new BodySlab(Buffer.allocUnsafeSlow(SLAB_BYTES), true);
+    this.slabBytes += SLAB_BYTES;
+    return this.current;
+  }
+}
+
+/** A view of the body's bytes (valid for as long as it is held). */
+export function bodyView(holder: BodyHolder): Buffer {
+  return holder.slab.buf.subarray(holder.bodyOffset, holder.bodyOffset + holder.bodyLength);
+}

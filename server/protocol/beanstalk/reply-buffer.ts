@@ -1,0 +1,164 @@
+import type { Durability } from '../../engine/journal.js';
+import type { BodyHolder } from '../../engine/body-store.js';
+
+/** First slab size: under half of Node's buffer pool, so small slabs are cheap slices of it. */
+const SMALL_SLAB = 4000;
+
+/**
+ * A connection's outgoing bytes. Replies are encoded straight into a slab as they are made (no
+ * string or Buffer per reply) and leave in one socket write per turn of the event loop.
+ *
+ * A reply must not tell of a change that a crash could still lose: each reply is tagged with
+ * the journal sequence appended before it, and `flush` writes only the prefix whose records
+ * are durable. The rest waits (`held`) and is flushed when the journal catches up; order is
+ * kept because the bytes are one contiguous run.
+ */
+export class ReplyBuffer {
+  private slab: Buffer = Buffer.alloc(0);
+  /** Unsent bytes are slab[start, end). Bytes before `start` belong to earlier socket writes. */
+  private start = 0;
+  private end = 0;
+  /** Positions from which a higher journal sequence is needed, ascending: [pos, seq, pos, seq...]. */
+  private marks: number[] = [];
+  private waiting = false;
+
+  constructor(
+    private readonly write: (bytes: Buffer) => void,
+    private readonly durability: Durability,
+  ) {}
+
+  /** Unsent bytes, held or not. */
+  get pending(): number {
+    return this.end - this.start;
+  }
+
+  /** Bytes waiting for the journal. */
+  get held(): number {
+    return this.marks.length === 0 ? 0 : this.end - this.marks[0]!;
+  }
+
+  /** Copies a fixed reply. */
+  bytes(data: Buffer): void {
+    const at = this.reserve(data.length);
+    data.copy(this.slab, at);
+  }
+
+  /** `WORD N\r\n`, as in `INSERTED 7` or `WATCHING 2`. */
+  wordNumber(word: Buffer, n: number): void {
+    const at = this.reserve(word.length + decimalLength(n) + 2);
+    word.copy(this.slab, at);
+    crlfAt(this.slab, writeDecimal(this.slab, at + word.length, n));
+  }
+
+  /** `WORD text\r\n` for Latin-1 text, as in `USING name`. */
+  wordText(word: Buffer, text: string): void {
+    const at = this.reserve(word.length + text.length + 2);
+    word.copy(this.slab, at);
+    this.slab.write(text, at + word.length, 'latin1');
+    crlfAt(this.slab, at + word.length + text.length);
+  }
+
+  /** `WORD id bytes\r\n<body>\r\n` (RESERVED, FOUND), copied from the body store. */
+  job(word: Buffer, id: number, body: BodyHolder): void {
+    const n = body.bodyLength;
+    const at = this.reserve(word.length + decimalLength(id) + 1 + decimalLength(n) + 2 + n + 2);
+    const slab = this.slab;
+    word.copy(slab, at);
+    let p = writeDecimal(slab, at + word.length, id);
+    slab[p++] = 32;
+    p = writeDecimal(slab, p, n);
+    crlfAt(slab, p);
+    body.slab.buf.copy(slab, p + 2, body.bodyOffset, body.bodyOffset + n);
+    crlfAt(slab, p + 2 + n);
+  }
+
+  /**
+   * Sends every unsent byte whose records are durable, in one write; the rest is sent when the
+   * journal catches up.
+   */
+  flush(): void {
+    if (this.end === this.start) return;
+    let limit = this.end;
+    const marks = this.marks;
+    if (marks.length > 0) {
+      const durable = this.durability.durableSeq;
+      let i = 0;
+      while (i < marks.length && marks[i + 1]! <= durable) i += 2;
+      if (i > 0) marks.splice(0, i);
+      if (marks.length > 0) {
+        limit = marks[0]!;
+        if (!this.waiting) {
+          this.waiting = true;
+          this.durability.whenDurable(marks[1]!, this.onDurable);
+        }
+      }
+    }
+    if (limit > this.start) {
+      const out = this.slab.subarray(this.start, limit);
+      this.start = limit;
+      // A drained big slab is let go: an idle connection keeps at most a small pooled one.
+      if (this.start === this.end && this.slab.length > SMALL_SLAB) this.dropSlab();
+      this.write(out);
+    }
+  }
+
+  private readonly onDurable = (): void => {
+    this.waiting = false;
+    this.flush();
+  };
+
+  /** Makes room for `n` more bytes and tags them with the journal sequence; returns where they go. */
+  private reserve(n: number): number {
+    const seq = this.durability.appendedSeq;
+    if (seq > this.durability.durableSeq) {
+      const marks = this.marks;
+      if (marks.length === 0 || marks[marks.length - 1]! < seq) marks.push(this.end, seq);
+    }
+    if (this.slab.length - this.end < n) this.grow(n);
+    const at = this.end;
+    this.end += n;
+    return at;
+  }
+
+  /** Moves the unsent bytes to a bigger slab (or a fresh small one). */
+  private grow(n: number): void {
+    const pending = this.end - this.start;
+    const size = Math.max(SMALL_SLAB, pending + n, pending > 0 ? this.slab.length * 2 : 0);
+    const slab = Buffer.allocUnsafe(size);
+    this.slab.copy(slab, 0, this.start, this.end);
+    const shift = this.start;
+    for (let i = 0; i < this.marks.length; i += 2) this.marks[i]! -= shift;
+    this.slab = slab;
+    this.start = 0;
+    this.end = pending;
+  }
+
+  private dropSlab(): void {
+    this.slab = Buffer.alloc(0);
+    this.start = this.end = 0;
+  }
+
+}
+
+function crlfAt(buf: Buffer, at: number): void {
+  buf[at] = 13;
+  buf[at + 1] = 10;
+}
+
+function decimalLength(n: number): number {
+  let digits = 1;
+  for (let v = n; v >= 10; v = Math.floor(v / 10)) digits++;
+  return digits;
+}
+
+/** Writes a non-negative integer's digits at `at`; returns the position after them. */
+function writeDecimal(buf: Buffer, at: number, n: number): number {
+  const end = at + decimalLength(n);
+  let p = end;
+  let v = n;
+  do {
+    buf[--p] = 48 + (v % 10);
+    v = Math.floor(v / 10);
+  } while (v > 0);
+  return end;
+}
