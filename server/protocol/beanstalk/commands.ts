@@ -66,8 +66,8 @@ function exact(s: string, op: NoArgOp): Command {
 }
 
 function withId(op: 'peek' | 'reserve-job' | 'delete' | 'kick-job' | 'touch' | 'stats-job', s: string, at: number): Command {
-  const r = readU64(s, at);
-  return r !== null && r.end === s.length ? { op, id: r.value } : BAD_FORMAT;
+  const id = readU64(s, at);
+  return id !== null && readEnd === s.length ? { op, id } : BAD_FORMAT;
 }
 
 function withTube(op: 'stats-tube' | 'use' | 'watch' | 'ignore', s: string, at: number): Command {
@@ -78,26 +78,32 @@ function withTube(op: 'stats-tube' | 'use' | 'watch' | 'ignore', s: string, at: 
 
 function parsePut(s: string): Command {
   const pri = readU32(s, 4);
-  const delay = pri && readU32(s, pri.end);
-  const ttr = delay && readU32(s, delay.end);
-  const bytes = ttr && readU32(s, ttr.end);
-  if (!pri || !delay || !ttr || !bytes) return BAD_FORMAT;
-  return { op: 'put', pri: pri.value, delay: delay.value, ttr: ttr.value, bytes: bytes.value, trailingGarbage: bytes.end !== s.length };
+  if (pri === null) return BAD_FORMAT;
+  const delay = readU32(s, readEnd);
+  if (delay === null) return BAD_FORMAT;
+  const ttr = readU32(s, readEnd);
+  if (ttr === null) return BAD_FORMAT;
+  const bytes = readU32(s, readEnd);
+  if (bytes === null) return BAD_FORMAT;
+  return { op: 'put', pri, delay, ttr, bytes, trailingGarbage: readEnd !== s.length };
 }
 
 function parseRelease(s: string): Command {
   const id = readU64(s, 8);
-  const pri = id && readU32(s, id.end);
-  const delay = pri && readU32(s, pri.end);
-  if (!id || !pri || !delay || delay.end !== s.length) return BAD_FORMAT;
-  return { op: 'release', id: id.value, pri: pri.value, delay: delay.value };
+  if (id === null) return BAD_FORMAT;
+  const pri = readU32(s, readEnd);
+  if (pri === null) return BAD_FORMAT;
+  const delay = readU32(s, readEnd);
+  if (delay === null || readEnd !== s.length) return BAD_FORMAT;
+  return { op: 'release', id, pri, delay };
 }
 
 function parseBury(s: string): Command {
   const id = readU64(s, 5);
-  const pri = id && readU32(s, id.end);
-  if (!id || !pri || pri.end !== s.length) return BAD_FORMAT;
-  return { op: 'bury', id: id.value, pri: pri.value };
+  if (id === null) return BAD_FORMAT;
+  const pri = readU32(s, readEnd);
+  if (pri === null || readEnd !== s.length) return BAD_FORMAT;
+  return { op: 'bury', id, pri };
 }
 
 function parsePauseTube(s: string): Command {
@@ -107,12 +113,12 @@ function parsePauseTube(s: string): Command {
   while (i < s.length && NAME_CHAR_SET.has(s[i]!)) i++;
   if (i === start) return BAD_FORMAT;
   const delay = readU32(s, i);
-  if (!delay || delay.end !== s.length) return BAD_FORMAT;
+  if (delay === null || readEnd !== s.length) return BAD_FORMAT;
   const tube = s.slice(start, i);
   // protocol: once name and delay parse, cmd-pause-tube is counted; only then is the name held to
   // the usual rules (no leading '-', at most 200 bytes), so a bad name counts and gets BAD_FORMAT.
   if (!isValidTubeName(tube)) return { op: 'bad-format', countPauseTube: true };
-  return { op: 'pause-tube', tube, delay: delay.value };
+  return { op: 'pause-tube', tube, delay };
 }
 
 /** protocol (1.12): strtol with only an errno check: no digits is 0, trailing text is ignored, and the long is truncated to an int; negative waits forever. */
@@ -135,38 +141,39 @@ function parseKick(s: string): Command {
   return { op: 'kick', bound: Number(BigInt.asUintN(32, wrapped)) };
 }
 
-interface NumberRead {
-  value: number;
-  end: number;
-}
-
 function isDigit(code: number): boolean {
   return code >= 48 && code <= 57;
 }
 
-/** beanstalkd's read_u32: spaces, then at least one digit; no sign; fails above 2^32-1. */
-function readU32(s: string, at: number): NumberRead | null {
+/** Where the last successful readU32/readU64 stopped: the number readers return plain numbers, no objects. */
+let readEnd = 0;
+
+/** beanstalkd's read_u32: spaces, then at least one digit; no sign; null above 2^32-1. */
+function readU32(s: string, at: number): number | null {
   let i = at;
   while (s.charCodeAt(i) === 32) i++;
   const start = i;
-  while (isDigit(s.charCodeAt(i))) i++;
-  if (i === start) return null;
-  const value = Number(s.slice(start, i));
-  return value <= MAX_U32 ? { value, end: i } : null;
+  let value = 0;
+  for (let c = s.charCodeAt(i); isDigit(c); c = s.charCodeAt(++i)) value = value * 10 + (c - 48);
+  if (i === start || value > MAX_U32) return null;
+  readEnd = i;
+  return value;
 }
 
 /** beanstalkd's read_u64; ids beyond JavaScript's safe integers come back as -1 (never a job). */
-function readU64(s: string, at: number): NumberRead | null {
+function readU64(s: string, at: number): number | null {
   let i = at;
   while (s.charCodeAt(i) === 32) i++;
   const start = i;
-  while (isDigit(s.charCodeAt(i))) i++;
+  let value = 0;
+  for (let c = s.charCodeAt(i); isDigit(c); c = s.charCodeAt(++i)) value = value * 10 + (c - 48);
   if (i === start) return null;
-  const digits = s.slice(start, i);
-  if (i - start <= 15) return { value: Number(digits), end: i };
-  const big = BigInt(digits);
+  readEnd = i;
+  // Up to 15 digits the running value is exact; longer ones go through BigInt.
+  if (i - start <= 15) return value;
+  const big = BigInt(s.slice(start, i));
   if (big > U64_MAX) return null;
-  return { value: big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : -1, end: i };
+  return big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : -1;
 }
 
 /** C's strtol/strtoul prefix: whitespace, an optional sign, digits. Null when there are no digits. */

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { MIN_TTR_MS } from '../../../shared/limits.js';
-import type { Engine, Job, Session, SessionDelegate } from '../../engine/engine.js';
+import type { Engine, Job, PutRequest, Session, SessionDelegate } from '../../engine/engine.js';
 import type { KickKind } from '../../engine/engine.js';
 import type { Durability } from '../../engine/journal.js';
 import type { ReserveOutcome } from '../../engine/results.js';
@@ -28,13 +28,7 @@ const RELEASE_SLICE = 1024;
 /** Stop reading from a client whose unparsed input or unsent replies grow beyond this. */
 const MAX_BUFFERED_INPUT = 4 * 1024 * 1024;
 const MAX_BUFFERED_OUTPUT = 8 * 1024 * 1024;
-
-interface PendingPut {
-  id: number;
-  priority: number;
-  delayMs: number;
-  ttrMs: number;
-}
+const NO_BODY = Buffer.alloc(0);
 
 /**
  * One beanstalkd protocol client: socket bytes go through the push parser, each command becomes
@@ -45,7 +39,8 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
   readonly session: Session;
   private readonly parser: CommandParser;
   private readonly engine: Engine;
-  private pendingPut: PendingPut | null = null;
+  /** The put whose body is being read; reused, as the engine copies what it keeps. */
+  private readonly pendingPut: PutRequest;
   private replyAfterSkip: Buffer = REPLY.JOB_TOO_BIG;
   private inputEnded = false;
   private finished = false;
@@ -64,6 +59,7 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
     this.session = this.engine.openSession(this);
     this.session.peer = socket.remoteAddress === undefined ? 'unix' : `${socket.remoteAddress}:${socket.remotePort}`;
     this.parser = new CommandParser(this);
+    this.pendingPut = { tube: this.session.used, priority: 0, delayMs: 0, ttrMs: 0, body: NO_BODY, id: 0 };
     this.out = new ReplyBuffer((bytes) => this.writeOut(bytes), ctx.durability);
     socket.on('data', (chunk: Buffer) => this.guard(() => this.parser.write(chunk)));
     socket.on('end', () => this.onEnd());
@@ -87,25 +83,19 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
     this.send(REPLY.BAD_FORMAT);
   }
 
-  body(body: Buffer, owned: boolean): void {
-    const put = this.pendingPut!;
-    this.pendingPut = null;
+  body(body: Buffer): void {
     const n = body.length - 2;
     if (body[n] !== 13 || body[n + 1] !== 10) {
       this.send(REPLY.EXPECTED_CRLF);
       return;
     }
-    // A body that is a view of a socket chunk is copied once, so the job does not pin the chunk.
-    const data = owned ? body.subarray(0, n) : Buffer.from(body.subarray(0, n));
-    const result = this.engine.put({
-      tube: this.session.used,
-      priority: put.priority,
-      delayMs: put.delayMs,
-      ttrMs: put.ttrMs,
-      body: data,
-      id: put.id,
-    });
-    if (result.ok) this.sendWordNumber(WORD.INSERTED, put.id);
+    // The engine copies the body into its store, so a view of the socket chunk is enough.
+    const put = this.pendingPut;
+    put.tube = this.session.used;
+    put.body = body.subarray(0, n);
+    const result = this.engine.put(put);
+    put.body = NO_BODY; // do not pin the socket chunk
+    if (result.ok) this.sendWordNumber(WORD.INSERTED, put.id!);
     else this.send(failureReply(result.code));
   }
 
@@ -235,13 +225,12 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
     this.engine.markProducer(this.session);
     // Beyond beanstalkd: the memory budget is checked before any of the body is buffered.
     if (!this.engine.hasRoomFor(bytes)) return this.skipBody(bytes + 2, REPLY.OUT_OF_MEMORY);
-    this.pendingPut = {
-      id: this.engine.allocateJobId(),
-      priority: pri,
-      delayMs: delaySec * 1000,
-      // protocol: a TTR below one second is raised to one second.
-      ttrMs: Math.max(ttrSec * 1000, MIN_TTR_MS),
-    };
+    const put = this.pendingPut;
+    put.id = this.engine.allocateJobId();
+    put.priority = pri;
+    put.delayMs = delaySec * 1000;
+    // protocol: a TTR below one second is raised to one second.
+    put.ttrMs = Math.max(ttrSec * 1000, MIN_TTR_MS);
     this.parser.expectBody(bytes + 2);
   }
 
