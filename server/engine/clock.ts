@@ -8,7 +8,8 @@ export interface Clock {
  * resolution matters on the wire: like beanstalkd's nanosecond clock, a job reserved with TTR 10
  * shows `time-left: 9` straight away, because some time has always passed.
  */
-export const systemClock: Clock = { now: () => performance.timeOrigin + performance.now() };
+const TIME_ORIGIN = performance.timeOrigin; // read once: the getter costs more than performance.now()
+export const systemClock: Clock = { now: () => TIME_ORIGIN + performance.now() };
 
 /** A clock that moves only when told to; for tests. */
 export class FakeClock implements Clock {

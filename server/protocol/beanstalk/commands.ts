@@ -24,39 +24,60 @@ const UNKNOWN: Command = { op: 'unknown' };
 const U64_MAX = 18446744073709551615n;
 const NAME_CHAR_SET = new Set(TUBE_NAME_CHARS);
 
-/** Parses a command line (without CRLF). */
-export function parseCommand(line: Buffer): Command {
+/** Parses a command line (without CRLF): line[start, end). */
+export function parseCommand(line: Buffer, start = 0, end = line.length): Command {
+  const s = line.toString('latin1', start, end);
   // protocol: a NUL anywhere in the line is BAD_FORMAT, before the command is even identified.
-  if (line.indexOf(0) >= 0) return BAD_FORMAT;
-  const s = line.toString('latin1');
+  if (s.indexOf('\0') >= 0) return BAD_FORMAT;
   // protocol: commands are matched by prefix, in beanstalkd's order; the prefix decides
-  // BAD_FORMAT (a known prefix with bad arguments) versus UNKNOWN_COMMAND.
-  if (s.startsWith('put ')) return parsePut(s);
-  if (s.startsWith('peek ')) return withId('peek', s, 5);
-  if (s.startsWith('peek-ready')) return exact(s, 'peek-ready');
-  if (s.startsWith('peek-delayed')) return exact(s, 'peek-delayed');
-  if (s.startsWith('peek-buried')) return exact(s, 'peek-buried');
-  if (s.startsWith('reserve-with-timeout ')) return parseReserveTimeout(s);
-  if (s.startsWith('reserve-job ')) return withId('reserve-job', s, 12);
-  if (s.startsWith('reserve')) return exact(s, 'reserve');
-  if (s.startsWith('delete ')) return withId('delete', s, 7);
-  if (s.startsWith('release ')) return parseRelease(s);
-  if (s.startsWith('bury ')) return parseBury(s);
-  if (s.startsWith('kick ')) return parseKick(s);
-  if (s.startsWith('kick-job ')) return withId('kick-job', s, 9);
-  if (s.startsWith('touch ')) return withId('touch', s, 6);
-  if (s.startsWith('stats-job ')) return withId('stats-job', s, 10);
-  if (s.startsWith('stats-tube ')) return withTube('stats-tube', s, 11);
-  if (s.startsWith('stats')) return exact(s, 'stats');
-  if (s.startsWith('use ')) return withTube('use', s, 4);
-  if (s.startsWith('watch ')) return withTube('watch', s, 6);
-  if (s.startsWith('ignore ')) return withTube('ignore', s, 7);
-  if (s.startsWith('list-tubes-watched')) return exact(s, 'list-tubes-watched');
-  if (s.startsWith('list-tube-used')) return exact(s, 'list-tube-used');
-  if (s.startsWith('list-tubes')) return exact(s, 'list-tubes');
-  if (s.startsWith('quit')) return { op: 'quit' };
-  if (s.startsWith('pause-tube')) return parsePauseTube(s);
-  return UNKNOWN;
+  // BAD_FORMAT (a known prefix with bad arguments) versus UNKNOWN_COMMAND. Prefixes with
+  // different first letters cannot both match, so the first letter picks the group to try.
+  switch (s.charCodeAt(0)) {
+    case 0x70: // p
+      if (s.startsWith('put ')) return parsePut(s);
+      if (s.startsWith('peek ')) return withId('peek', s, 5);
+      if (s.startsWith('peek-ready')) return exact(s, 'peek-ready');
+      if (s.startsWith('peek-delayed')) return exact(s, 'peek-delayed');
+      if (s.startsWith('peek-buried')) return exact(s, 'peek-buried');
+      if (s.startsWith('pause-tube')) return parsePauseTube(s);
+      return UNKNOWN;
+    case 0x72: // r
+      if (s.startsWith('reserve-with-timeout ')) return parseReserveTimeout(s);
+      if (s.startsWith('reserve-job ')) return withId('reserve-job', s, 12);
+      if (s.startsWith('reserve')) return exact(s, 'reserve');
+      if (s.startsWith('release ')) return parseRelease(s);
+      return UNKNOWN;
+    case 0x64: // d
+      return s.startsWith('delete ') ? withId('delete', s, 7) : UNKNOWN;
+    case 0x62: // b
+      return s.startsWith('bury ') ? parseBury(s) : UNKNOWN;
+    case 0x6b: // k
+      if (s.startsWith('kick ')) return parseKick(s);
+      if (s.startsWith('kick-job ')) return withId('kick-job', s, 9);
+      return UNKNOWN;
+    case 0x74: // t
+      return s.startsWith('touch ') ? withId('touch', s, 6) : UNKNOWN;
+    case 0x73: // s
+      if (s.startsWith('stats-job ')) return withId('stats-job', s, 10);
+      if (s.startsWith('stats-tube ')) return withTube('stats-tube', s, 11);
+      if (s.startsWith('stats')) return exact(s, 'stats');
+      return UNKNOWN;
+    case 0x75: // u
+      return s.startsWith('use ') ? withTube('use', s, 4) : UNKNOWN;
+    case 0x77: // w
+      return s.startsWith('watch ') ? withTube('watch', s, 6) : UNKNOWN;
+    case 0x69: // i
+      return s.startsWith('ignore ') ? withTube('ignore', s, 7) : UNKNOWN;
+    case 0x6c: // l
+      if (s.startsWith('list-tubes-watched')) return exact(s, 'list-tubes-watched');
+      if (s.startsWith('list-tube-used')) return exact(s, 'list-tube-used');
+      if (s.startsWith('list-tubes')) return exact(s, 'list-tubes');
+      return UNKNOWN;
+    case 0x71: // q
+      return s.startsWith('quit') ? { op: 'quit' } : UNKNOWN;
+    default:
+      return UNKNOWN;
+  }
 }
 
 type NoArgOp = 'peek-ready' | 'peek-delayed' | 'peek-buried' | 'reserve' | 'stats' | 'list-tubes' | 'list-tube-used' | 'list-tubes-watched';

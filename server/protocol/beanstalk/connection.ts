@@ -75,8 +75,8 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
 
   // ---- FrameHandler --------------------------------------------------------------------------
 
-  line(raw: Buffer): void {
-    this.dispatch(parseCommand(raw));
+  line(buf: Buffer, start: number, end: number): void {
+    this.dispatch(parseCommand(buf, start, end));
   }
 
   overlong(): void {

@@ -24,9 +24,9 @@ const ALL_BYTES = String.fromCharCode(...Array.from({ length: 256 }, (_, i) => i
 function recorder(): { parser: CommandParser; events: Event[] } {
   const events: Event[] = [];
   const handler: FrameHandler = {
-    line(buf) {
-      // The view is valid only during the callback: copy it out as a string now.
-      const text = buf.toString('latin1');
+    line(buf, start, end) {
+      // The bytes are valid only during the callback: copy them out as a string now.
+      const text = buf.toString('latin1', start, end);
       events.push(line(text));
       if (text.startsWith('put ')) parser.expectBody(Number(/(\d+)$/.exec(text)![1]) + 2);
       else if (text.startsWith('skip ')) parser.skip(Number(text.slice(5)));
@@ -264,8 +264,9 @@ describe('CommandParser bodies', () => {
   function capture(chunks: Buffer[]): Array<{ body: Buffer; owned: boolean }> {
     const out: Array<{ body: Buffer; owned: boolean }> = [];
     const parser: CommandParser = new CommandParser({
-      line: (l) => {
-        if (l.toString('latin1').startsWith('put ')) parser.expectBody(Number(/(\d+)$/.exec(l.toString('latin1'))![1]) + 2);
+      line: (l, start, end) => {
+        const text = l.toString('latin1', start, end);
+        if (text.startsWith('put ')) parser.expectBody(Number(/(\d+)$/.exec(text)![1]) + 2);
       },
       overlong: () => undefined,
       body: (b, owned) => out.push({ body: b, owned }),
@@ -369,8 +370,8 @@ describe('CommandParser pause and resume', () => {
   it('stops after the callback that paused, and continues when a later callback resumes', () => {
     const events: string[] = [];
     const parser: CommandParser = new CommandParser({
-      line: (l) => {
-        const text = l.toString('latin1');
+      line: (l, start, end) => {
+        const text = l.toString('latin1', start, end);
         events.push(text);
         if (text === 'pause') parser.pause();
       },
@@ -397,8 +398,8 @@ describe('CommandParser pause and resume', () => {
   it('continues in order when a callback pauses and later resumes from a nested write', () => {
     const events: string[] = [];
     const parser: CommandParser = new CommandParser({
-      line: (l) => {
-        const text = l.toString('latin1');
+      line: (l, start, end) => {
+        const text = l.toString('latin1', start, end);
         events.push(text);
         if (text === 'pause') {
           parser.pause();

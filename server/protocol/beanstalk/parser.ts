@@ -8,14 +8,15 @@
  * - After a `put` line the handler asks for the body (`expectBody`) or for it to be thrown away
  *   (`skip`); both count bytes exactly and never look for line ends.
  *
- * Lines and bodies are handed out as views. A line view is valid only during the callback; a
- * body view points into the caller's chunk unless `owned` is true (then it was assembled here).
+ * Lines are handed out as a range of a buffer, valid only during the callback (no view object per
+ * line). A body is a view that points into the caller's chunk unless `owned` is true (then it was
+ * assembled here).
  */
 export const LINE_WINDOW = 224;
 
 export interface FrameHandler {
-  /** A command line without its CRLF. */
-  line(line: Buffer): void;
+  /** A command line without its CRLF: buf[start, end). */
+  line(buf: Buffer, start: number, end: number): void;
   /** A line longer than the window was discarded up to its CRLF. */
   overlong(): void;
   /** The body asked for with `expectBody`, including its final two bytes. */
@@ -136,7 +137,7 @@ export class CommandParser {
     const size = Math.min(available, LINE_WINDOW);
     const lineLength = findLineEnd(chunk, offset, size);
     if (lineLength > 0) {
-      this.emitLine(chunk.subarray(offset, offset + lineLength - 2));
+      this.emitLine(chunk, offset, offset + lineLength - 2);
       return offset + lineLength;
     }
     if (size === LINE_WINDOW) {
@@ -157,7 +158,7 @@ export class CommandParser {
     const lineLength = findLineEnd(this.window, 0, this.windowLength);
     if (lineLength > 0) {
       this.windowLength = 0;
-      this.emitLine(this.window.subarray(0, lineLength - 2));
+      this.emitLine(this.window, 0, lineLength - 2);
       return offset + (lineLength - before);
     }
     if (this.windowLength === LINE_WINDOW) {
@@ -167,12 +168,12 @@ export class CommandParser {
     return offset + take;
   }
 
-  private emitLine(line: Buffer): void {
+  private emitLine(buf: Buffer, start: number, end: number): void {
     if (this.mode === 'overlong') {
       this.mode = 'line';
       this.handler.overlong();
     } else {
-      this.handler.line(line);
+      this.handler.line(buf, start, end);
     }
   }
 

@@ -37,23 +37,23 @@ export class ReplyBuffer {
     return this.marks.length === 0 ? 0 : this.end - this.marks[0]!;
   }
 
-  /** Copies a fixed reply. */
+  /** Copies a fixed reply. (TypedArray `set` is several times cheaper than `Buffer.copy` for a few bytes.) */
   bytes(data: Buffer): void {
     const at = this.reserve(data.length);
-    data.copy(this.slab, at);
+    this.slab.set(data, at);
   }
 
   /** `WORD N\r\n`, as in `INSERTED 7` or `WATCHING 2`. */
   wordNumber(word: Buffer, n: number): void {
     const at = this.reserve(word.length + decimalLength(n) + 2);
-    word.copy(this.slab, at);
+    this.slab.set(word, at);
     crlfAt(this.slab, writeDecimal(this.slab, at + word.length, n));
   }
 
   /** `WORD text\r\n` for Latin-1 text, as in `USING name`. */
   wordText(word: Buffer, text: string): void {
     const at = this.reserve(word.length + text.length + 2);
-    word.copy(this.slab, at);
+    this.slab.set(word, at);
     this.slab.write(text, at + word.length, 'latin1');
     crlfAt(this.slab, at + word.length + text.length);
   }
@@ -63,7 +63,7 @@ export class ReplyBuffer {
     const n = body.bodyLength;
     const at = this.reserve(word.length + decimalLength(id) + 1 + decimalLength(n) + 2 + n + 2);
     const slab = this.slab;
-    word.copy(slab, at);
+    slab.set(word, at);
     let p = writeDecimal(slab, at + word.length, id);
     slab[p++] = 32;
     p = writeDecimal(slab, p, n);
