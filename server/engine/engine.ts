@@ -563,6 +563,7 @@ export class Engine {
       this.enqueueReady(job, from);
     }
     if (moving) {
+      oldTube.touchState(from);
       if (this.events.has('job:moved')) this.events.emit('job:moved', { job, from: oldTube, state: from });
       this.maybeRemoveTube(oldTube);
     }
@@ -877,6 +878,7 @@ export class Engine {
     this.bodyBytes -= job.bodyLength;
     this.bodies.release(job);
     job.tube.cmdDelete++;
+    job.tube.touchState(from);
     if (this.events.has('job:deleted')) this.events.emit('job:deleted', { job, from });
     this.maybeRemoveTube(job.tube);
   }
@@ -902,6 +904,8 @@ export class Engine {
   }
 
   private changed(job: Job, from: JobState | null): void {
+    if (from !== null) job.tube.touchState(from);
+    job.tube.touchState(job.state);
     if (this.events.has('job:changed')) this.events.emit('job:changed', { job, from, to: job.state });
   }
 }

@@ -1,5 +1,5 @@
 import { IndexedHeap } from './heap.js';
-import { deadlineLess, readyLess, setHeapIndex, type Job } from './job.js';
+import { deadlineLess, readyLess, setHeapIndex, type Job, type JobState } from './job.js';
 import { JobList } from './job-list.js';
 import { OrderedSet } from './ordered-set.js';
 import type { Session } from './session.js';
@@ -24,6 +24,12 @@ export class Tube {
   pauseMs = 0;
   unpauseAt = 0;
 
+  /**
+   * How many times a job entered or left each state here (ready, reserved, delayed, buried), so
+   * an observer that polls can tell which lists changed, even when their sizes did not.
+   */
+  readonly stateChanges: [number, number, number, number] = [0, 0, 0, 0];
+
   /** Position in the engine's heap of tubes that have both waiters and ready jobs. */
   awaitedIndex = -1;
   /** Position in the engine's heap of paused tubes. */
@@ -40,7 +46,15 @@ export class Tube {
     return this.ready.size + this.delayed.size + this.buried.size + this.reserved;
   }
 
+  /** Counts a job entering or leaving `state` (see stateChanges). */
+  touchState(state: JobState): void {
+    this.stateChanges[STATE_INDEX[state]]++;
+  }
+
   firstBuried(): Job | undefined {
     return this.buried.first();
   }
 }
+
+/** Index of each state in `Tube.stateChanges`. */
+export const STATE_INDEX: Readonly<Record<JobState, 0 | 1 | 2 | 3>> = { ready: 0, reserved: 1, delayed: 2, buried: 3 };
