@@ -49,6 +49,8 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
   /** True while this connection's own input is being handled: replies are flushed at its end. */
   private handling = false;
   private flushQueued = false;
+  /** The parser was paused because too many replies wait to be sent. */
+  private pausedForOutput = false;
   private endWhenFlushed = false;
 
   constructor(
@@ -63,7 +65,7 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
     this.out = new ReplyBuffer((bytes) => this.writeOut(bytes), ctx.durability);
     socket.on('data', (chunk: Buffer) => this.guard(() => this.parser.write(chunk)));
     socket.on('end', () => this.onEnd());
-    socket.on('drain', () => this.updateFlow());
+    socket.on('drain', () => this.onDrain());
     socket.on('error', (err) => ctx.log.debug({ err: err.message }, 'client socket error'));
     socket.on('close', () => this.onClose());
   }
@@ -301,6 +303,12 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
    * made for another reason (a job for a blocked reserve, a timeout) leaves at the end of the tick.
    */
   private flushSoon(): void {
+    // Replies are copies: a pipeline of big peeks must not build up more than the output limit
+    // before flow control looks, so command parsing stops here until the socket drains.
+    if (!this.pausedForOutput && this.out.pending + this.socket.writableLength > MAX_BUFFERED_OUTPUT) {
+      this.pausedForOutput = true;
+      this.parser.pause();
+    }
     if (this.handling || this.flushQueued) return;
     this.flushQueued = true;
     process.nextTick(() => {
@@ -338,6 +346,8 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
 
   /** Continues parsing on a later tick: never re-enter the parser from inside an engine call. */
   private resumeSoon(): void {
+    // Whatever paused the parser, it resumes now (a later reply pauses it again if need be).
+    this.pausedForOutput = false;
     process.nextTick(() => {
       if (!this.finished) this.guard(() => this.parser.resume());
     });
@@ -360,6 +370,11 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
     this.ctx.onActivity();
     this.updateFlow();
     if (this.inputEnded && !this.parser.paused) this.finish();
+  }
+
+  private onDrain(): void {
+    if (this.pausedForOutput && this.out.pending + this.socket.writableLength <= MAX_BUFFERED_OUTPUT) this.resumeSoon();
+    this.updateFlow();
   }
 
   private updateFlow(): void {
