@@ -1,0 +1,37 @@
+/** Where things are: the repository, its server entry point, the results folder, programs on PATH. */
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root: the nearest folder above this file whose package.json is Beanpole's (works from bench/ and dist/bench/). */
+export const REPO_ROOT = ((): string => {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const pkg = path.join(dir, 'package.json');
+    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'beanpole') return dir;
+    const up = path.dirname(dir);
+    if (up === dir) throw new Error('bench: cannot find the Beanpole repository above ' + fileURLToPath(import.meta.url));
+    dir = up;
+  }
+})();
+
+/** The server's launcher (it imports dist/server/main.js in the same process). */
+export const BEANPOLE_BIN = path.join(REPO_ROOT, 'bin', 'beanpole');
+
+/** Results and profiles (gitignored). */
+export const RESULTS_DIR = path.join(REPO_ROOT, 'bench', 'results');
+
+/** The absolute path of an executable found on PATH, or null (a `which` without a subprocess). */
+export function findOnPath(name: string): string | null {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (dir === '') continue;
+    const full = path.join(dir, name);
+    try {
+      accessSync(full, constants.X_OK);
+      return full;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}

@@ -1,0 +1,226 @@
+/**
+ * The servers under test: Beanpole and, when installed, beanstalkd. Each run gets a fresh process
+ * on a free port of 127.0.0.1 (optionally pinned with taskset, optionally with a binlog in a
+ * fresh temporary folder), and the harness reads its RSS and CPU time from /proc.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { BEANPOLE_BIN, findOnPath } from './paths.js';
+import { commandName, cpuSecondsOf, rssOf } from './procfs.js';
+
+/** Which server. */
+export type TargetKind = 'beanpole' | 'beanstalkd';
+
+/** How to start one server for one run. */
+export interface TargetOptions {
+  kind: TargetKind;
+  /** taskset -c list, or null for unpinned. */
+  cpus: string | null;
+  /** -b on a fresh temporary folder; with -f MS when fsyncMs is not null. */
+  binlog: { fsyncMs: number | null } | null;
+  /** Beanpole only: serve the dashboard on a free port of 127.0.0.1 (otherwise --no-admin). */
+  admin: boolean;
+  /** Beanpole only: write a V8 CPU profile into `dir` as `name` when it exits. */
+  cpuProfile: { dir: string; name: string } | null;
+  /** Largest job body (-z). */
+  maxJobSize: number;
+}
+
+/** A server the load runs against. */
+export interface Target {
+  kind: TargetKind;
+  host: string;
+  port: number;
+  /** The dashboard port (Beanpole with `admin`), else null. */
+  adminPort: number | null;
+  /** The server's own PID (never a taskset wrapper), or null for an external server. */
+  pid: number | null;
+  /** The command line it was started with. */
+  argv: string[];
+  /** Resident set size in bytes (VmRSS), NaN when unknown. */
+  rssBytes(): number;
+  /** User + system CPU seconds used so far, NaN when unknown. */
+  cpuSeconds(): number;
+  /** SIGTERM, then SIGKILL after a grace period; resolves once it has exited and its temp folder is gone. */
+  stop(): Promise<void>;
+}
+
+/** Ports this harness must never touch (the defaults of a server someone may be running). */
+const RESERVED_PORTS = new Set([11300, 11380]);
+const HOST = '127.0.0.1';
+const START_TIMEOUT_MS = 10_000;
+const STOP_GRACE_MS = 10_000;
+/** Keep only the tail of the server's logs, for error messages. */
+const LOG_TAIL = 8192;
+
+const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Servers started and not yet stopped, and their binlog folders: cleaned up if the harness exits early. */
+const live = new Set<ChildProcess>();
+const liveDirs = new Set<string>();
+process.on('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+  for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** The path of beanstalkd when it is on PATH. */
+export function beanstalkdPath(): string | null {
+  return findOnPath('beanstalkd');
+}
+
+/** `beanstalkd -v` (e.g. "beanstalkd 1.12"), or null when it is not installed. */
+export function beanstalkdVersion(): string | null {
+  const bin = beanstalkdPath();
+  if (bin === null) return null;
+  const r = spawnSync(bin, ['-v'], { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : null;
+}
+
+/** An ephemeral port that was free a moment ago (never one of the reserved defaults). */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const srv = net.createServer();
+      srv.on('error', reject);
+      srv.listen(0, HOST, () => {
+        const { port: p } = srv.address() as net.AddressInfo;
+        srv.close(() => resolve(p));
+      });
+    });
+    if (!RESERVED_PORTS.has(port)) return port;
+  }
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = net.connect({ host: HOST, port });
+    sock.once('connect', () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once('error', () => resolve(false));
+  });
+}
+
+/** The server's argv (without taskset) for `opts` on `port`. */
+function serverArgv(opts: TargetOptions, port: number, adminPort: number | null, binlogDir: string | null): { exe: string; args: string[] } {
+  const flags = ['-l', HOST, '-p', String(port), '-z', String(opts.maxJobSize)];
+  if (binlogDir !== null) {
+    flags.push('-b', binlogDir);
+    if (opts.binlog!.fsyncMs !== null) flags.push('-f', String(opts.binlog!.fsyncMs));
+  }
+  if (opts.kind === 'beanstalkd') {
+    const bin = beanstalkdPath();
+    if (bin === null) throw new Error('beanstalkd is not on PATH');
+    return { exe: bin, args: flags };
+  }
+  const nodeFlags = opts.cpuProfile === null ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfile.dir, '--cpu-prof-name', opts.cpuProfile.name];
+  const admin = adminPort === null ? ['--no-admin'] : ['--admin-listen', HOST, '--admin-port', String(adminPort)];
+  return { exe: process.execPath, args: [...nodeFlags, BEANPOLE_BIN, ...flags, ...admin] };
+}
+
+/** Starts one server and waits until it accepts connections (and its dashboard too, if asked). */
+export async function startTarget(opts: TargetOptions): Promise<Target> {
+  const binlogDir = opts.binlog === null ? null : mkdtempSync(path.join(os.tmpdir(), `bench-${opts.kind}-binlog-`));
+  if (binlogDir !== null) liveDirs.add(binlogDir);
+  const removeBinlog = (): void => {
+    if (binlogDir === null) return;
+    rmSync(binlogDir, { recursive: true, force: true });
+    liveDirs.delete(binlogDir);
+  };
+  try {
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
+      const adminPort = opts.admin && opts.kind === 'beanpole' ? await freePort() : null;
+      const { exe, args } = serverArgv(opts, port, adminPort, binlogDir);
+      // taskset execs the server, so the child's PID is the server's own.
+      const argv = opts.cpus === null ? [exe, ...args] : ['taskset', '-c', opts.cpus, exe, ...args];
+      const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+      live.add(child);
+      let log = '';
+      const keep = (d: Buffer): void => {
+        log = (log + d.toString('utf8')).slice(-LOG_TAIL);
+      };
+      child.stdout!.on('data', keep);
+      child.stderr!.on('data', keep);
+      // An object, not a `let`: the compiler does not see assignments made in callbacks.
+      const status = { running: true };
+      const exited = new Promise<void>((resolve) =>
+        child.once('exit', () => {
+          status.running = false;
+          live.delete(child);
+          resolve();
+        }),
+      );
+
+      const deadline = Date.now() + START_TIMEOUT_MS;
+      const ready = async (p: number): Promise<boolean> => {
+        while (status.running && Date.now() < deadline) {
+          if (await canConnect(p)) return true;
+          await delay(20);
+        }
+        return false;
+      };
+      const up = (await ready(port)) && (adminPort === null || (await ready(adminPort)));
+      if (!up || !status.running) {
+        if (status.running) {
+          child.kill('SIGKILL');
+          await exited;
+          throw new Error(`${opts.kind} did not accept connections within ${START_TIMEOUT_MS} ms (${argv.join(' ')}):\n${log}`);
+        }
+        if (attempt < 3 && /EADDRINUSE|address already in use/i.test(log)) continue;
+        throw new Error(`${opts.kind} exited before listening (${argv.join(' ')}):\n${log}`);
+      }
+      const pid = child.pid!;
+      const comm = commandName(pid);
+      if (comm === 'taskset') {
+        child.kill('SIGKILL');
+        throw new Error(`bench: PID ${pid} is still taskset, not the server`);
+      }
+
+      let stopped: Promise<void> | null = null;
+      return {
+        kind: opts.kind,
+        host: HOST,
+        port,
+        adminPort,
+        pid,
+        argv,
+        rssBytes: () => rssOf(pid),
+        cpuSeconds: () => cpuSecondsOf(pid),
+        stop: () =>
+          (stopped ??= (async () => {
+            if (status.running) {
+              child.kill('SIGTERM');
+              const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+              await exited;
+              clearTimeout(timer);
+            }
+            removeBinlog();
+          })()),
+      };
+    }
+  } catch (err) {
+    removeBinlog();
+    throw err;
+  }
+}
+
+/** A server someone else started (the hidden --target-port flag, for testing the harness): no RSS, no CPU, no stop. */
+export function externalTarget(port: number): Target {
+  if (RESERVED_PORTS.has(port)) throw new Error(`bench: port ${port} is reserved; use another`);
+  return {
+    kind: 'beanpole',
+    host: HOST,
+    port,
+    adminPort: null,
+    pid: null,
+    argv: [],
+    rssBytes: () => NaN,
+    cpuSeconds: () => NaN,
+    stop: () => Promise.resolve(),
+  };
+}
