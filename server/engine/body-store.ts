@@ -39,6 +39,8 @@ const MIN_WASTE_BYTES = 16 * 1024 * 1024;
 const EMPTY = new BodySlab(Buffer.alloc(0), false);
 
 export class BodyStore {
+  /** Bytes of all live bodies, small and large. */
+  bytes = 0;
   /** Bytes of shared slabs that still hold a live body, the current slab included. */
   slabBytes = 0;
   /** Bytes of live bodies in shared slabs. */
@@ -62,6 +64,7 @@ export class BodyStore {
     holder.slab = slab;
     holder.bodyOffset = slab.used;
     holder.bodyLength = n;
+    this.bytes += n;
     slab.used += n;
     slab.live += n;
   }
@@ -70,6 +73,7 @@ export class BodyStore {
   release(holder: BodyHolder): void {
     const slab = holder.slab;
     slab.live -= holder.bodyLength;
+    this.bytes -= holder.bodyLength;
     if (!slab.shared) return;
     this.liveBytes -= holder.bodyLength;
     if (slab.live === 0 && slab !== this.current) this.slabBytes -= slab.buf.length;

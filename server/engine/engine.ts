@@ -57,8 +57,6 @@ export class Engine {
   readonly stats = new ServerStats();
   readonly events = new EngineEvents();
   readonly defaultTube: Tube;
-  /** Bytes of all job bodies held. */
-  bodyBytes = 0;
   draining = false;
   readonly startedAt: number;
 
@@ -316,6 +314,11 @@ export class Engine {
     return this.nextJobId++;
   }
 
+  /** Bytes of all job bodies held. */
+  get bodyBytes(): number {
+    return this.bodies.bytes;
+  }
+
   /** True when `bytes` more body bytes fit the memory budget. */
   hasRoomFor(bytes: number): boolean {
     return this.bodyBytes + bytes <= this.maxJobBytes;
@@ -345,7 +348,6 @@ export class Engine {
     }
     this.compactBodies();
     this.jobs.set(id, job);
-    this.bodyBytes += job.bodyLength;
     this.stats.totalJobs++;
     job.tube.totalJobs++;
     if (request.delayMs > 0) this.enqueueDelayed(job, null, job.deadlineAt);
@@ -544,7 +546,6 @@ export class Engine {
     const requeue = from !== 'buried' || moving;
     if (requeue) this.detach(job);
     if (edit.body !== undefined) {
-      this.bodyBytes += bodyLength - job.bodyLength;
       this.bodies.release(job);
       this.bodies.place(job, edit.body);
     }
@@ -603,7 +604,6 @@ export class Engine {
     this.restoreState(img, job);
     job.file = file;
     this.jobs.set(job.id, job);
-    this.bodyBytes += job.bodyLength;
   }
 
   /** Recovery: a state record; one for an id with no full record is ignored. */
@@ -626,7 +626,6 @@ export class Engine {
     const old = this.jobs.get(id);
     if (old === undefined) return;
     this.jobs.delete(id);
-    this.bodyBytes -= old.bodyLength;
     this.bodies.release(old);
   }
 
@@ -880,7 +879,6 @@ export class Engine {
 
   private dropJob(job: Job, from: JobState): void {
     this.jobs.delete(job.id);
-    this.bodyBytes -= job.bodyLength;
     this.bodies.release(job);
     job.tube.cmdDelete++;
     job.tube.touchState(from);
