@@ -18,7 +18,8 @@ const jobRoom = (id: number): string => `job:${id}`;
 
 /** What dashboards were last told about a tube. */
 interface TubeMark {
-  counts: number[];
+  /** The last TubeDto sent (null: none yet). */
+  sent: TubeDto | null;
   stateChanges: number[];
   /** The sweep that last saw the tube among the engine's tubes. */
   sweep: number;
@@ -128,7 +129,8 @@ export class LiveUpdates {
 
   /** First dashboard: what the snapshot shows is the baseline, and sweeps begin. */
   private start(): void {
-    for (const tube of this.engine.tubes()) this.tubeMarks.set(tube, { counts: tubeCounts(tube), stateChanges: [...tube.stateChanges], sweep: 0 });
+    const now = this.engine.now();
+    for (const tube of this.engine.tubes()) this.tubeMarks.set(tube, { sent: tubeDto(tube, now), stateChanges: [...tube.stateChanges], sweep: 0 });
     this.offDraining = this.engine.events.on('server:draining', () => this.io.emit('server:draining'));
     this.timer = setInterval(this.sweep, BATCH_MS);
     this.timer.unref();
@@ -150,14 +152,14 @@ export class LiveUpdates {
     for (const tube of this.engine.tubes()) {
       let mark = this.tubeMarks.get(tube);
       if (mark === undefined) {
-        mark = { counts: [], stateChanges: [0, 0, 0, 0], sweep };
+        mark = { sent: null, stateChanges: [0, 0, 0, 0], sweep };
         this.tubeMarks.set(tube, mark);
       }
       mark.sweep = sweep;
-      const counts = tubeCounts(tube);
-      if (!sameNumbers(counts, mark.counts)) {
-        mark.counts = counts;
-        updated.push(tubeDto(tube, now));
+      const dto = tubeDto(tube, now);
+      if (mark.sent === null || !sameTube(dto, mark.sent)) {
+        mark.sent = dto;
+        updated.push(dto);
       }
       const changed = this.changedStates(tube, mark);
       if (changed.length > 0 && this.tubeViewers.has(tube.name)) {
@@ -204,13 +206,13 @@ export class LiveUpdates {
   }
 }
 
-/** The tube counters a dashboard shows; a change in any of them is worth a message. */
-function tubeCounts(tube: Tube): number[] {
-  return [tube.urgent, tube.ready.size, tube.reserved, tube.delayed.size, tube.buried.size, tube.totalJobs, tube.using, tube.watching, tube.waiting.size, tube.cmdDelete, tube.cmdPause, tube.pauseMs, tube.unpauseAt];
-}
-
-function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+/**
+ * True when nothing a dashboard shows of the tube changed. The pause's time left is left out:
+ * it moves every second while a tube is paused, and the dashboard counts it down itself.
+ */
+function sameTube(a: TubeDto, b: TubeDto): boolean {
+  for (const key of Object.keys(a) as (keyof TubeDto)[]) {
+    if (key !== 'pauseTimeLeftSeconds' && a[key] !== b[key]) return false;
+  }
   return true;
 }
