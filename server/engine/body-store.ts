@@ -47,14 +47,18 @@ export class BodyStore {
   liveBytes = 0;
   private current: BodySlab = EMPTY;
 
-  /** Copies `src` into the store and points `holder` at the copy. */
-  place(holder: BodyHolder, src: Buffer): void {
+  /**
+   * Copies `src` into the store and points `holder` at the copy. With `adopt`, the caller gives
+   * `src`'s memory up, and a large body keeps it instead of a copy: a body of hundreds of MiB is
+   * then neither held twice nor copied on the event loop.
+   */
+  place(holder: BodyHolder, src: Buffer, adopt = false): void {
     const n = src.length;
     let slab: BodySlab;
     if (n === 0) {
       slab = EMPTY;
     } else if (n >= LARGE_BODY_BYTES) {
-      slab = new BodySlab(Buffer.from(src), false);
+      slab = new BodySlab(adopt ? src : Buffer.from(src), false);
     } else {
       slab = this.current;
       if (slab.buf.length - slab.used < n) slab = this.newSlab();

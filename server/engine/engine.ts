@@ -28,6 +28,11 @@ export interface PutRequest {
   delayMs: number;
   ttrMs: number;
   body: Buffer;
+  /**
+   * True when the caller gives up `body`'s memory (a buffer it assembled for this job alone), so
+   * the store may keep it instead of copying it. False for a view of shared memory.
+   */
+  bodyOwned?: boolean;
   /** An id taken earlier with `allocateJobId` (the protocol takes it before the body arrives). */
   id?: number;
 }
@@ -341,7 +346,7 @@ export class Engine {
       job.state = 'delayed';
       job.deadlineAt = now + request.delayMs;
     }
-    this.bodies.place(job, request.body);
+    this.bodies.place(job, request.body, request.bodyOwned === true);
     if (!this.journal.put(job)) {
       this.bodies.release(job);
       return fail('OUT_OF_MEMORY');

@@ -10,6 +10,7 @@ import {
   STATE_RECORD_BYTES,
   encodeDelete,
   encodeJob,
+  encodeJobHead,
   encodeSegmentHeader,
   encodeState,
   jobRecordBytes,
@@ -385,25 +386,28 @@ export class Binlog implements Journal, Durability {
 
   // ---- appending and group commit ------------------------------------------------------------
 
-  /** Where to encode the next `size` bytes: in the batch, or a buffer of its own for a big record. */
+  /** Where in the batch to encode the next `size` bytes (at most a batch). */
   private slot(size: number): { buf: Buffer; offset: number } {
     if (this.batchLen + size > this.batch.length) this.flushBatchOf(this.current);
-    if (size > this.batch.length) return { buf: Buffer.allocUnsafe(size), offset: 0 };
     return { buf: this.batch, offset: this.batchLen };
   }
 
   private appendJob(job: Job, size: number): void {
-    const at = this.slot(size);
-    encodeJob(at.buf, at.offset, job, durableState(job), job.tube.name, this.current.salt);
-    if (at.buf !== this.batch) {
-      // Too big to batch: written now, at its place after everything batched before it.
-      this.write(this.current.fd, at.buf, this.current.used);
-      this.current.used += size;
-      this.batchPos = this.current.used;
-      this.noteAppended();
+    if (size <= this.batch.length) {
+      const at = this.slot(size);
+      encodeJob(at.buf, at.offset, job, durableState(job), job.tube.name, this.current.salt);
+      this.appended(size);
       return;
     }
-    this.appended(size);
+    // Too big to batch: written now, at its place after everything batched before it, as its
+    // head and then the body straight from the store (no copy of a body that may be 1 GiB).
+    this.flushBatchOf(this.current);
+    const head = encodeJobHead(job, durableState(job), job.tube.name, this.current.salt);
+    this.write(this.current.fd, head, this.current.used);
+    this.write(this.current.fd, job.body, this.current.used + head.length);
+    this.current.used += size;
+    this.batchPos = this.current.used;
+    this.noteAppended();
   }
 
   private appended(size: number): void {

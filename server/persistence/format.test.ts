@@ -20,6 +20,7 @@ import {
   decodeRecord,
   encodeDelete,
   encodeJob,
+  encodeJobHead,
   encodeSegmentHeader,
   encodeState,
   jobRecordBytes,
@@ -147,6 +148,14 @@ describe('JOB records', () => {
     const rec = jobRecord(busy, 'delayed');
     expect(rec.length).toBe(JOB_RECORD_FIXED_BYTES + 200 + busy.body.length);
     expect(decodeAt(rec)).toEqual(expectedJob(busy, 'delayed'));
+  });
+
+  it('are the same bytes when written as a head and then the body (big records)', () => {
+    for (const body of [Buffer.alloc(0), busy.body, Buffer.alloc(3 << 20, 0x0d)]) {
+      const img = { ...busy, body };
+      const head = encodeJobHead(img, 'buried', img.tube, SALT);
+      expect(Buffer.concat([head, body]).equals(jobRecord(img, 'buried'))).toBe(true);
+    }
   });
 
   it('round-trip an empty body', () => {

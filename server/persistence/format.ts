@@ -96,7 +96,29 @@ function writeCounters(buf: Buffer, at: number, img: JobFields): void {
  * to store (a reserved job is stored as ready). Returns its size.
  */
 export function encodeJob(buf: Buffer, at: number, img: JobFields, state: JobState, tube: string, salt: number): number {
-  const p = at + RECORD_HEADER_BYTES;
+  writeJobFields(buf, at + RECORD_HEADER_BYTES, img, state, tube);
+  img.body.copy(buf, at + RECORD_HEADER_BYTES + JOB_FIXED + tube.length);
+  return seal(buf, at, JOB_FIXED + tube.length + img.body.length, salt);
+}
+
+/**
+ * A JOB record without its body: the bytes that go before the body, with the checksum already
+ * covering the body. A big record is written as this head and then the body itself, so a body
+ * of hundreds of MiB is not copied into a record buffer first.
+ */
+export function encodeJobHead(img: JobFields, state: JobState, tube: string, salt: number): Buffer {
+  const headBytes = RECORD_HEADER_BYTES + JOB_FIXED + tube.length;
+  const buf = Buffer.allocUnsafe(headBytes);
+  writeJobFields(buf, RECORD_HEADER_BYTES, img, state, tube);
+  buf.writeUInt32LE(RECORD_MAGIC, 0);
+  buf.writeUInt32LE(headBytes - RECORD_HEADER_BYTES + img.body.length, 4);
+  const crc = crc32(buf.subarray(RECORD_HEADER_BYTES), crc32(buf.subarray(4, 8), salt));
+  buf.writeUInt32LE(crc32(img.body, crc), 8);
+  return buf;
+}
+
+/** The fixed fields and the tube name of a JOB payload, at `p`. */
+function writeJobFields(buf: Buffer, p: number, img: JobFields, state: JobState, tube: string): void {
   buf[p] = KIND_JOB;
   buf[p + 1] = STATE_CODES[state];
   buf[p + 2] = tube.length;
@@ -112,8 +134,6 @@ export function encodeJob(buf: Buffer, at: number, img: JobFields, state: JobSta
   buf.writeUInt32LE(img.body.length, p + 76);
   // Tube names are ASCII (the protocol's character set), one byte per character.
   buf.write(tube, p + JOB_FIXED, 'latin1');
-  img.body.copy(buf, p + JOB_FIXED + tube.length);
-  return seal(buf, at, JOB_FIXED + tube.length + img.body.length, salt);
 }
 
 /** Encodes a STATE record at `at` (STATE_RECORD_BYTES); `state` as for encodeJob. */

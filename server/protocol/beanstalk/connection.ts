@@ -85,16 +85,18 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
     this.send(REPLY.BAD_FORMAT);
   }
 
-  body(body: Buffer): void {
+  body(body: Buffer, owned: boolean): void {
     const n = body.length - 2;
     if (body[n] !== 13 || body[n + 1] !== 10) {
       this.send(REPLY.EXPECTED_CRLF);
       return;
     }
-    // The engine copies the body into its store, so a view of the socket chunk is enough.
+    // The engine copies a view of the socket chunk into its store; a body the parser assembled
+    // is this job's alone, so a large one is handed over rather than copied.
     const put = this.pendingPut;
     put.tube = this.session.used;
     put.body = body.subarray(0, n);
+    put.bodyOwned = owned;
     const result = this.engine.put(put);
     put.body = NO_BODY; // do not pin the socket chunk
     if (result.ok) this.sendWordNumber(WORD.INSERTED, put.id!);

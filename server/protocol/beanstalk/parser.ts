@@ -48,9 +48,13 @@ export class CommandParser {
 
   constructor(private readonly handler: FrameHandler) {}
 
-  /** Bytes received but not parsed yet. */
+  /**
+   * Bytes received but not parsed yet: what flow control bounds. A body being assembled is not
+   * counted: its buffer was allocated at the size the put line declared (which -z bounds), and
+   * only more input can complete it, so throttling on it would wait forever.
+   */
   get buffered(): number {
-    return this.queuedBytes + this.windowLength + this.bodyFilled;
+    return this.queuedBytes + this.windowLength;
   }
 
   get paused(): boolean {
