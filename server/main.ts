@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,6 +11,7 @@ import { createLogger, type Logger } from './logger.js';
 import { Binlog } from './persistence/binlog.js';
 import { BINLOG_EXIT_CODE, BinlogDirError, openBinlog, type OpenedBinlog } from './persistence/open-binlog.js';
 import { BeanstalkServer } from './protocol/beanstalk/server.js';
+import { PrivilegeError, becomeUser, lookUpUser, withUserIds } from './privileges.js';
 import type { ServerInfo } from './server-info.js';
 import { Scheduler } from './scheduler.js';
 import { VERSION } from './version.js';
@@ -35,9 +35,13 @@ async function main(argv: string[]): Promise<void> {
   const log = createLogger(options.verbosity);
   for (const w of warnings) log.warn(w);
 
+  const user = options.user === null ? null : privileged(log, () => lookUpUser(options.user!));
   const binlog = options.binlogDir === null ? null : createBinlog(options, options.binlogDir, log);
   const engine = new Engine({ clock: systemClock, maxJobBytes: options.maxJobBytes, journal: binlog ?? nullJournal });
-  const persisted = binlog === null ? null : openPersistence(options.binlogDir!, binlog, engine, log);
+  // With -u, the directory is opened as USER: a directory USER cannot write stops the start here
+  // (as beanstalkd refuses to start), and every file the binlog creates belongs to USER.
+  const open = (): OpenedBinlog => openPersistence(options.binlogDir!, binlog!, engine, log);
+  const persisted = binlog === null ? null : user === null ? open() : privileged(log, () => withUserIds(user, open));
   const scheduler = new Scheduler(engine);
   // Restored delayed jobs may already be due (downtime counts): serve them before anyone asks.
   scheduler.poke();
@@ -72,10 +76,11 @@ async function main(argv: string[]): Promise<void> {
     stopping = true;
     log.info({ signal }, 'shutting down');
     scheduler.stop();
-    // Everything appended is written and fsynced first; that also releases held replies.
+    // Everything appended is written and fsynced first; that also releases held replies. A
+    // failure here is logged, never thrown: the process still exits, and recovery copes.
     if (persisted !== null) {
-      binlog!.close();
-      persisted.lock.release();
+      bestEffort(log, 'binlog: closing failed', () => binlog!.close());
+      bestEffort(log, 'binlog: releasing the directory lock failed', () => persisted.lock.release());
     }
     void Promise.all([beanstalk.close(), admin?.close()]).then(() => process.exit(0));
     setTimeout(() => process.exit(0), 2000).unref();
@@ -112,7 +117,26 @@ async function main(argv: string[]): Promise<void> {
       admin = null;
     }
   }
-  if (options.user !== null) becomeUser(options.user, log);
+  if (user !== null) privileged(log, () => becomeUser(user));
+}
+
+/** Runs a step of -u USER; failing, exits with beanstalkd's status for it. */
+function privileged<T>(log: Logger, step: () => T): T {
+  try {
+    return step();
+  } catch (err) {
+    if (!(err instanceof PrivilegeError)) throw err;
+    log.fatal(err.message);
+    process.exit(err.exitCode);
+  }
+}
+
+function bestEffort(log: Logger, what: string, step: () => void): void {
+  try {
+    step();
+  } catch (err) {
+    log.error({ err: (err as Error).message }, what);
+  }
 }
 
 function createBinlog(options: ServerOptions, dir: string, log: Logger): Binlog {
@@ -152,29 +176,6 @@ function openPersistence(dir: string, binlog: Binlog, engine: Engine, log: Logge
       process.exit(BINLOG_EXIT_CODE);
     }
     throw err;
-  }
-}
-
-/** -u USER: drop privileges after binding, with beanstalkd's exit codes. */
-function becomeUser(user: string, log: Logger): void {
-  let gid: number;
-  try {
-    gid = Number(execFileSync('id', ['-g', user], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim());
-  } catch {
-    log.fatal({ user }, 'getpwnam failed');
-    process.exit(32);
-  }
-  try {
-    process.setgid!(gid);
-  } catch (err) {
-    log.fatal({ err }, 'setgid failed');
-    process.exit(33);
-  }
-  try {
-    process.setuid!(user);
-  } catch (err) {
-    log.fatal({ err }, 'setuid failed');
-    process.exit(34);
   }
 }
 

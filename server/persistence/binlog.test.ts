@@ -234,7 +234,7 @@ describe('a full disk', () => {
     expect(acked.length).toBeGreaterThan((MiB + 100 * KiB) / 4100);
     expect(acked.length).toBeLessThan((MiB + 200 * KiB) / 4000);
     expect(binlog.stats().failure).toMatch(/^cannot claim binlog space: ENOSPC/);
-    expect(s.logs.at(-1)).toBe('error binlog: no space; puts get OUT_OF_MEMORY until space returns');
+    expect(s.logs.at(-1)).toBe('error binlog: no space; puts get OUT_OF_MEMORY until it can write again');
     expect(ffs.usage()).toBeLessThanOrEqual(ffs.budget);
     await settle(binlog);
 

@@ -284,7 +284,7 @@ export class Binlog implements Journal, Durability {
     }
     const err = this.extend(cur, roundUp(extra, 4096));
     if (err === null) return true;
-    this.noSpace(err);
+    this.cannotClaim(err);
     return false;
   }
 
@@ -311,10 +311,13 @@ export class Binlog implements Journal, Durability {
     return null;
   }
 
-  private noSpace(err: Error): void {
+  /** Space could not be claimed: say why (a full disk, or another cause such as EACCES or EIO). */
+  private cannotClaim(err: Error): void {
     const reason = `cannot claim binlog space: ${err.message}`;
     if (this.failure === null) {
-      this.log.error({ dir: this.options.dir, err: err.message }, 'binlog: no space; puts get OUT_OF_MEMORY until space returns');
+      const code = (err as NodeJS.ErrnoException).code;
+      const why = code === 'ENOSPC' || code === 'EDQUOT' ? 'no space' : `cannot write (${err.message})`;
+      this.log.error({ dir: this.options.dir, err: err.message }, `binlog: ${why}; puts get OUT_OF_MEMORY until it can write again`);
     }
     this.failure = reason;
   }
@@ -365,7 +368,7 @@ export class Binlog implements Journal, Durability {
     if (err !== null) {
       if (fd >= 0) this.fs.close(fd);
       this.safeUnlink(file);
-      this.noSpace(err);
+      this.cannotClaim(err);
       return false;
     }
     const prev = this.current as OpenSegment | undefined;
