@@ -14,7 +14,7 @@ const DEFAULTS: ServerOptions = {
   binlogSize: DEFAULT_BINLOG_SIZE,
   user: null,
   verbosity: 0,
-  maxJobBytes: Number.POSITIVE_INFINITY,
+  maxJobBytes: null,
   admin: { listen: '127.0.0.1', port: 11380, token: null, readOnly: false },
 };
 

@@ -12,8 +12,8 @@ export interface ServerOptions {
   binlogSize: number;
   user: string | null;
   verbosity: number;
-  /** Budget for all job bodies together (bytes); Infinity when unset. */
-  maxJobBytes: number;
+  /** Budget for all job bodies together (bytes); null: derived from the machine's memory. */
+  maxJobBytes: number | null;
   /** The dashboard and admin API; null with --no-admin. */
   admin: AdminOptions | null;
 }
@@ -62,7 +62,8 @@ Long forms: --binlog-dir --fsync-ms --no-fsync --listen --port --user --max-job-
             --binlog-size --version --verbose --help
 Beyond beanstalkd:
  --max-job-bytes BYTES  memory budget for all job bodies; a put beyond it
-                        gets OUT_OF_MEMORY (default: unlimited)
+                        gets OUT_OF_MEMORY (default: 40% of the memory that
+                        the V8 heap cannot take)
 
 Dashboard and admin API (HTTP + socket.io):
  --admin-listen ADDR    listen address (default 127.0.0.1); an address other
@@ -122,7 +123,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
     binlogSize: DEFAULT_BINLOG_SIZE,
     user: null,
     verbosity: 0,
-    maxJobBytes: Number.POSITIVE_INFINITY,
+    maxJobBytes: null,
     admin: null,
   };
   const admin: AdminOptions = {

@@ -6,8 +6,10 @@ import type { AdminServer } from './admin/app.js';
 import { USAGE, USAGE_EXIT_CODE, parseCommandLine, type ServerOptions } from './cli.js';
 import { systemClock } from './engine/clock.js';
 import { Engine } from './engine/engine.js';
+import { JOB_RECORD_HEAP_BYTES } from './engine/record-costs.js';
 import { immediateDurability, nullJournal } from './engine/journal.js';
 import { createLogger, type Logger } from './logger.js';
+import { machineFacts, memoryBudget } from './memory-budget.js';
 import { Binlog } from './persistence/binlog.js';
 import { BINLOG_EXIT_CODE, BinlogDirError, openBinlog, type OpenedBinlog } from './persistence/open-binlog.js';
 import { BeanstalkServer } from './protocol/beanstalk/server.js';
@@ -37,7 +39,9 @@ async function main(argv: string[]): Promise<void> {
 
   const user = options.user === null ? null : privileged(log, () => lookUpUser(options.user!));
   const binlog = options.binlogDir === null ? null : createBinlog(options, options.binlogDir, log);
-  const engine = new Engine({ clock: systemClock, maxJobBytes: options.maxJobBytes, journal: binlog ?? nullJournal });
+  const budget = memoryBudget(options.maxJobBytes, machineFacts());
+  log.info({ ...budget }, `memory budget: ${Math.floor(budget.maxRecordHeapBytes / JOB_RECORD_HEAP_BYTES)} jobs on the heap, ${budget.maxJobBytes} bytes of bodies`);
+  const engine = new Engine({ clock: systemClock, ...budget, journal: binlog ?? nullJournal });
   // With -u, the directory is opened as USER: a directory USER cannot write stops the start here
   // (as beanstalkd refuses to start), and every file the binlog creates belongs to USER.
   const open = (): OpenedBinlog => openPersistence(options.binlogDir!, binlog!, engine, log);

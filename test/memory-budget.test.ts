@@ -165,3 +165,84 @@ describe.each(targetKinds().filter((k) => k === 'beanpole'))('memory budget (--m
     await refused(c, 's');
   });
 });
+
+/**
+ * The budget for job and tube records on the V8 heap, derived from the heap limit: under a small
+ * heap (NODE_OPTIONS=--max-old-space-size=64) a flood of empty jobs, or of jobs each in a tube
+ * of its own, ends in OUT_OF_MEMORY, never in V8's heap exhaustion, and the server keeps serving.
+ */
+describe.each(targetKinds().filter((k) => k === 'beanpole'))('heap budget under --max-old-space-size=64 on %s', (kind) => {
+  let server: RunningServer;
+  const clients: RawClient[] = [];
+
+  beforeEach(async () => {
+    server = await startServer(kind, [], { NODE_OPTIONS: '--max-old-space-size=64' });
+  });
+
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.destroy();
+    await server.stop();
+  });
+
+  async function connect(): Promise<RawClient> {
+    const c = await RawClient.connect(server.port);
+    clients.push(c);
+    return c;
+  }
+
+  /**
+   * Sends `command(i)` in pipelined batches until a reply is OUT_OF_MEMORY; returns how many
+   * were answered `ok`. Bounded: a server that never refuses fails the test at `limit`.
+   */
+  async function flood(c: RawClient, command: (i: number) => string, ok: RegExp, limit: number): Promise<number> {
+    const BATCH = 2000;
+    let accepted = 0;
+    for (let sent = 0; sent < limit; ) {
+      let batch = '';
+      for (let i = 0; i < BATCH; i++) batch += command(sent + i);
+      c.send(batch);
+      let refusedSeen = false;
+      for (let i = 0; i < BATCH; i++) {
+        const reply = await c.reply(30_000);
+        if (reply === 'OUT_OF_MEMORY\r\n') refusedSeen = true;
+        else if (ok.test(reply)) accepted++;
+        else expect.fail(`unexpected reply ${JSON.stringify(reply)}`);
+      }
+      sent += BATCH;
+      if (refusedSeen) return accepted;
+    }
+    return expect.fail(`no OUT_OF_MEMORY after ${limit} commands`);
+  }
+
+  it('refuses empty jobs with OUT_OF_MEMORY before the heap runs out, and keeps serving', async () => {
+    const c = await connect();
+    const jobs = await flood(c, () => 'put 0 0 60 0\r\n\r\n', /^INSERTED \d+\r\n$/, 2_000_000);
+    // A 64 MiB heap holds tens of thousands of job records, not millions.
+    expect(jobs).toBeGreaterThan(20_000);
+    expect(await c.call('put 0 0 60 0\r\n\r\n')).toBe('OUT_OF_MEMORY\r\n');
+    // Everything else still works: another client, stats, reserve, delete; a delete makes room.
+    const other = await connect();
+    expect(yamlNumber(await other.call('stats\r\n'), 'current-jobs-ready')).toBe(jobs);
+    const reserved = await other.call('reserve-with-timeout 0\r\n');
+    expect(reserved).toMatch(/^RESERVED \d+ 0\r\n\r\n$/);
+    expect(await other.call(`delete ${/^RESERVED (\d+)/.exec(reserved)![1]}\r\n`)).toBe('DELETED\r\n');
+    expect(await other.call('put 0 0 60 0\r\n\r\n')).toMatch(/^INSERTED \d+\r\n$/);
+    expect(server.process.exitCode).toBeNull();
+  });
+
+  it('refuses new tubes (use, watch) and jobs in them with OUT_OF_MEMORY, as beanstalkd words it', async () => {
+    const c = await connect();
+    const name = (i: number): string => `tube-${i}-${'x'.repeat(60)}`;
+    // Each job in a tube of its own: the tubes' records count too.
+    const jobs = await flood(c, (i) => `use ${name(i)}\r\nput 0 0 60 0\r\n\r\n`, /^(USING \S+|INSERTED \d+)\r\n$/, 2_000_000);
+    expect(jobs).toBeGreaterThan(5_000);
+    const other = await connect();
+    expect(await other.call('use brand-new-tube\r\n')).toBe('OUT_OF_MEMORY\r\n');
+    expect(await other.call('watch brand-new-tube\r\n')).toBe('OUT_OF_MEMORY\r\n');
+    expect(await other.call('list-tube-used\r\n')).toBe('USING default\r\n');
+    // Existing tubes are still usable.
+    expect(await other.call(`use ${name(0)}\r\n`)).toBe(`USING ${name(0)}\r\n`);
+    expect(await other.call(`watch ${name(0)}\r\n`)).toBe('WATCHING 2\r\n');
+    expect(server.process.exitCode).toBeNull();
+  });
+});

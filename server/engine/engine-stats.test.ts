@@ -3,6 +3,7 @@
  * events the engine emits for observers.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
+import { JOB_RECORD_HEAP_BYTES, TUBE_RECORD_HEAP_BYTES } from './record-costs.js';
 import { COUNTED_COMMANDS } from './stats.js';
 import { Harness, RecordingJournal, T0, type Client } from './testing.js';
 
@@ -232,6 +233,33 @@ describe('memory budget', () => {
     // deleting frees room
     h.engine.delete(c.session, 1);
     expect(c.put({ body: '123456' }).id).toBe(4);
+    expectConsistent();
+  });
+
+  it('counts job and tube records against maxRecordHeapBytes: puts, use and watch of a new tube get OUT_OF_MEMORY', () => {
+    // Room for the default tube, one more tube and two jobs.
+    h = new Harness({ maxRecordHeapBytes: 2 * TUBE_RECORD_HEAP_BYTES + 2 * JOB_RECORD_HEAP_BYTES });
+    c = h.open();
+    c.use('t');
+    expect(h.engine.recordHeapBytes).toBe(2 * TUBE_RECORD_HEAP_BYTES);
+    c.put({ body: '' });
+    c.put({ body: '' });
+    expect(h.engine.recordHeapBytes).toBe(2 * TUBE_RECORD_HEAP_BYTES + 2 * JOB_RECORD_HEAP_BYTES);
+    expect(c.tryPut({ body: '' })).toEqual({ ok: false, code: 'OUT_OF_MEMORY' });
+    expect(h.engine.use(c.session, 'new')).toEqual({ ok: false, code: 'OUT_OF_MEMORY' });
+    expect(h.engine.watch(c.session, 'new')).toEqual({ ok: false, code: 'OUT_OF_MEMORY' });
+    expect(h.tubeNames()).toEqual(['default', 't']);
+    expect(c.session.used.name).toBe('t');
+    // Tubes that exist need no room.
+    expect(h.engine.watch(c.session, 't')).toEqual({ ok: true, value: 2 });
+    expect(h.engine.use(c.session, 'default').ok).toBe(true);
+    // A tube left behind frees its record; a deleted job frees its own.
+    h.engine.delete(c.session, 1);
+    h.engine.delete(c.session, 2);
+    h.engine.ignore(c.session, 't');
+    expect(h.tubeNames()).toEqual(['default']);
+    expect(h.engine.use(c.session, 'new').ok).toBe(true);
+    expect(c.tryPut({ body: '' }).ok).toBe(true);
     expectConsistent();
   });
 

@@ -3,6 +3,8 @@ import type { Clock } from './clock.js';
 import { BodyStore } from './body-store.js';
 import { EngineEvents } from './events.js';
 import { IndexedHeap } from './heap.js';
+import { JobIndex } from './job-index.js';
+import { JOB_RECORD_HEAP_BYTES, TUBE_RECORD_HEAP_BYTES } from './record-costs.js';
 import { Job, deadlineLess, readyLess, setDelayIndex, type JobImage, type JobState } from './job.js';
 import { nullJournal, type Journal } from './journal.js';
 import { OrderedSet } from './ordered-set.js';
@@ -19,6 +21,12 @@ export interface EngineOptions {
   journal?: Journal;
   /** Budget in bytes for all job bodies together; a put beyond it fails with OUT_OF_MEMORY. */
   maxJobBytes?: number;
+  /**
+   * Budget in bytes for the engine's job and tube records on the V8 heap, as counted by
+   * `recordHeapBytes`; a put (or a new tube) beyond it fails with OUT_OF_MEMORY. Its owner
+   * derives it from the heap limit, so the process never dies of heap exhaustion.
+   */
+  maxRecordHeapBytes?: number;
 }
 
 /** What a put needs; durations in milliseconds. */
@@ -68,10 +76,11 @@ export class Engine {
   private readonly clock: Clock;
   private readonly journal: Journal;
   private readonly maxJobBytes: number;
+  private readonly maxRecordHeapBytes: number;
   private readonly tubesByName = new Map<string, Tube>();
   /** Tubes in beanstalkd's list order (creation order with swap-remove). */
   private readonly tubeOrder = new OrderedSet<Tube>();
-  private readonly jobs = new Map<number, Job>();
+  private readonly jobs = new JobIndex();
   private readonly bodies = new BodyStore();
   /** Walks the jobs while the body store is being compacted (null when it is not). */
   private compacting: IterableIterator<Job> | null = null;
@@ -97,6 +106,7 @@ export class Engine {
     this.clock = options.clock;
     this.journal = options.journal ?? nullJournal;
     this.maxJobBytes = options.maxJobBytes ?? Number.POSITIVE_INFINITY;
+    this.maxRecordHeapBytes = options.maxRecordHeapBytes ?? Number.POSITIVE_INFINITY;
     this.startedAt = this.clock.now();
     this.defaultTube = this.findOrCreateTube(DEFAULT_TUBE);
   }
@@ -243,21 +253,29 @@ export class Engine {
     return this.sessions.values();
   }
 
-  use(session: Session, name: string): Tube {
+  /** Makes `name` the session's tube; fails with OUT_OF_MEMORY when a new tube would not fit. */
+  use(session: Session, name: string): Result<Tube> {
+    if (!this.hasRoomForTube(name)) return fail('OUT_OF_MEMORY');
     const tube = this.findOrCreateTube(name);
     const old = session.used;
     old.using--;
     session.used = tube;
     tube.using++;
     this.maybeRemoveTube(old);
-    return tube;
+    return ok(tube);
   }
 
-  /** Adds a tube to the watch list; returns the number of watched tubes. */
-  watch(session: Session, name: string): number {
+  /** Adds a tube to the watch list; returns the number of watched tubes. Fails like `use`. */
+  watch(session: Session, name: string): Result<number> {
+    if (!this.hasRoomForTube(name)) return fail('OUT_OF_MEMORY');
     const tube = this.findOrCreateTube(name);
     if (session.watched.add(tube)) tube.watching++;
-    return session.watched.size;
+    return ok(session.watched.size);
+  }
+
+  /** protocol: beanstalkd answers use and watch with OUT_OF_MEMORY when it cannot make the tube. */
+  private hasRoomForTube(name: string): boolean {
+    return this.tubesByName.has(name) || this.recordHeapBytes + TUBE_RECORD_HEAP_BYTES <= this.maxRecordHeapBytes;
   }
 
   /** Removes a tube from the watch list; the last watched tube cannot be ignored. */
@@ -324,9 +342,14 @@ export class Engine {
     return this.bodies.bytes;
   }
 
-  /** True when `bytes` more body bytes fit the memory budget. */
+  /** What the job and tube records cost on the V8 heap (an estimate; see record-costs.ts). */
+  get recordHeapBytes(): number {
+    return this.jobs.size * JOB_RECORD_HEAP_BYTES + this.tubesByName.size * TUBE_RECORD_HEAP_BYTES;
+  }
+
+  /** True when one more job with a body of `bytes` fits both memory budgets. */
   hasRoomFor(bytes: number): boolean {
-    return this.bodyBytes + bytes <= this.maxJobBytes;
+    return this.bodyBytes + bytes <= this.maxJobBytes && this.recordHeapBytes + JOB_RECORD_HEAP_BYTES <= this.maxRecordHeapBytes;
   }
 
   setDraining(): void {

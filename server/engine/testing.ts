@@ -16,6 +16,12 @@ import type { Tube } from './tube.js';
 /** The fake clock's starting time (epoch ms), a round number so deadlines read easily. */
 export const T0 = 1_700_000_000_000;
 
+/** The value of a result that must have succeeded. */
+export function unwrap<T>(result: Result<T>): T {
+  if (!result.ok) throw new Error(`expected success, got ${result.code}`);
+  return result.value;
+}
+
 /** What a blocked session was told, in order. */
 export type DelegateCall = { kind: 'reserved'; jobId: number } | { kind: 'timed-out' } | { kind: 'deadline-soon' };
 
@@ -91,11 +97,11 @@ export class Client {
   }
 
   use(name: string): Tube {
-    return this.engine.use(this.session, name);
+    return unwrap(this.engine.use(this.session, name));
   }
 
   watch(name: string): number {
-    return this.engine.watch(this.session, name);
+    return unwrap(this.engine.watch(this.session, name));
   }
 
   ignore(name: string): Result<number> {

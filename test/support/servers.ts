@@ -156,6 +156,8 @@ export async function startProcessServer(
   kind: ServerKind,
   listen: { tcp: true } | { path: string },
   args: readonly string[],
+  /** Added to the environment the server starts with (NODE_OPTIONS, for example). */
+  env: NodeJS.ProcessEnv = {},
 ): Promise<ServerProcess> {
   for (let attempt = 0; ; attempt++) {
     const port = 'tcp' in listen ? await takePort() : null;
@@ -165,7 +167,7 @@ export async function startProcessServer(
     // Tests never touch the default dashboard port: Beanpole runs without it unless asked.
     const adminArgs = kind === 'beanpole' && !args.some((a) => a.startsWith('--admin') || a === '--no-admin') ? ['--no-admin'] : [];
     const argv = [...(kind === 'beanpole' ? [BEANPOLE_BIN] : []), ...listenArgs, ...adminArgs, ...args];
-    const child = spawn(cmd, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(cmd, argv, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
     let err = '';
     child.stderr!.setEncoding('utf8');
     child.stderr!.on('data', (d: string) => (err += d));
@@ -222,7 +224,7 @@ export interface RunningServer {
  * Starts a real server process on 127.0.0.1 and an ephemeral port and waits until that very
  * process listens. `args` are extra beanstalkd-style flags (for example ['-z', '10']).
  */
-export async function startServer(kind: ServerKind, args: string[] = []): Promise<RunningServer> {
-  const server = await startProcessServer(kind, { tcp: true }, args);
+export async function startServer(kind: ServerKind, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<RunningServer> {
+  const server = await startProcessServer(kind, { tcp: true }, args, env);
   return { ...server, port: (server.address as { port: number }).port };
 }

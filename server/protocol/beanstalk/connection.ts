@@ -197,12 +197,16 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
       case 'list-tubes-watched':
         engine.count('list-tubes-watched');
         return this.sendYaml(formatTubeList(session.watched.values()));
-      case 'use':
+      case 'use': {
         engine.count('use');
-        return this.sendWordText(WORD.USING, engine.use(session, cmd.tube).name);
-      case 'watch':
+        const r = engine.use(session, cmd.tube);
+        return r.ok ? this.sendWordText(WORD.USING, r.value.name) : this.send(failureReply(r.code));
+      }
+      case 'watch': {
         engine.count('watch');
-        return this.sendWordNumber(WORD.WATCHING, engine.watch(session, cmd.tube));
+        const r = engine.watch(session, cmd.tube);
+        return r.ok ? this.sendWordNumber(WORD.WATCHING, r.value) : this.send(failureReply(r.code));
+      }
       case 'ignore': {
         engine.count('ignore');
         const r = engine.ignore(session, cmd.tube);
