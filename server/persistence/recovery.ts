@@ -14,6 +14,7 @@ import {
   type DecodedRecord,
   type StateImage,
 } from './format.js';
+import { requireRegularFile, withFile } from './dir-error.js';
 import { IdMark } from './id-mark.js';
 import { findSalt, type SaltSource } from './salt-recovery.js';
 
@@ -46,7 +47,9 @@ export interface Recovery {
  * Replays every segment in DIR, oldest first. Damage never stops a start: a torn or corrupt
  * tail is cut off, a damaged record inside a segment is skipped up to the next intact one, the
  * records of a segment whose header is damaged are read by their own checksums, and each case is
- * reported with its file and offset. `maxPayload` bounds a credible record.
+ * reported with its file and offset. `maxPayload` bounds a credible record. Throws a
+ * BinlogDirError when a segment cannot be read at all (a directory under a segment's name, an
+ * I/O or permission error): that is not damage to work around but a directory to fix.
  */
 export function recover(dir: string, maxPayload: number, sink: RecoverySink): Recovery {
   const replay = new Replay(maxPayload, sink);
@@ -61,7 +64,7 @@ export function recover(dir: string, maxPayload: number, sink: RecoverySink): Re
 /** The segment files in DIR, oldest first. */
 function segmentFiles(dir: string): { index: number; path: string }[] {
   const found: { index: number; path: string }[] = [];
-  for (const name of fs.readdirSync(dir)) {
+  for (const name of withFile(dir, () => fs.readdirSync(dir))) {
     const index = parseSegmentFileName(name);
     if (index !== null) found.push({ index, path: path.join(dir, name) });
   }
@@ -92,14 +95,15 @@ class Replay {
 
   /** Replays one segment file; returns it when it is kept as a segment, null when skipped or removed. */
   segment(file: string, nameIndex: number): SegmentOnDisk | null {
-    const data = fs.readFileSync(file);
+    requireRegularFile(file);
+    const data = withFile(file, () => fs.readFileSync(file));
     const header = checkSegmentHeader(data);
     if (header.ok) return this.keep(file, data, header.index, this.replayRecords(file, data, header.salt, header.index).end);
     if (header.problem === 'short' || data.every((b) => b === 0)) {
       // A segment whose creation was cut short holds no records.
       const reason = header.problem === 'short' ? header.reason : 'nothing but zeros';
       this.problems.push(`${file}:0: ${reason}; removed (it holds no records)`);
-      fs.rmSync(file, { force: true });
+      withFile(file, () => fs.rmSync(file, { force: true }));
       return null;
     }
     if (header.problem === 'foreign') {
@@ -136,7 +140,7 @@ class Replay {
   private keep(file: string, data: Buffer, index: number, end: number): SegmentOnDisk {
     if (end < data.length) {
       // Cut the preallocated zeros or the damaged tail, so appends never follow garbage.
-      fs.truncateSync(file, end);
+      withFile(file, () => fs.truncateSync(file, end));
     }
     return { index, path: file, bytes: end, live: 0 };
   }
