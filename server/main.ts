@@ -176,7 +176,8 @@ function openPersistence(dir: string, binlog: Binlog, engine: Engine, log: Logge
     return opened;
   } catch (err) {
     if (err instanceof BinlogDirError) {
-      log.fatal({ dir, err: err.message }, 'binlog directory is not usable');
+      // One line that says what to fix; a stack trace would only bury it.
+      log.fatal({ dir, err: err.message }, `binlog directory is not usable: ${err.message}`);
       process.exit(BINLOG_EXIT_CODE);
     }
     throw err;

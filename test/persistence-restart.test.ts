@@ -9,7 +9,20 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  rmdirSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -654,10 +667,14 @@ describe('binlog basics (upstream testserv.c)', () => {
 });
 
 /** Runs a server that is expected to refuse to start; returns its exit status and stderr. */
-async function runToExit(args: readonly string[]): Promise<{ code: number | null; signal: string | null; stderr: string }> {
+async function runToExit(
+  args: readonly string[],
+  user: { uid?: number; gid?: number } = {},
+): Promise<{ code: number | null; signal: string | null; stderr: string }> {
   const port = await freePort();
   const child = spawn(process.execPath, [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', String(port), '--no-admin', ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
+    ...user,
   });
   let stderr = '';
   child.stderr!.setEncoding('utf8');
@@ -722,6 +739,64 @@ describe('the binlog directory', () => {
     const run = await runToExit(['-b', file]);
     expect(run.code, run.stderr).toBe(BINLOG_EXIT);
     expect(readFileSync(file, 'latin1')).toBe('not a directory');
+  });
+});
+
+/** The one fatal line a refused start must write: the path, the cause, no stack trace. */
+function expectOneFatalLine(run: { code: number | null; stderr: string }, file: string, cause: string): void {
+  expect(run.code, run.stderr).toBe(BINLOG_EXIT);
+  const lines = run.stderr.split('\n').filter((l) => l !== '');
+  expect(lines, run.stderr).toHaveLength(1);
+  const entry = JSON.parse(lines[0]!) as { level: number; msg: string };
+  expect(entry.level).toBe(60); // fatal
+  expect(entry.msg).toBe(`binlog directory is not usable: ${file}: ${cause}`);
+  expect(run.stderr).not.toMatch(/\n\s+at |Error:|node:internal/);
+}
+
+describe('a binlog file the server cannot use', () => {
+  it('a directory named like a segment: exit 10 with one line; the jobs are all there once it is gone', async () => {
+    const dir = tempDir();
+    const first = await start(dir);
+    expect(await put(await connect(first), 0, 0, 100, 'kept')).toBe(1);
+    await stopWith(first, 'SIGTERM');
+    const segment = path.join(dir, 'binlog.3.bp');
+    mkdirSync(segment);
+    expectOneFatalLine(await runToExit(['-b', dir]), segment, 'is a directory, not a file');
+    expect(existsSync(path.join(dir, 'beanpole.lock')), 'the refused start released its lock').toBe(false);
+
+    rmdirSync(segment);
+    const second = await start(dir);
+    await expectReply(await connect(second), 'peek 1', 'FOUND 1 4\r\nkept');
+  });
+
+  it.each([
+    ['next-id', 'is a directory, not a file'],
+    ['beanpole.lock', 'is a directory, not a file'],
+  ])('%s as a directory: exit 10 with one line', async (name, cause) => {
+    const dir = tempDir();
+    mkdirSync(path.join(dir, name));
+    expectOneFatalLine(await runToExit(['-b', dir]), path.join(dir, name), cause);
+  });
+
+  it('a segment that is a symlink loop: exit 10 with one line', async () => {
+    const dir = tempDir();
+    symlinkSync('binlog.2.bp', path.join(dir, 'binlog.2.bp'));
+    expectOneFatalLine(await runToExit(['-b', dir]), path.join(dir, 'binlog.2.bp'), 'ELOOP: too many symbolic links encountered');
+  });
+
+  it('a segment the server may not read: exit 10 with one line', async () => {
+    const dir = tempDir();
+    const segment = path.join(dir, 'binlog.2.bp');
+    writeFileSync(segment, 'x'.repeat(100));
+    chmodSync(segment, 0);
+    // root reads any file: then the server runs as nobody, in a directory nobody owns.
+    const nobody = { uid: 65534, gid: 65534 };
+    const asRoot = process.getuid?.() === 0;
+    if (asRoot) {
+      chownSync(dir, nobody.uid, nobody.gid);
+      chownSync(segment, nobody.uid, nobody.gid);
+    }
+    expectOneFatalLine(await runToExit(['-b', dir], asRoot ? nobody : {}), segment, 'EACCES: permission denied');
   });
 });
 

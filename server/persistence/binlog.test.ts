@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { crc32 } from 'node:zlib';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Job } from '../engine/job.js';
@@ -12,7 +13,7 @@ import { Harness } from '../engine/testing.js';
 import { Binlog } from './binlog.js';
 import { Cleanups, KiB, MAX_PAYLOAD, MiB, dirBytes, patternBody, startBinlog, turn, durableFields, waitFor } from './testing.js';
 import { nodeFileSystem, type FileSystem } from './file-system.js';
-import { SEGMENT_HEADER_BYTES, encodeJob, encodeSegmentHeader, jobRecordBytes, segmentFileName } from './format.js';
+import { FORMAT_VERSION, SEGMENT_HEADER_BYTES, encodeJob, encodeSegmentHeader, jobRecordBytes, segmentFileName } from './format.js';
 import { countLive, recover, type Recovery } from './recovery.js';
 
 /** The checksum salt of the segments these tests write by hand. */
@@ -609,17 +610,18 @@ describe('segments and stats', () => {
     first.c.put({ body: 'kept' });
     await settle(first.binlog);
     first.binlog.close();
-    // A later segment whose header was damaged: recovery leaves it in place for a human.
+    // A later segment of a future format version: recovery leaves it in place for a human.
     const img = [...first.h.engine.allJobs()][0]!;
     const rec = Buffer.alloc(jobRecordBytes(7, 5));
     encodeJob(rec, 0, { ...img, id: 50, body: Buffer.from('stale') }, 'ready', 'default', SALT);
     const damaged = Buffer.concat([encodeSegmentHeader(2, 0, SALT), rec]);
-    damaged[0] = 0x58;
+    damaged.writeUInt32LE(FORMAT_VERSION + 1, 8);
+    damaged.writeUInt32LE(crc32(damaged.subarray(0, 28), 0), 28);
     const badPath = path.join(dir, segmentFileName(2));
     fs.writeFileSync(badPath, damaged);
 
     const second = startBinlog(dir, cleanups);
-    expect(second.recovery.problems).toEqual([`${badPath}:0: not a Beanpole binlog segment; the whole file is skipped and left in place`]);
+    expect(second.recovery.problems).toEqual([`${badPath}:0: unknown format version ${FORMAT_VERSION + 1}; the whole file is skipped and left in place`]);
     second.c.put({ body: 'new' });
     await settle(second.binlog);
     expect(second.binlog.stats().currentIndex).toBeGreaterThan(2);
@@ -758,6 +760,50 @@ describe('compaction', () => {
     }
     expect(after.engine.jobTotal).toBe(h.engine.jobTotal);
     for (const job of h.engine.allJobs()) expect(rec.jobs.get(job.id)!.file).toBe(job.file);
+  });
+
+  it('moves the jobs of a segment recovered from a damaged header forward and deletes it; a restart then finds them all', async () => {
+    const dir = tmpDir();
+    const segmentBytes = 64 * KiB;
+    const first = startBinlog(dir, cleanups, { segmentBytes });
+    const w = first.h.open();
+    const kept: Job[] = [];
+    for (let i = 0; i < 50; i++) kept.push(first.c.put({ body: patternBody(100, i), priority: i, delayMs: i % 10 === 0 ? 3_600_000 : 0 }));
+    for (const job of kept.filter((_, i) => i % 10 === 5)) {
+      expect(first.h.engine.reserveJob(w.session, job.id).ok).toBe(true);
+      expect(first.h.engine.bury(w.session, job.id, 7).ok).toBe(true);
+    }
+    await settle(first.binlog);
+    first.binlog.close();
+    const want = new Map([...first.h.engine.allJobs()].map((j) => [j.id, durableFields(j)]));
+    // The index field of the only segment's header: the file name still says 1.
+    const seg1 = path.join(dir, segmentFileName(1));
+    const data = fs.readFileSync(seg1);
+    data[12]! ^= 0x01;
+    fs.writeFileSync(seg1, data);
+
+    const second = startBinlog(dir, cleanups, { segmentBytes });
+    expect(second.recovery.problems).toHaveLength(1);
+    expect(second.recovery.problems[0]).toMatch(/^.*binlog\.1\.bp:0: header damaged .* 55 records \(50 jobs\) recovered, 32 bytes skipped/);
+    for (const job of second.h.engine.allJobs()) expect(job.file).toBe(1);
+    expect(second.binlog.stats()).toMatchObject({ oldestIndex: 1, currentIndex: 2 });
+    // Churn until compaction has moved the 50 jobs out of segment 1 and deleted it.
+    for (let round = 0; round < 100 && fs.existsSync(seg1); round++) {
+      for (let i = 0; i < 20; i++) expect(second.h.engine.delete(null, second.c.put({ body: patternBody(1000, i) }).id).ok).toBe(true);
+      await settle(second.binlog);
+      for (let t = 0; t < 20; t++) await turn();
+    }
+    expect(fs.existsSync(seg1), 'segment 1 deleted by compaction').toBe(false);
+    expect(second.binlog.stats().recordsMigrated).toBeGreaterThanOrEqual(50);
+    expect(second.fatal).toEqual([]);
+    expect(second.logs.filter((l) => !l.startsWith('info '))).toEqual([]);
+    for (const job of second.h.engine.allJobs()) expect(job.file).toBeGreaterThan(1);
+    second.binlog.close();
+
+    const third = startBinlog(dir, cleanups, { segmentBytes });
+    expect(third.recovery.problems).toEqual([]);
+    expect(third.h.engine.jobTotal).toBe(50);
+    for (const job of third.h.engine.allJobs()) expect(durableFields(job), `job ${job.id}`).toEqual(want.get(job.id));
   });
 
   it('continues after a restart over many old segments', async () => {

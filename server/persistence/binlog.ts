@@ -17,6 +17,7 @@ import {
   parseSegmentFileName,
   segmentFileName,
 } from './format.js';
+import { BinlogDirError } from './dir-error.js';
 import { nodeFileSystem, type FileSystem } from './file-system.js';
 import { IdMark } from './id-mark.js';
 import type { SegmentOnDisk } from './recovery.js';
@@ -172,7 +173,7 @@ export class Binlog implements Journal, Durability {
     for (const name of readdirSync(dir)) highest = Math.max(highest, parseSegmentFileName(name) ?? 0);
     // On a nearly full disk the server still starts, with only the header claimed.
     if (!this.openSegment(highest + 1, this.chunkBytes, SEGMENT_HEADER_BYTES)) {
-      throw new Error(`cannot create a binlog segment in ${dir}: ${this.failure}`);
+      throw new BinlogDirError(`cannot create a binlog segment in ${dir}: ${this.failure}`);
     }
     this.source = source;
     this.idMark.store(source.nextId);

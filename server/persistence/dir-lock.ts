@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { requireRegularFile } from './dir-error.js';
 
 export const LOCK_FILE = 'beanpole.lock';
 
@@ -35,6 +36,10 @@ function isAlive(pid: number, ticks: string): boolean {
 export class DirLock {
   private constructor(private readonly file: string) {}
 
+  /**
+   * Takes the lock, or throws DirLockedError when a live server holds it, a BinlogDirError when
+   * something other than a file has the lock's name, or the file system's error.
+   */
   static acquire(dir: string): DirLock {
     const file = path.join(dir, LOCK_FILE);
     const me = `${process.pid} ${startTicks(process.pid) ?? '0'}\n`;
@@ -45,11 +50,14 @@ export class DirLock {
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       }
+      // A directory (or a FIFO) under the lock's name is not a lock to take over.
+      requireRegularFile(file);
       let owner: string;
       try {
         owner = fs.readFileSync(file, 'latin1');
-      } catch {
-        continue; // removed meanwhile: try again
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue; // removed meanwhile: try again
+        throw err;
       }
       const [pidText, ticks] = owner.trim().split(' ');
       const pid = Number(pidText);

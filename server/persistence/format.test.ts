@@ -25,9 +25,11 @@ import {
   encodeState,
   jobRecordBytes,
   parseSegmentFileName,
+  recordSalt,
   resync,
   scanRecord,
   segmentFileName,
+  segmentHeaderMatchesSalt,
   type DecodedRecord,
   type StateImage,
 } from './format.js';
@@ -468,29 +470,89 @@ describe('segment headers', () => {
   });
 
   it('reject a short buffer', () => {
-    expect(checkSegmentHeader(encodeSegmentHeader(1, T0, SALT).subarray(0, 31))).toEqual({ ok: false, reason: 'shorter than its header' });
-    expect(checkSegmentHeader(Buffer.alloc(0))).toMatchObject({ ok: false });
+    expect(checkSegmentHeader(encodeSegmentHeader(1, T0, SALT).subarray(0, 31))).toEqual({
+      ok: false,
+      problem: 'short',
+      reason: 'shorter than its header',
+    });
+    expect(checkSegmentHeader(Buffer.alloc(0))).toMatchObject({ ok: false, problem: 'short' });
   });
 
-  it('reject a bad magic', () => {
+  it('call a header with a valid checksum but another magic foreign', () => {
     const h = encodeSegmentHeader(1, T0, SALT);
     h.write('binlog.1', 0, 'latin1');
-    expect(checkSegmentHeader(h)).toEqual({ ok: false, reason: 'not a Beanpole binlog segment' });
+    h.writeUInt32LE(crc32(h.subarray(0, 28), 0), 28);
+    expect(checkSegmentHeader(h)).toEqual({ ok: false, problem: 'foreign', reason: 'not a Beanpole binlog segment' });
   });
 
-  it('reject a bad checksum, whichever byte after the magic is damaged', () => {
-    for (let i = 8; i < SEGMENT_HEADER_BYTES; i++) {
+  it('call a header damaged, whichever byte is flipped (magic and version included: damage, not another format)', () => {
+    for (let i = 0; i < SEGMENT_HEADER_BYTES; i++) {
       const h = encodeSegmentHeader(7, T0, SALT);
       h[i]! ^= 0x04;
-      expect(checkSegmentHeader(h), `byte ${i}`).toEqual({ ok: false, reason: 'header checksum mismatch' });
+      const reason = i < 8 ? 'header checksum mismatch, bad magic' : 'header checksum mismatch';
+      expect(checkSegmentHeader(h), `byte ${i}`).toEqual({ ok: false, problem: 'damaged', reason });
     }
   });
 
-  it('reject a different format version with a valid checksum', () => {
+  it('call a different format version with a valid checksum foreign', () => {
     const h = encodeSegmentHeader(3, T0, SALT);
     h.writeUInt32LE(FORMAT_VERSION + 1, 8);
     h.writeUInt32LE(crc32(h.subarray(0, 28), 0), 28);
-    expect(checkSegmentHeader(h)).toEqual({ ok: false, reason: `unknown format version ${FORMAT_VERSION + 1}` });
+    expect(checkSegmentHeader(h)).toEqual({ ok: false, problem: 'foreign', reason: `unknown format version ${FORMAT_VERSION + 1}` });
+  });
+
+  it('match the header checksum with the right salt in place of damaged salt bytes, and only then', () => {
+    const h = encodeSegmentHeader(3, T0, SALT);
+    expect(segmentHeaderMatchesSalt(h, SALT)).toBe(true);
+    h[25]! ^= 0x10;
+    expect(checkSegmentHeader(h)).toMatchObject({ ok: false, problem: 'damaged' });
+    expect(segmentHeaderMatchesSalt(h, SALT)).toBe(true);
+    expect(segmentHeaderMatchesSalt(h, h.readUInt32LE(24))).toBe(false);
+    expect(segmentHeaderMatchesSalt(h, SALT ^ 1)).toBe(false);
+    // Damage outside the salt: no salt makes it match.
+    h[25]! ^= 0x10;
+    h[13]! ^= 0x01;
+    expect(segmentHeaderMatchesSalt(h, SALT)).toBe(false);
+  });
+});
+
+describe('recordSalt', () => {
+  const records = (): Buffer[] => [jobRecord(image({ id: 9, body: Buffer.from('BPR1 in a body') })), stateRecord(image({ state: 'buried' })), deleteRecord(3)];
+
+  it('gives the salt each kind of record was sealed with, wherever it sits', () => {
+    for (const rec of records()) {
+      const buf = Buffer.concat([Buffer.alloc(5, 0xee), rec, Buffer.alloc(7)]);
+      expect(recordSalt(buf, 5, MAX_PAYLOAD)).toBe(SALT);
+      expect(scanRecord(buf, 5, MAX_PAYLOAD, recordSalt(buf, 5, MAX_PAYLOAD)!)).toEqual({ kind: 'record', size: rec.length });
+    }
+  });
+
+  it('gives another salt for a record with a damaged length, crc or payload', () => {
+    for (const rec of records()) {
+      for (let i = 4; i < rec.length; i++) {
+        const bad = Buffer.from(rec);
+        bad[i]! ^= 0x01;
+        const salt = recordSalt(bad, 0, MAX_PAYLOAD);
+        // A changed length may no longer fit the buffer: then there is no candidate at all.
+        if (salt !== null) expect(salt, `byte ${i}`).not.toBe(SALT);
+      }
+    }
+  });
+
+  it('is null where no record can start: no magic, a length out of bounds or past the end, too few bytes', () => {
+    const rec = jobRecord(image());
+    const noMagic = Buffer.from(rec);
+    noMagic[0]! ^= 1;
+    expect(recordSalt(noMagic, 0, MAX_PAYLOAD)).toBeNull();
+    const long = Buffer.from(rec);
+    long.writeUInt32LE(rec.length, 4);
+    expect(recordSalt(long, 0, MAX_PAYLOAD)).toBeNull();
+    const short = Buffer.from(rec);
+    short.writeUInt32LE(3, 4);
+    expect(recordSalt(short, 0, MAX_PAYLOAD)).toBeNull();
+    expect(recordSalt(rec, 0, rec.length - RECORD_HEADER_BYTES - 1)).toBeNull();
+    expect(recordSalt(rec.subarray(0, rec.length - 1), 0, MAX_PAYLOAD)).toBeNull();
+    expect(recordSalt(rec.subarray(0, 11), 0, MAX_PAYLOAD)).toBeNull();
   });
 });
 

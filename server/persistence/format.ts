@@ -1,5 +1,6 @@
 import { crc32 } from 'node:zlib';
 import type { JobImage, JobState } from '../engine/job.js';
+import { crc32Seed } from './crc32-seed.js';
 
 /**
  * Beanpole's binlog format, version 1. Little-endian throughout.
@@ -14,7 +15,8 @@ import type { JobImage, JobState } from '../engine/job.js';
  * magic lets a reader find the next intact record after damage. The salt keeps a job body that
  * happens to contain a well-formed record (a client can send any bytes) from ever passing for
  * one when the reader searches for the next record after damage. A zero magic with a zero length is where written data ends (the segment
- * is preallocated with zeros).
+ * is preallocated with zeros). A damaged header loses no record: the salt can be read back from
+ * the records' own checksums (recordSalt), and the index from the file name.
  *
  * Payload, first byte is the kind:
  *   JOB     kind | state | tubeLen u8 | 0 | priority u32 | id u64 | delayMs f64 | ttrMs f64
@@ -33,6 +35,9 @@ export const SEGMENT_MAGIC = Buffer.from('BPSEG001', 'latin1');
 export const SEGMENT_HEADER_BYTES = 32;
 export const RECORD_MAGIC = 0x31525042; // "BPR1"
 export const RECORD_HEADER_BYTES = 12;
+/** Where the salt sits in the segment header. */
+export const SEGMENT_SALT_OFFSET = 24;
+const RECORD_MAGIC_BYTES = Buffer.from([0x42, 0x50, 0x52, 0x31]);
 
 export const KIND_JOB = 1;
 export const KIND_STATE = 2;
@@ -190,12 +195,29 @@ export function scanRecord(buf: Buffer, at: number, maxPayload: number, salt: nu
 
 /** Finds the next offset after `from` where an intact record starts, or -1. */
 export function resync(buf: Buffer, from: number, maxPayload: number, salt: number): number {
-  const magic = Buffer.alloc(4);
-  magic.writeUInt32LE(RECORD_MAGIC, 0);
-  for (let at = buf.indexOf(magic, from + 1); at >= 0; at = buf.indexOf(magic, at + 1)) {
+  for (let at = findRecordMagic(buf, from + 1); at >= 0; at = findRecordMagic(buf, at + 1)) {
     if (scanRecord(buf, at, maxPayload, salt).kind === 'record') return at;
   }
   return -1;
+}
+
+/** The first offset at or after `from` where a record magic is, or -1. */
+export function findRecordMagic(buf: Buffer, from: number): number {
+  return buf.indexOf(RECORD_MAGIC_BYTES, from);
+}
+
+/**
+ * The salt under which the record at `at` would pass its checksum, or null when no record can
+ * start there (no magic, or a length out of bounds or past the end). Every record candidate has
+ * exactly one such salt, so a salt found this way must be confirmed before it is trusted.
+ */
+export function recordSalt(buf: Buffer, at: number, maxPayload: number): number | null {
+  if (buf.length - at < RECORD_HEADER_BYTES || buf.readUInt32LE(at) !== RECORD_MAGIC) return null;
+  const length = buf.readUInt32LE(at + 4);
+  if (length < 4 || length > maxPayload || buf.length - at - RECORD_HEADER_BYTES < length) return null;
+  // The crc is crc32(payload, crc32(length field, salt)): undo the payload, then the length field.
+  const afterLength = crc32Seed(buf.subarray(at + RECORD_HEADER_BYTES, at + RECORD_HEADER_BYTES + length), buf.readUInt32LE(at + 8));
+  return crc32Seed(buf.subarray(at + 4, at + 8), afterLength);
 }
 
 function isZero(buf: Buffer, from: number, to: number): boolean {
@@ -270,20 +292,37 @@ export function encodeSegmentHeader(index: number, createdAt: number, salt: numb
   buf.writeUInt32LE(FORMAT_VERSION, 8);
   buf.writeUInt32LE(index, 12);
   buf.writeDoubleLE(createdAt, 16);
-  buf.writeUInt32LE(salt >>> 0, 24);
+  buf.writeUInt32LE(salt >>> 0, SEGMENT_SALT_OFFSET);
   buf.writeUInt32LE(crc32(buf.subarray(0, 28), 0), 28);
   return buf;
 }
 
-export type SegmentHeaderCheck = { ok: true; index: number; salt: number } | { ok: false; reason: string };
+export type SegmentHeaderCheck =
+  | { ok: true; index: number; salt: number }
+  /**
+   * `short`: fewer bytes than a header; `damaged`: the header fails its checksum (its records
+   * may still be intact); `foreign`: an intact header of another format or a future version.
+   */
+  | { ok: false; problem: 'short' | 'damaged' | 'foreign'; reason: string };
 
 export function checkSegmentHeader(buf: Buffer): SegmentHeaderCheck {
-  if (buf.length < SEGMENT_HEADER_BYTES) return { ok: false, reason: 'shorter than its header' };
-  if (!buf.subarray(0, 8).equals(SEGMENT_MAGIC)) return { ok: false, reason: 'not a Beanpole binlog segment' };
-  if (buf.readUInt32LE(28) !== crc32(buf.subarray(0, 28), 0)) return { ok: false, reason: 'header checksum mismatch' };
+  if (buf.length < SEGMENT_HEADER_BYTES) return { ok: false, problem: 'short', reason: 'shorter than its header' };
+  // The checksum first: a flipped bit in the magic or the version is damage, not another format.
+  const magicOk = buf.subarray(0, 8).equals(SEGMENT_MAGIC);
+  if (buf.readUInt32LE(28) !== crc32(buf.subarray(0, 28), 0)) {
+    return { ok: false, problem: 'damaged', reason: magicOk ? 'header checksum mismatch' : 'header checksum mismatch, bad magic' };
+  }
+  if (!magicOk) return { ok: false, problem: 'foreign', reason: 'not a Beanpole binlog segment' };
   const version = buf.readUInt32LE(8);
-  if (version !== FORMAT_VERSION) return { ok: false, reason: `unknown format version ${version}` };
-  return { ok: true, index: buf.readUInt32LE(12), salt: buf.readUInt32LE(24) };
+  if (version !== FORMAT_VERSION) return { ok: false, problem: 'foreign', reason: `unknown format version ${version}` };
+  return { ok: true, index: buf.readUInt32LE(12), salt: buf.readUInt32LE(SEGMENT_SALT_OFFSET) };
+}
+
+/** True when the header's checksum matches once `salt` is put in place of the stored one. */
+export function segmentHeaderMatchesSalt(buf: Buffer, salt: number): boolean {
+  const header = Buffer.from(buf.subarray(0, 28));
+  header.writeUInt32LE(salt >>> 0, SEGMENT_SALT_OFFSET);
+  return buf.readUInt32LE(28) === crc32(header, 0);
 }
 
 /** Segment file names: binlog.<index>.bp (not beanstalkd's binlog.N, whose format differs). */

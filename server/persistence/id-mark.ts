@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
+import { requireRegularFile } from './dir-error.js';
 
 export const ID_MARK_FILE = 'next-id';
 const MAGIC = 0x44494250; // "PBID"
@@ -20,16 +21,22 @@ export class IdMark {
     private readonly write: (fd: number, buf: Buffer, position: number) => void,
   ) {}
 
+  /** Opens (or creates) the mark; throws a BinlogDirError or the open's error when it cannot. */
   static open(dir: string, write: (fd: number, buf: Buffer, position: number) => void): IdMark {
-    const fd = fs.openSync(path.join(dir, ID_MARK_FILE), fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
+    const file = path.join(dir, ID_MARK_FILE);
+    requireRegularFile(file);
+    const fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
     return new IdMark(fd, write);
   }
 
   /** The stored next id, or 0 when the file is missing, short or damaged. */
   static read(dir: string): number {
+    const file = path.join(dir, ID_MARK_FILE);
     let data: Buffer;
     try {
-      data = fs.readFileSync(path.join(dir, ID_MARK_FILE));
+      // Only a regular file is read: reading a FIFO would block the start (open() refuses it).
+      if (!fs.statSync(file).isFile()) return 0;
+      data = fs.readFileSync(file);
     } catch {
       return 0;
     }

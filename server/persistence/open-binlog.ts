@@ -1,16 +1,18 @@
 import { statSync } from 'node:fs';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { MAX_JOB_SIZE_LIMIT, MAX_TUBE_NAME_LENGTH } from '../../shared/limits.js';
 import type { Engine } from '../engine/engine.js';
 import type { Binlog } from './binlog.js';
-import { DirLock, DirLockedError } from './dir-lock.js';
+import { BinlogDirError, fileError, isSystemError } from './dir-error.js';
+import { DirLock, DirLockedError, LOCK_FILE } from './dir-lock.js';
 import { JOB_RECORD_FIXED_BYTES } from './format.js';
 import { countLive, recover, type Recovery } from './recovery.js';
 
 /** beanstalkd's exit status when the binlog directory cannot be used. */
 export const BINLOG_EXIT_CODE = 10;
 
-export class BinlogDirError extends Error {}
+export { BinlogDirError };
 
 export interface OpenedBinlog {
   lock: DirLock;
@@ -22,24 +24,13 @@ export interface OpenedBinlog {
 
 /**
  * Takes the directory's lock, replays its segments into `engine` (whose journal is `binlog`,
- * not yet open) and opens a fresh segment for writing. Throws BinlogDirError when the
- * directory is missing or another server holds it.
+ * not yet open) and opens a fresh segment for writing. Throws BinlogDirError, one line naming
+ * the path and the cause, when the directory or a file in it cannot be used (missing, held by
+ * another server, a directory where a file should be, unreadable, no space for a segment).
  */
 export function openBinlog(dir: string, binlog: Binlog, engine: Engine, log: Logger): OpenedBinlog {
-  const options = { dir };
-  try {
-    if (!statSync(options.dir).isDirectory()) throw new BinlogDirError(`${options.dir} is not a directory`);
-  } catch (err) {
-    if (err instanceof BinlogDirError) throw err;
-    throw new BinlogDirError(`${options.dir}: ${(err as Error).message}`);
-  }
-  let lock: DirLock;
-  try {
-    lock = DirLock.acquire(options.dir);
-  } catch (err) {
-    if (err instanceof DirLockedError) throw new BinlogDirError(err.message);
-    throw new BinlogDirError(`${options.dir}: ${(err as Error).message}`);
-  }
+  requireDirectory(dir);
+  const lock = takeLock(dir);
   try {
     const started = performance.now();
     // Jobs written under an earlier, larger -z are still read back.
@@ -51,6 +42,27 @@ export function openBinlog(dir: string, binlog: Binlog, engine: Engine, log: Log
     return { lock, recovery, jobs, replayMs: performance.now() - started };
   } catch (err) {
     lock.release();
-    throw err;
+    // Any file the start could not use (the error names it when Node knows it) is a directory
+    // problem for the operator, not a crash; other errors are bugs and keep their stack.
+    throw isSystemError(err) ? fileError(err, dir) : err;
+  }
+}
+
+function requireDirectory(dir: string): void {
+  let isDirectory: boolean;
+  try {
+    isDirectory = statSync(dir).isDirectory();
+  } catch (err) {
+    throw fileError(err, dir);
+  }
+  if (!isDirectory) throw new BinlogDirError(`${dir} is not a directory`);
+}
+
+function takeLock(dir: string): DirLock {
+  try {
+    return DirLock.acquire(dir);
+  } catch (err) {
+    if (err instanceof DirLockedError) throw new BinlogDirError(err.message);
+    throw isSystemError(err) ? fileError(err, path.join(dir, LOCK_FILE)) : err;
   }
 }

@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
+import { crc32 } from 'node:zlib';
 import path from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -13,6 +14,7 @@ import { Harness, T0 } from '../engine/testing.js';
 import { Binlog } from './binlog.js';
 import {
   DELETE_RECORD_BYTES,
+  FORMAT_VERSION,
   JOB_RECORD_FIXED_BYTES,
   SEGMENT_HEADER_BYTES,
   STATE_RECORD_BYTES,
@@ -580,28 +582,148 @@ describe('recover() and job bodies that look like records', () => {
 });
 
 describe('recover() and segment files', () => {
-  it('skips and reports a segment with a bad header, leaving it in place', () => {
+  /** Segment 2 of three, with jobs in several states, a delete and preallocated zeros. */
+  function threeSegments(dir: string): { seg2: WrittenSegment; recs2: Buffer[] } {
+    writeSegment(dir, 1, [jobRec(image({ id: 1 }))]);
+    const buried = image({ id: 3, priority: 30 });
+    const recs2 = [
+      jobRec(image({ id: 2, priority: 20 })),
+      jobRec(buried),
+      stateRec({ ...buried, state: 'buried', buriedSeq: 1, reserves: 1, buries: 1 }),
+      jobRec(image({ id: 4, state: 'delayed', delayMs: 5000, deadlineAt: T0 + 5000 })),
+      jobRec(image({ id: 5 })),
+      deleteRec(5),
+      jobRec(image({ id: 6, body: Buffer.from('BPR1 looks like a record magic') })),
+    ];
+    const seg2 = writeSegment(dir, 2, recs2, 4096);
+    writeSegment(dir, 3, [stateRec(image({ id: 2, priority: 21, releases: 1 }))]);
+    return { seg2, recs2 };
+  }
+
+  function flip(file: string, at: number, xor: number): void {
+    const data = fs.readFileSync(file);
+    data[at]! ^= xor;
+    fs.writeFileSync(file, data);
+  }
+
+  const SOURCES = {
+    stored: 'the salt stored in the header, confirmed by a record',
+    header: 'the salt recovered from a record, confirmed by the header checksum',
+    records: 'the salt recovered from records, confirmed by two of them',
+  };
+
+  function headerLine(file: string, reason: string, source: keyof typeof SOURCES, records: number, jobs: number, skipped: number): string {
+    return (
+      `${file}:0: header damaged (${reason}); its records were read by their own checksums (${SOURCES[source]}): ` +
+      `${records} records (${jobs} jobs) recovered, ${skipped} bytes skipped (the 32-byte header included)`
+    );
+  }
+
+  it('recovers every record of a segment whose header is damaged, whichever header byte is flipped', () => {
+    for (let at = 0; at < SEGMENT_HEADER_BYTES; at++) {
+      for (const xor of [0x01, 0x80]) {
+        const dir = tmpDir();
+        const { seg2 } = threeSegments(dir);
+        flip(seg2.path, at, xor);
+        const what = `byte ${at} ^ ${xor}`;
+
+        const rec = replay(dir);
+        const reason = at < 8 ? 'header checksum mismatch, bad magic' : 'header checksum mismatch';
+        const source = at >= 24 && at < 28 ? 'header' : 'stored';
+        expect(rec.problems, what).toEqual([headerLine(seg2.path, reason, source, 7, 5, SEGMENT_HEADER_BYTES)]);
+        expect([...rec.jobs.keys()].sort(), what).toEqual([1, 2, 3, 4, 6]);
+        // The index comes from the file name (the header's index may be the damaged byte).
+        expect(rec.jobs.get(2), what).toMatchObject({ file: 2, priority: 21, releases: 1 });
+        expect(rec.jobs.get(3), what).toMatchObject({ file: 2, state: 'buried', buriedSeq: 1, buries: 1 });
+        expect(rec.jobs.get(4), what).toMatchObject({ file: 2, state: 'delayed', deadlineAt: T0 + 5000 });
+        expect(rec.jobs.get(6)!.body.toString(), what).toBe('BPR1 looks like a record magic');
+        expect(rec.segments.map((s) => [s.index, s.live]), what).toEqual([
+          [1, 1],
+          [2, 4],
+          [3, 0],
+        ]);
+        expect(rec.records, what).toBe(9);
+        expect(rec.nextId, what).toBe(7);
+        // Kept like any other segment: the zeros after its records are cut, the header is left as found.
+        expect(fs.statSync(seg2.path).size, what).toBe(seg2.end);
+        expect(rec.segments[1]!.bytes, what).toBe(seg2.end);
+      }
+    }
+  });
+
+  it('recovers the records when the salt and another header byte are damaged, from two records that agree', () => {
+    const dir = tmpDir();
+    const { seg2 } = threeSegments(dir);
+    flip(seg2.path, 26, 0x40);
+    flip(seg2.path, 12, 0x01);
+    const rec = replay(dir);
+    expect(rec.problems).toEqual([headerLine(seg2.path, 'header checksum mismatch', 'records', 7, 5, SEGMENT_HEADER_BYTES)]);
+    expect([...rec.jobs.keys()].sort()).toEqual([1, 2, 3, 4, 6]);
+  });
+
+  it('counts every byte skipped in a segment with a damaged header, and reports the damage after it in file order', () => {
+    const dir = tmpDir();
+    const { seg2, recs2 } = threeSegments(dir);
+    flip(seg2.path, 5, 0x01);
+    flip(seg2.path, seg2.offsets[1]! + 30, 0x01); // job 3's JOB record: job 3 is lost
+    flip(seg2.path, seg2.offsets[6]! + 30, 0x01); // the last record: cut off
+    const rec = replay(dir);
+    expect(rec.problems).toEqual([
+      headerLine(seg2.path, 'header checksum mismatch, bad magic', 'stored', 5, 3, SEGMENT_HEADER_BYTES + recs2[1]!.length + recs2[6]!.length),
+      `${seg2.path}:${seg2.offsets[1]}: checksum mismatch; skipped ${recs2[1]!.length} bytes to the next intact record`,
+      `${seg2.path}:${seg2.offsets[6]}: checksum mismatch; nothing intact follows (${recs2[6]!.length + 4096} bytes cut off)`,
+    ]);
+    expect([...rec.jobs.keys()].sort()).toEqual([1, 2, 4]);
+    expect(fs.statSync(seg2.path).size).toBe(seg2.offsets[6]);
+  });
+
+  it('leaves in place, with a warning, a segment with a damaged header where no record passes its checksum', () => {
     const dir = tmpDir();
     writeSegment(dir, 1, [jobRec(image({ id: 1 }))]);
-    const bad = writeSegment(dir, 2, [jobRec(image({ id: 2 }))]);
-    const data = fs.readFileSync(bad.path);
-    data[3]! ^= 0xff;
-    fs.writeFileSync(bad.path, data);
-    const badCrc = writeSegment(dir, 3, [jobRec(image({ id: 3 }))]);
-    const data3 = fs.readFileSync(badCrc.path);
-    data3[20]! ^= 0x01;
-    fs.writeFileSync(badCrc.path, data3);
+    // One record and both the salt and the index damaged: nothing can confirm a salt.
+    const lone = writeSegment(dir, 2, [jobRec(image({ id: 2 }))]);
+    flip(lone.path, 24, 0x01);
+    flip(lone.path, 12, 0x01);
+    // Not a segment at all.
+    const text = path.join(dir, segmentFileName(3));
+    fs.writeFileSync(text, 'these are notes, not a binlog segment; BPR1 appears in them\n'.repeat(3));
+    const before = [fs.readFileSync(lone.path), fs.readFileSync(text)];
+
+    const rec = replay(dir);
+    expect(rec.problems).toEqual([
+      `${lone.path}:0: header checksum mismatch, and no record in it passes its own checksum; the whole file is skipped and left in place`,
+      `${text}:0: header checksum mismatch, bad magic, and no record in it passes its own checksum; the whole file is skipped and left in place`,
+    ]);
+    expect([...rec.jobs.keys()]).toEqual([1]);
+    expect(rec.segments.map((s) => s.index)).toEqual([1]);
+    expect(fs.readFileSync(lone.path)).toEqual(before[0]);
+    expect(fs.readFileSync(text)).toEqual(before[1]);
+  });
+
+  it('skips and leaves in place a segment of a future format version, or with another magic, when its header checksum is valid', () => {
+    const dir = tmpDir();
+    writeSegment(dir, 1, [jobRec(image({ id: 1 }))]);
+    const future = writeSegment(dir, 2, [jobRec(image({ id: 2 }))]);
+    const data2 = fs.readFileSync(future.path);
+    data2.writeUInt32LE(FORMAT_VERSION + 1, 8);
+    data2.writeUInt32LE(crc32(data2.subarray(0, 28), 0), 28);
+    fs.writeFileSync(future.path, data2);
+    const other = writeSegment(dir, 3, [jobRec(image({ id: 3 }))]);
+    const data3 = fs.readFileSync(other.path);
+    data3.write('BPSEG999', 0, 'latin1');
+    data3.writeUInt32LE(crc32(data3.subarray(0, 28), 0), 28);
+    fs.writeFileSync(other.path, data3);
     writeSegment(dir, 4, [jobRec(image({ id: 4 }))]);
 
     const rec = replay(dir);
     expect(rec.problems).toEqual([
-      `${bad.path}:0: not a Beanpole binlog segment; the whole file is skipped and left in place`,
-      `${badCrc.path}:0: header checksum mismatch; the whole file is skipped and left in place`,
+      `${future.path}:0: unknown format version ${FORMAT_VERSION + 1}; the whole file is skipped and left in place`,
+      `${other.path}:0: not a Beanpole binlog segment; the whole file is skipped and left in place`,
     ]);
     expect([...rec.jobs.keys()]).toEqual([1, 4]);
     expect(rec.segments.map((s) => s.index)).toEqual([1, 4]);
-    expect(fs.readFileSync(bad.path)).toEqual(data);
-    expect(fs.readFileSync(badCrc.path)).toEqual(data3);
+    expect(fs.readFileSync(future.path)).toEqual(data2);
+    expect(fs.readFileSync(other.path)).toEqual(data3);
   });
 
   it('removes empty, short-header and all-zero segments', () => {
@@ -617,7 +739,7 @@ describe('recover() and segment files', () => {
     expect(rec.problems).toEqual([
       `${empty}:0: shorter than its header; removed (it holds no records)`,
       `${short}:0: shorter than its header; removed (it holds no records)`,
-      `${zeros}:0: not a Beanpole binlog segment; removed (it holds no records)`,
+      `${zeros}:0: nothing but zeros; removed (it holds no records)`,
     ]);
     for (const f of [empty, short, zeros]) expect(fs.existsSync(f)).toBe(false);
     expect(rec.segments.map((s) => s.index)).toEqual([1]);
