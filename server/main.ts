@@ -40,7 +40,6 @@ async function main(argv: string[]): Promise<void> {
   const user = options.user === null ? null : privileged(log, () => lookUpUser(options.user!));
   const binlog = options.binlogDir === null ? null : createBinlog(options, options.binlogDir, log);
   const budget = memoryBudget(options.maxJobBytes, machineFacts());
-  log.info({ ...budget }, `memory budget: ${Math.floor(budget.maxRecordHeapBytes / JOB_RECORD_HEAP_BYTES)} jobs on the heap, ${budget.maxJobBytes} bytes of bodies`);
   const engine = new Engine({ clock: systemClock, ...budget, journal: binlog ?? nullJournal });
   // With -u, the directory is opened as USER: a directory USER cannot write stops the start here
   // (as beanstalkd refuses to start), and every file the binlog creates belongs to USER.
@@ -95,6 +94,8 @@ async function main(argv: string[]): Promise<void> {
   try {
     const where = await beanstalk.listen(options.listen, options.port);
     log.info({ address: where, version: VERSION }, `beanstalkd protocol listening on ${where}`);
+    const jobs = Math.floor(budget.maxRecordHeapBytes / JOB_RECORD_HEAP_BYTES);
+    log.info({ ...budget }, `memory budget: ${jobs} jobs on the heap, ${budget.maxJobBytes} bytes of bodies`);
   } catch (err) {
     log.fatal({ err }, 'cannot listen');
     process.exit(111);
