@@ -50,6 +50,20 @@ describe('parseCommandLine: the admin flags', () => {
     expect(parseCommandLine(['--admin-port', '70000'])).toMatchObject({ kind: 'usage-error' });
     expect(parseCommandLine(['--admin-token', ''])).toMatchObject({ kind: 'usage-error' });
   });
+
+  it('refuses a blank token, or one with whitespace at an end, from the flag or the variable (the bearer is trimmed)', () => {
+    for (const token of [' ', '   ', '\t', '\n', ' tok', 'tok ', 'tok\n']) {
+      expect(parseCommandLine(['--admin-token', token]), JSON.stringify(token)).toMatchObject({ kind: 'usage-error', message: /admin token/ });
+      expect(parseCommandLine([], { BEANPOLE_ADMIN_TOKEN: token }), JSON.stringify(token)).toMatchObject({
+        kind: 'usage-error',
+        message: /BEANPOLE_ADMIN_TOKEN/,
+      });
+    }
+    // An empty variable still means no token; the flag still wins over the variable.
+    expect(parseCommandLine([], { BEANPOLE_ADMIN_TOKEN: '' })).toStrictEqual(run({}));
+    expect(parseCommandLine(['--admin-token', 't'], { BEANPOLE_ADMIN_TOKEN: '  ' })).toStrictEqual(run({ admin: { ...admin, token: 't' } }));
+    expect(parseCommandLine(['--admin-token', 'a b'])).toStrictEqual(run({ admin: { ...admin, token: 'a b' } }));
+  });
 });
 
 describe('parseCommandLine', () => {
@@ -207,9 +221,13 @@ describe('bin/beanpole', () => {
   const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
   function beanpole(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+    return beanpoleWithEnv({}, ...args);
+  }
+
+  function beanpoleWithEnv(env: NodeJS.ProcessEnv, ...args: string[]): { status: number | null; stdout: string; stderr: string } {
     // The test command builds first; starting the binary without dist/ would build the UI too.
     expect(existsSync(new URL('../dist/server/main.js', import.meta.url)), 'dist/server/main.js (run npm run build:server)').toBe(true);
-    const r = spawnSync(process.execPath, ['bin/beanpole', ...args], { cwd: root, encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(process.execPath, ['bin/beanpole', ...args], { cwd: root, encoding: 'utf8', timeout: 30_000, env: { ...process.env, ...env } });
     return { status: r.status, stdout: r.stdout, stderr: r.stderr };
   }
 
@@ -233,5 +251,19 @@ describe('bin/beanpole', () => {
     const r = beanpole('-v');
     expect(r.status).toBe(0);
     expect(r.stdout).toBe(`beanpole ${version}\n`);
+  });
+
+  it('a blank --admin-token or BEANPOLE_ADMIN_TOKEN exits 5 before listening', () => {
+    // Were the command line accepted, the missing binlog folder would stop the server (exit 10)
+    // before it listens on anything.
+    const noDir = ['-b', '/nonexistent/beanpole-cli-test'];
+    for (const r of [
+      beanpoleWithEnv({}, ...noDir, '--admin-token', '   '),
+      beanpoleWithEnv({ BEANPOLE_ADMIN_TOKEN: '   ' }, ...noDir),
+    ]) {
+      expect(r.status, r.stderr).toBe(USAGE_EXIT_CODE);
+      expect(r.stderr).toContain(USAGE);
+      expect(r.stdout).toBe('');
+    }
   });
 });

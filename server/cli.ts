@@ -128,7 +128,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
   const admin: AdminOptions = {
     listen: DEFAULT_ADMIN_LISTEN,
     port: DEFAULT_ADMIN_PORT,
-    token: env.BEANPOLE_ADMIN_TOKEN || null,
+    token: null,
     readOnly: false,
   };
   let noAdmin = false;
@@ -198,8 +198,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
           admin.port = integer(value, 'admin port', 0, 65535);
           break;
         case 'admin-token':
-          if (value === '') throw new UsageError('the admin token must not be empty');
-          admin.token = value;
+          admin.token = adminToken(value, '--admin-token');
           break;
         case 'admin-read-only':
           admin.readOnly = true;
@@ -209,6 +208,8 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
           break;
       }
     }
+    // The flag wins over the variable; an empty variable means no token (set but blank in a shell).
+    if (admin.token === null && env.BEANPOLE_ADMIN_TOKEN) admin.token = adminToken(env.BEANPOLE_ADMIN_TOKEN, 'BEANPOLE_ADMIN_TOKEN');
     if (!noAdmin && admin.token === null && !isLoopback(admin.listen)) {
       throw new UsageError(`--admin-listen ${admin.listen} is reachable from other machines: set --admin-token (or BEANPOLE_ADMIN_TOKEN)`);
     }
@@ -223,6 +224,16 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
 /** True for addresses only this machine can reach. */
 export function isLoopback(address: string): boolean {
   return address === 'localhost' || address === '::1' || /^127\.\d+\.\d+\.\d+$/.test(address);
+}
+
+/**
+ * A usable token: not empty, and no whitespace at either end, since the server trims the value
+ * of `Authorization: Bearer ...` (as HTTP trims header values), so such a token could never match.
+ */
+function adminToken(value: string, where: string): string {
+  if (value.trim() === '') throw new UsageError(`the admin token (${where}) must not be empty or blank`);
+  if (value.trim() !== value) throw new UsageError(`the admin token (${where}) must not start or end with whitespace`);
+  return value;
 }
 
 function integer(text: string, what: string, min: number, max: number): number {
