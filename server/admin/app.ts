@@ -14,7 +14,17 @@ import { errorHandler } from './errors.js';
 import { LiveUpdates } from './live.js';
 import { prometheusText } from './metrics.js';
 import { apiRoutes } from './routes.js';
-import { bearer, readOnlyGuard, requireToken, sameOriginForChanges, securityHeaders, tokenMatches } from './security.js';
+import {
+  allowedHostsOnly,
+  bearer,
+  hostCheck,
+  readOnlyGuard,
+  requireToken,
+  sameOriginForChanges,
+  securityHeaders,
+  socketHandshakeAllowed,
+  tokenMatches,
+} from './security.js';
 import { StatsHistory } from './stats-history.js';
 
 export interface AdminContext {
@@ -49,6 +59,8 @@ export function createAdminServer(ctx: AdminContext): AdminServer {
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   app.use(securityHeaders());
+  const isAllowedHost = hostCheck(options);
+  app.use(allowedHostsOnly(isAllowedHost));
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true, draining: engine.draining });
   });
@@ -69,15 +81,12 @@ export function createAdminServer(ctx: AdminContext): AdminServer {
     });
   }
   app.use(errorHandler(ctx.log));
+  const handshakeAllowed = socketHandshakeAllowed(isAllowedHost);
 
   const server = http.createServer(app);
   const io = new IoServer<ClientToServerEvents, ServerToClientEvents>(server, {
     serveClient: false,
-    // Same origin only: socket.io's CORS stays off, and a cross-site page cannot connect.
-    allowRequest: (req, callback) => {
-      const origin = req.headers.origin;
-      callback(null, origin === undefined || safeHost(origin) === req.headers.host);
-    },
+    allowRequest: (req, callback) => callback(null, handshakeAllowed(req)),
   });
   io.use((socket, next) => {
     const given = typeof socket.handshake.auth.token === 'string' ? socket.handshake.auth.token : bearer(socket.handshake.headers.authorization);
@@ -106,12 +115,4 @@ export function createAdminServer(ctx: AdminContext): AdminServer {
       });
     },
   };
-}
-
-function safeHost(origin: string): string {
-  try {
-    return new URL(origin).host;
-  } catch {
-    return '';
-  }
 }

@@ -1,6 +1,9 @@
 import { timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
 import helmet from 'helmet';
+import type { AdminOptions } from '../cli.js';
+import { hostName } from '../host-name.js';
 import { ApiError } from './errors.js';
 
 /** Security headers: a strict CSP (scripts and connections only from this origin), no framing. */
@@ -64,13 +67,7 @@ export function sameOriginForChanges(): RequestHandler {
       return next(new ApiError(403, 'CROSS_ORIGIN', 'changes are accepted only from the dashboard itself'));
     }
     if (origin !== undefined) {
-      let host: string;
-      try {
-        host = new URL(origin).host;
-      } catch {
-        host = '';
-      }
-      if (host !== req.headers.host) {
+      if (originHost(origin) !== req.headers.host) {
         return next(new ApiError(403, 'CROSS_ORIGIN', 'changes are accepted only from the dashboard itself'));
       }
     }
@@ -84,4 +81,57 @@ export function readOnlyGuard(readOnly: boolean): RequestHandler {
     if (!readOnly || SAFE_METHODS.has(req.method)) return next();
     next(new ApiError(403, 'READ_ONLY', 'this dashboard is read-only (--admin-read-only)'));
   };
+}
+
+/** Names that always reach this machine, whatever DNS says. */
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '::1'];
+
+/**
+ * Which Host headers the admin server answers. Without a token only its own names: the listen
+ * address, loopback names and --admin-allowed-hosts. A page on `rebind.attacker.example`, whose
+ * DNS later points at 127.0.0.1, is same-origin with itself and could otherwise read and change
+ * jobs (DNS rebinding); its requests carry `Host: rebind.attacker.example`. With a token, the token
+ * is the defence (a rebinding page does not have it) and remote operators may use any name.
+ * A request without Host (HTTP/1.0, not a browser) passes; one whose Host cannot be read does not.
+ */
+export function hostCheck(options: Pick<AdminOptions, 'listen' | 'token' | 'allowedHosts'>): (host: string | undefined) => boolean {
+  if (options.token !== null) return () => true;
+  const allowed = new Set([...LOOPBACK_NAMES, ...options.allowedHosts]);
+  const listen = hostName(options.listen.includes(':') ? `[${options.listen}]` : options.listen);
+  if (listen !== null) allowed.add(listen);
+  return (host) => {
+    if (host === undefined) return true;
+    const name = hostName(host);
+    return name !== null && allowed.has(name);
+  };
+}
+
+/** Every path of the admin server (API, static files, /metrics, /healthz) refuses other Host names. */
+export function allowedHostsOnly(isAllowedHost: (host: string | undefined) => boolean): RequestHandler {
+  return (req, _res, next) => {
+    if (isAllowedHost(req.headers.host)) return next();
+    next(new ApiError(403, 'HOST_NOT_ALLOWED', 'this dashboard does not answer to that host name (see --admin-allowed-hosts)'));
+  };
+}
+
+/**
+ * socket.io's handshake: an allowed Host, and same origin only (socket.io's CORS stays off, so a
+ * cross-site page cannot connect). Requests without Origin (not a browser) pass the origin check.
+ */
+export function socketHandshakeAllowed(isAllowedHost: (host: string | undefined) => boolean): (req: IncomingMessage) => boolean {
+  return (req) => {
+    const host = req.headers.host;
+    if (!isAllowedHost(host)) return false;
+    const origin = req.headers.origin;
+    return origin === undefined || originHost(origin) === host;
+  };
+}
+
+/** The `host[:port]` of an Origin header, or '' when it is not a URL (`null`, garbage). */
+function originHost(origin: string): string {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return '';
+  }
 }
