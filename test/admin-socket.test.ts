@@ -461,3 +461,68 @@ describe('socket.io live updates', () => {
     expect((await api(base, API.tube('sock-drain'))).status).toBe(404);
   });
 });
+
+describe('socket.io limits: views per socket, events per second', () => {
+  type AckResult = { ok: true } | { ok: false; error: string };
+  let own: AdminServerProcess;
+
+  beforeAll(async () => {
+    own = await startAdminServer();
+  });
+  afterAll(async () => {
+    await own?.stop();
+  });
+
+  function ownDashboard(): Dashboard {
+    const d = new Dashboard(own.url);
+    dashboards.push(d);
+    return d;
+  }
+
+  /** View number `i`: even ones are tubes, odd ones jobs, so both kinds share the limit. */
+  function viewNumber(d: Dashboard, i: number): Promise<AckResult> {
+    return i % 2 === 0 ? d.socket.timeout(5000).emitWithAck('tube:view', `lim-${i}`) : d.socket.timeout(5000).emitWithAck('job:view', i);
+  }
+
+  it('a socket holds at most 1,000 tube and job views: the 1,001st gets an error acknowledgement', async () => {
+    const d = ownDashboard();
+    await d.snapshot(0);
+    // Under the rate limit: 190 at once (the burst is 200), then 45 every 470 ms (100 a second).
+    const results: AckResult[] = await Promise.all(Array.from({ length: 190 }, (_, i) => viewNumber(d, i)));
+    for (let next = 190; next < 1000; next += 45) {
+      await delay(470);
+      results.push(...(await Promise.all(Array.from({ length: Math.min(45, 1000 - next) }, (_, k) => viewNumber(d, next + k)))));
+    }
+    expect(results.length).toBe(1000);
+    expect(results.filter((r) => !r.ok)).toEqual([]);
+    await delay(470);
+    const refused = await viewNumber(d, 1000);
+    expect(refused).toEqual({ ok: false, error: expect.stringMatching(/too many views on this connection \(at most 1000 tubes and jobs together\)/) });
+    expect(await viewNumber(d, 1001)).toEqual({ ok: false, error: expect.stringMatching(/at most 1000/) });
+    // What it already views can be viewed again; leaving one makes room for another.
+    expect(await viewNumber(d, 0)).toEqual({ ok: true });
+    expect(await viewNumber(d, 999)).toEqual({ ok: true });
+    d.socket.emit('job:leave', 999);
+    expect(await viewNumber(d, 1001)).toEqual({ ok: true });
+    expect(d.socket.connected).toBe(true);
+    // Another socket has its own allowance.
+    const other = ownDashboard();
+    await other.snapshot(0);
+    expect(await viewNumber(other, 5000)).toEqual({ ok: true });
+  });
+
+  it('an acknowledgement that is not a function (a hand-made client) is skipped; the server keeps running', async () => {
+    const d = ownDashboard();
+    await d.snapshot(0);
+    const untyped = d.socket as unknown as Socket;
+    untyped.emit('tube:view', 'odd-ack', 5);
+    untyped.emit('job:view', 'not an id', 'not a function');
+    untyped.emit('tube:leave', { name: 'odd-ack' });
+    expect(await d.socket.timeout(3000).emitWithAck('tube:view', 'odd-ack')).toEqual({ ok: true });
+    expect(d.socket.connected).toBe(true);
+    const c = await RawClient.connect(own.port);
+    clients.push(c);
+    await expectLine(c, 'use odd-ack', 'USING odd-ack');
+    expect(own.process.exitCode).toBeNull();
+  });
+});
