@@ -525,4 +525,65 @@ describe('socket.io limits: views per socket, events per second', () => {
     await expectLine(c, 'use odd-ack', 'USING odd-ack');
     expect(own.process.exitCode).toBeNull();
   });
+
+  it('a client flooding views is refused, then disconnected; the job port keeps answering throughout', async () => {
+    const c = await RawClient.connect(own.port);
+    clients.push(c);
+    await expectLine(c, 'use flood-probe', 'USING flood-probe');
+    await expectLine(c, 'watch flood-probe', 'WATCHING 2');
+    const flooder = ownDashboard();
+    await flooder.snapshot(0);
+    const acks: AckResult[] = [];
+    const closed = new Promise<string>((resolve) => flooder.socket.once('disconnect', resolve));
+    let stopped = false;
+    void closed.then(() => (stopped = true));
+
+    // Meanwhile on the job port: put, reserve, delete, each answered exactly.
+    let triples = 0;
+    const probe = (async (): Promise<void> => {
+      while (!stopped || triples < 20) {
+        const put = await c.call('put 0 0 60 5\r\nhello\r\n');
+        const id = /^INSERTED (\d+)\r\n$/.exec(put)?.[1];
+        expect(id, put).toBeDefined();
+        expect(await c.call('reserve-with-timeout 0\r\n')).toBe(`RESERVED ${id} 5\r\nhello\r\n`);
+        await expectLine(c, `delete ${id}`, 'DELETED');
+        triples++;
+      }
+    })().then(
+      () => null,
+      (err: unknown) => err,
+    );
+
+    const FLOOD = 20_000;
+    for (let i = 0; i < FLOOD && flooder.socket.connected; i++) {
+      if (i % 2 === 0) flooder.socket.emit('tube:view', `flood-${i}`, (r) => acks.push(r));
+      else flooder.socket.emit('job:view', i, (r) => acks.push(r));
+      if (i % 500 === 499) await new Promise((r) => setImmediate(r));
+    }
+    const reason = await Promise.race([closed, delay(15_000).then(() => 'still connected after 15 s')]);
+    stopped = true;
+    expect(reason).toBe('io server disconnect');
+    const probeError = await probe;
+    if (probeError !== null) throw probeError;
+
+    const served = acks.filter((r) => r.ok).length;
+    const limited = acks.filter((r) => !r.ok && /too many requests/.test(r.error)).length;
+    // The burst (200 events, plus 100 a second while it lasts) is served and the rest refused
+    // until the socket is cut off 200 refusals later. Served events still queued when the cut-off
+    // lands in the same read are dropped with the socket, so fewer of their acknowledgements may
+    // arrive; refusals are answered at once.
+    expect(served).toBeLessThanOrEqual(250);
+    expect(limited).toBeGreaterThan(100);
+    expect(limited).toBeLessThanOrEqual(250);
+    expect(acks.length).toBe(served + limited);
+
+    // The server is fine: stats on the job port, and a new dashboard views and gets updates.
+    expect(await c.call('stats-tube flood-probe\r\n')).toMatch(/^OK \d+\r\n/);
+    const d = ownDashboard();
+    await d.snapshot(0);
+    expect(await d.socket.timeout(3000).emitWithAck('tube:view', 'flood-probe')).toEqual({ ok: true });
+    const from = d.mark();
+    expect(await c.call('put 0 0 60 1\r\nx\r\n')).toMatch(/^INSERTED \d+\r\n$/);
+    await d.waitFor('tube:jobs-changed', (ch) => ch.tube === 'flood-probe', from);
+  });
 });

@@ -18,6 +18,7 @@ import {
   allowedHostsOnly,
   bearer,
   hostCheck,
+  limitSocketEvents,
   readOnlyGuard,
   requireToken,
   sameOriginForChanges,
@@ -93,6 +94,7 @@ export function createAdminServer(ctx: AdminContext): AdminServer {
     if (options.token === null || tokenMatches(options.token, given)) return next();
     next(new Error('unauthorized'));
   });
+  io.on('connection', (socket) => limitSocketEvents(socket));
   const history = new StatsHistory(engine, info);
   const live = new LiveUpdates(io, engine, info, config, history);
 

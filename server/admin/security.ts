@@ -2,6 +2,8 @@ import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
 import helmet from 'helmet';
+import type { Socket } from 'socket.io';
+import type { Ack } from '../../shared/events.js';
 import type { AdminOptions } from '../cli.js';
 import { hostName } from '../host-name.js';
 import { ApiError } from './errors.js';
@@ -134,4 +136,65 @@ function originHost(origin: string): string {
   } catch {
     return '';
   }
+}
+
+/**
+ * Events one dashboard socket may send at once (views and leaves together). A dashboard sends one
+ * or two per page it opens and re-joins its one or two rooms on a reconnect, so 200 is far beyond
+ * it. Kept small because a socket's events arrive in 64 KiB reads of about 2,000 events each,
+ * handled in one go: the burst and the cut-off bound how long one socket can keep the job port
+ * waiting (a few ms once warm).
+ */
+export const SOCKET_EVENT_BURST = 200;
+/** Events per second a socket may send once its burst is spent; far above what a person clicks. */
+export const SOCKET_EVENTS_PER_SECOND = 100;
+/**
+ * Refused events after which the socket is disconnected (refusals count against the bucket, so
+ * this is how far into debt it may go): a client that ignores 200 refusals is not a dashboard.
+ */
+export const SOCKET_EVENT_CUTOFF = 200;
+
+/**
+ * A token bucket that may go into debt: each event takes a token, whether served or refused, so a
+ * client that is refused has to slow down below the rate to be served again, and one that keeps
+ * going regardless reaches the cut-off. `now` is in milliseconds.
+ */
+export class EventBucket {
+  private tokens: number;
+  private at: number;
+
+  constructor(
+    private readonly burst: number,
+    private readonly perSecond: number,
+    private readonly cutoff: number,
+    now: number,
+  ) {
+    this.tokens = burst;
+    this.at = now;
+  }
+
+  /** Takes a token: 'ok' to serve the event, 'refused' beyond the rate, 'cut-off' far beyond it. */
+  take(now: number): 'ok' | 'refused' | 'cut-off' {
+    this.tokens = Math.min(this.burst, this.tokens + (Math.max(0, now - this.at) * this.perSecond) / 1000);
+    this.at = now;
+    this.tokens -= 1;
+    if (this.tokens >= 0) return 'ok';
+    return this.tokens < -this.cutoff ? 'cut-off' : 'refused';
+  }
+}
+
+/**
+ * Rate-limits what a socket sends: beyond SOCKET_EVENT_BURST at once and SOCKET_EVENTS_PER_SECOND
+ * after, an event is not handled and its acknowledgement says why; after SOCKET_EVENT_CUTOFF
+ * refusals the socket is disconnected (its views are released as on any disconnect).
+ */
+export function limitSocketEvents(socket: Socket, now: () => number = () => performance.now()): void {
+  const bucket = new EventBucket(SOCKET_EVENT_BURST, SOCKET_EVENTS_PER_SECOND, SOCKET_EVENT_CUTOFF, now());
+  socket.use((packet, next) => {
+    const verdict = bucket.take(now());
+    if (verdict === 'ok') return next();
+    const ack: unknown = packet[packet.length - 1];
+    if (typeof ack === 'function') (ack as Ack)({ ok: false, error: `too many requests (at most ${SOCKET_EVENTS_PER_SECOND} a second): slow down` });
+    if (verdict === 'cut-off') socket.disconnect(true);
+  });
 }
