@@ -1,7 +1,7 @@
 import type { Server as IoServer, Socket } from 'socket.io';
 import type { AdminConfigDto, JobStateName, TubeDto } from '../../shared/dto.js';
 import type { Ack, ClientToServerEvents, ServerToClientEvents } from '../../shared/events.js';
-import type { Engine, Tube } from '../engine/engine.js';
+import type { Engine, Job, Tube } from '../engine/engine.js';
 import type { ServerInfo } from '../server-info.js';
 import { jobDto, statsDto, tubeDto } from './dto.js';
 import type { StatsHistory } from './stats-history.js';
@@ -58,10 +58,26 @@ function reply(ack: unknown, result: Parameters<Ack>[0]): void {
   if (typeof ack === 'function') (ack as Ack)(result);
 }
 
-/** What dashboards were last told about a viewed job (its body by location, not by bytes). */
+/**
+ * What dashboards were last told about a viewed job: the fields they show, and its body by
+ * location, not by bytes. Plain fields compared in place, so a sweep over many viewed jobs
+ * allocates nothing for the ones that did not change.
+ */
 interface JobMark {
-  fields: string;
-  slab: unknown;
+  state: Job['state'];
+  tubeName: string;
+  priority: number;
+  delayMs: number;
+  ttrMs: number;
+  deadlineAt: number;
+  reserves: number;
+  timeouts: number;
+  releases: number;
+  buries: number;
+  kicks: number;
+  slab: Job['slab'];
+  bodyOffset: number;
+  bodyLength: number;
 }
 
 /**
@@ -146,7 +162,7 @@ export class LiveUpdates {
         if (refused !== null) return reply(ack, { ok: false, error: refused });
         viewing.jobs.add(id);
         this.views++;
-        if (!this.jobViewers.has(id)) this.jobMarks.set(id, this.jobMark(id));
+        if (!this.jobViewers.has(id)) this.jobMarks.set(id, markOf(this.engine.job(id)));
         this.jobViewers.set(id, (this.jobViewers.get(id) ?? 0) + 1);
         void socket.join(jobRoom(id));
       }
@@ -238,13 +254,16 @@ export class LiveUpdates {
     if (updated.length > 0) this.io.emit('tubes:updated', updated);
     if (removed.length > 0) this.io.emit('tubes:removed', removed);
     for (const [id, was] of this.jobMarks) {
-      const mark = this.jobMark(id);
-      if (mark === 'deleted') {
-        if (was !== 'deleted') this.io.to(jobRoom(id)).emit('job:deleted', id);
-      } else if (was === 'deleted' || was.fields !== mark.fields || was.slab !== mark.slab) {
-        this.io.to(jobRoom(id)).emit('job:updated', jobDto(this.engine.job(id)!, now));
+      const job = this.engine.job(id);
+      if (job === undefined) {
+        if (was === 'deleted') continue;
+        this.io.to(jobRoom(id)).emit('job:deleted', id);
+      } else if (was === 'deleted' || !sameJob(was, job)) {
+        this.io.to(jobRoom(id)).emit('job:updated', jobDto(job, now));
+      } else {
+        continue;
       }
-      this.jobMarks.set(id, mark);
+      this.jobMarks.set(id, markOf(job));
     }
   };
 
@@ -259,13 +278,46 @@ export class LiveUpdates {
     }
     return states;
   }
+}
 
-  private jobMark(id: number): JobMark | 'deleted' {
-    const job = this.engine.job(id);
-    if (job === undefined) return 'deleted';
-    const fields = [job.state, job.tube.name, job.priority, job.delayMs, job.ttrMs, job.deadlineAt, job.reserves, job.timeouts, job.releases, job.buries, job.kicks, job.bodyOffset, job.bodyLength].join(' ');
-    return { fields, slab: job.slab };
-  }
+function markOf(job: Job | undefined): JobMark | 'deleted' {
+  if (job === undefined) return 'deleted';
+  return {
+    state: job.state,
+    tubeName: job.tube.name,
+    priority: job.priority,
+    delayMs: job.delayMs,
+    ttrMs: job.ttrMs,
+    deadlineAt: job.deadlineAt,
+    reserves: job.reserves,
+    timeouts: job.timeouts,
+    releases: job.releases,
+    buries: job.buries,
+    kicks: job.kicks,
+    slab: job.slab,
+    bodyOffset: job.bodyOffset,
+    bodyLength: job.bodyLength,
+  };
+}
+
+/** True when nothing a dashboard shows of the job changed since `mark`. */
+function sameJob(mark: JobMark, job: Job): boolean {
+  return (
+    mark.state === job.state &&
+    mark.tubeName === job.tube.name &&
+    mark.priority === job.priority &&
+    mark.delayMs === job.delayMs &&
+    mark.ttrMs === job.ttrMs &&
+    mark.deadlineAt === job.deadlineAt &&
+    mark.reserves === job.reserves &&
+    mark.timeouts === job.timeouts &&
+    mark.releases === job.releases &&
+    mark.buries === job.buries &&
+    mark.kicks === job.kicks &&
+    mark.slab === job.slab &&
+    mark.bodyOffset === job.bodyOffset &&
+    mark.bodyLength === job.bodyLength
+  );
 }
 
 /**
