@@ -17,6 +17,8 @@ import { startTarget, type Target } from './targets.js';
 const HELP = `Usage: node dist/bench/admin-flood.js [options]
 
   --events N      view events the flooder sends (default 200000)
+  --sockets N     spread them over N socket.io clients (default 1)
+  --per-second N  each socket sends N events a second (default 0: as fast as it can)
   --fill N        jobs put before the flood (default 100000)
   --baseline S    seconds measured before the flood (default 2)
   --hold S        seconds measured after the flood ends (default 5)
@@ -26,6 +28,8 @@ const HELP = `Usage: node dist/bench/admin-flood.js [options]
 
 interface Options {
   events: number;
+  sockets: number;
+  perSecond: number;
   fill: number;
   baselineSec: number;
   holdSec: number;
@@ -47,6 +51,8 @@ function parseOptions(argv: string[]): Options | null {
     args: argv,
     options: {
       events: { type: 'string', default: '200000' },
+      sockets: { type: 'string', default: '1' },
+      'per-second': { type: 'string', default: '0' },
       fill: { type: 'string', default: '100000' },
       baseline: { type: 'string', default: '2' },
       hold: { type: 'string', default: '5' },
@@ -62,6 +68,8 @@ function parseOptions(argv: string[]): Options | null {
   };
   return {
     events: num('events', values.events),
+    sockets: Math.max(1, num('sockets', values.sockets)),
+    perSecond: num('per-second', values['per-second']),
     fill: num('fill', values.fill),
     baselineSec: num('baseline', values.baseline),
     holdSec: num('hold', values.hold),
@@ -196,7 +204,13 @@ async function run(opts: Options, target: Target): Promise<void> {
   for (let left = opts.fill; left > 0; left -= 10_000) await filler.pipeline('put 0 0 600 1\r\nx\r\n', Math.min(left, 10_000));
   filler.close();
 
-  const flooder = await startFlooder({ url: `http://127.0.0.1:${target.adminPort}`, events: opts.events, ackTimeoutMs: opts.maxSec * 1000 });
+  const flooder = await startFlooder({
+    url: `http://127.0.0.1:${target.adminPort}`,
+    events: opts.events,
+    sockets: opts.sockets,
+    perSecond: opts.perSecond,
+    ackTimeoutMs: opts.maxSec * 1000,
+  });
   const probe = await Probe.connect(target.port);
   const samples: Sample[] = [];
   let stopping = false;
@@ -226,11 +240,12 @@ async function run(opts: Options, target: Target): Promise<void> {
   console.log(phaseLine('flood', samples, floodAt, floodEnd));
   console.log(phaseLine('after', samples, floodEnd, end + 1));
   console.log(phaseLine('all', samples, floodAt, end + 1));
+  const pace = opts.perSecond === 0 ? 'unpaced' : `${opts.perSecond}/s per socket`;
   console.log(
-    `flooder: sent ${flood.sent} of ${opts.events} events in ${(flood.ms / 1000).toFixed(1)} s; ${flood.acked} acknowledged, ` +
-      `${flood.refused} refused${flood.firstError === null ? '' : ` (first: ${flood.firstError})`}; ` +
-      `${flood.disconnected ? 'disconnected by the server' : 'still connected'}`,
+    `flooder (${opts.sockets} socket${opts.sockets === 1 ? '' : 's'}, ${pace}): sent ${flood.sent} of ${opts.events} events in ${(flood.ms / 1000).toFixed(1)} s; ` +
+      `${flood.acked} acknowledged, ${flood.refused} refused; ${flood.disconnected} socket(s) disconnected by the server`,
   );
+  for (const [error, n] of Object.entries(flood.errors)) console.log(`  refused ${n}x: ${error}`);
   console.log(`server RSS: before the flood ${mib(rssBefore)}, peak ${mib(peakRss)}, after ${mib(rssAfter)}`);
 }
 
