@@ -35,6 +35,8 @@ describe('EventBucket', () => {
     const b = new EventBucket(2, 1000, 10, 5000);
     expect(takeMany(b, 2, 5000)).toEqual({ ok: 2 });
     expect(b.take(0)).toBe('refused');
+    expect(b.take(1000)).toBe('refused');
+    expect(b.take(5004)).toBe('ok');
   });
 
   it('the socket limits: 200 at once, 100 a second, cut off 200 refusals later', () => {

@@ -143,7 +143,7 @@ function originHost(origin: string): string {
  * or two per page it opens and re-joins its one or two rooms on a reconnect, so 200 is far beyond
  * it. Kept small because a socket's events arrive in 64 KiB reads of about 2,000 events each,
  * handled in one go: the burst and the cut-off bound how long one socket can keep the job port
- * waiting (a few ms once warm).
+ * waiting (tens of ms at worst on a fresh server; `bench/admin-flood.ts` measures it).
  */
 export const SOCKET_EVENT_BURST = 200;
 /** Events per second a socket may send once its burst is spent; far above what a person clicks. */
@@ -175,8 +175,9 @@ export class EventBucket {
 
   /** Takes a token: 'ok' to serve the event, 'refused' beyond the rate, 'cut-off' far beyond it. */
   take(now: number): 'ok' | 'refused' | 'cut-off' {
+    // A clock that steps back gives nothing back, now or later.
     this.tokens = Math.min(this.burst, this.tokens + (Math.max(0, now - this.at) * this.perSecond) / 1000);
-    this.at = now;
+    this.at = Math.max(this.at, now);
     this.tokens -= 1;
     if (this.tokens >= 0) return 'ok';
     return this.tokens < -this.cutoff ? 'cut-off' : 'refused';
