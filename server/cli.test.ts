@@ -15,7 +15,7 @@ const DEFAULTS: ServerOptions = {
   user: null,
   verbosity: 0,
   maxJobBytes: null,
-  admin: { listen: '127.0.0.1', port: 11380, token: null, readOnly: false },
+  admin: { listen: '127.0.0.1', port: 11380, token: null, readOnly: false, allowedHosts: [] },
 };
 
 function run(changes: Partial<ServerOptions>, warnings: string[] = []): CliResult {
@@ -50,6 +50,35 @@ describe('parseCommandLine: the admin flags', () => {
     expect(parseCommandLine(['--admin-port', '70000'])).toMatchObject({ kind: 'usage-error' });
     expect(parseCommandLine(['--admin-token', ''])).toMatchObject({ kind: 'usage-error' });
   });
+
+  it('refuses a blank token, or one with whitespace at an end, from the flag or the variable (the bearer is trimmed)', () => {
+    for (const token of [' ', '   ', '\t', '\n', ' tok', 'tok ', 'tok\n']) {
+      expect(parseCommandLine(['--admin-token', token]), JSON.stringify(token)).toMatchObject({ kind: 'usage-error', message: /admin token/ });
+      expect(parseCommandLine([], { BEANPOLE_ADMIN_TOKEN: token }), JSON.stringify(token)).toMatchObject({
+        kind: 'usage-error',
+        message: /BEANPOLE_ADMIN_TOKEN/,
+      });
+    }
+    // An empty variable still means no token; the flag still wins over the variable.
+    expect(parseCommandLine([], { BEANPOLE_ADMIN_TOKEN: '' })).toStrictEqual(run({}));
+    expect(parseCommandLine(['--admin-token', 't'], { BEANPOLE_ADMIN_TOKEN: '  ' })).toStrictEqual(run({ admin: { ...admin, token: 't' } }));
+    expect(parseCommandLine(['--admin-token', 'a b'])).toStrictEqual(run({ admin: { ...admin, token: 'a b' } }));
+  });
+
+  it('takes --admin-allowed-hosts as comma-separated names: lower case, ports and brackets dropped', () => {
+    expect(parseCommandLine(['--admin-allowed-hosts', 'dash.example'])).toStrictEqual(run({ admin: { ...admin, allowedHosts: ['dash.example'] } }));
+    expect(parseCommandLine(['--admin-allowed-hosts', 'A.Example:8080, b-2.example ,[::1],[FE80::1]:80,10.0.0.7'])).toStrictEqual(
+      run({ admin: { ...admin, allowedHosts: ['a.example', 'b-2.example', '::1', 'fe80::1', '10.0.0.7'] } }),
+    );
+    expect(parseCommandLine(['--admin-allowed-hosts=x', '--admin-allowed-hosts', 'y'])).toStrictEqual(run({ admin: { ...admin, allowedHosts: ['y'] } }));
+  });
+
+  it.each([[''], [','], ['a,'], [',a'], ['a,,b'], [' '], ['a, ,b'], ['a b'], ['a/b'], ['[::1'], ['::1'], ['[nope]'], ['a:99999'], ['a:']])(
+    '--admin-allowed-hosts %j is a usage error',
+    (value) => {
+      expect(parseCommandLine(['--admin-allowed-hosts', value])).toMatchObject({ kind: 'usage-error', message: /--admin-allowed-hosts/ });
+    },
+  );
 });
 
 describe('parseCommandLine', () => {
@@ -167,6 +196,7 @@ describe('parseCommandLine', () => {
     [['-V', '-f']],
     [['--port']],
     [['--max-job-bytes']],
+    [['--admin-allowed-hosts']],
     // a switch given a value
     [['--help=yes']],
     [['--no-fsync=1']],
@@ -207,9 +237,13 @@ describe('bin/beanpole', () => {
   const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
   function beanpole(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+    return beanpoleWithEnv({}, ...args);
+  }
+
+  function beanpoleWithEnv(env: NodeJS.ProcessEnv, ...args: string[]): { status: number | null; stdout: string; stderr: string } {
     // The test command builds first; starting the binary without dist/ would build the UI too.
     expect(existsSync(new URL('../dist/server/main.js', import.meta.url)), 'dist/server/main.js (run npm run build:server)').toBe(true);
-    const r = spawnSync(process.execPath, ['bin/beanpole', ...args], { cwd: root, encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(process.execPath, ['bin/beanpole', ...args], { cwd: root, encoding: 'utf8', timeout: 30_000, env: { ...process.env, ...env } });
     return { status: r.status, stdout: r.stdout, stderr: r.stderr };
   }
 
@@ -233,5 +267,24 @@ describe('bin/beanpole', () => {
     const r = beanpole('-v');
     expect(r.status).toBe(0);
     expect(r.stdout).toBe(`beanpole ${version}\n`);
+  });
+
+  it('a blank --admin-token or BEANPOLE_ADMIN_TOKEN, and an empty --admin-allowed-hosts name, exit 5 before listening', () => {
+    // Were the command line accepted, the missing binlog folder would stop the server (exit 10)
+    // before it listens on anything.
+    const noDir = ['-b', '/nonexistent/beanpole-cli-test'];
+    for (const r of [
+      beanpoleWithEnv({}, ...noDir, '--admin-token', '   '),
+      beanpoleWithEnv({ BEANPOLE_ADMIN_TOKEN: '   ' }, ...noDir),
+      beanpoleWithEnv({}, ...noDir, '--admin-allowed-hosts', 'a,,b'),
+    ]) {
+      expect(r.status, r.stderr).toBe(USAGE_EXIT_CODE);
+      expect(r.stderr).toContain(USAGE);
+      expect(r.stdout).toBe('');
+    }
+  });
+
+  it('--help lists --admin-allowed-hosts', () => {
+    expect(USAGE).toContain('--admin-allowed-hosts a,b');
   });
 });

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_BINLOG_SIZE, DEFAULT_MAX_JOB_SIZE, MAX_JOB_SIZE_LIMIT } from '../shared/limits.js';
+import { hostName } from './host-name.js';
 
 /** Everything the command line sets. */
 export interface ServerOptions {
@@ -25,6 +26,11 @@ export interface AdminOptions {
   /** Required by the API and socket.io when set (--admin-token or BEANPOLE_ADMIN_TOKEN). */
   token: string | null;
   readOnly: boolean;
+  /**
+   * Host names (lower case, no port, IPv6 without brackets) the dashboard answers to without a
+   * token, beyond its listen address and loopback names (--admin-allowed-hosts).
+   */
+  allowedHosts: string[];
 }
 
 /** The admin side's defaults: loopback only, so a fresh `npm start` exposes nothing. */
@@ -70,6 +76,9 @@ Dashboard and admin API (HTTP + socket.io):
                         than loopback needs a token
  --admin-port PORT      port (default 11380; 0 picks a free one)
  --admin-token TOKEN    require this bearer token (or set BEANPOLE_ADMIN_TOKEN)
+ --admin-allowed-hosts a,b  without a token, also answer requests for these
+                        host names (the listen address, localhost, 127.0.0.1
+                        and [::1] always work)
  --admin-read-only      reject every change made through the dashboard
  --no-admin             no dashboard and no admin API
 `;
@@ -92,6 +101,7 @@ const OPTIONS = {
   'admin-listen': { type: 'string' },
   'admin-port': { type: 'string' },
   'admin-token': { type: 'string' },
+  'admin-allowed-hosts': { type: 'string' },
   'admin-read-only': { type: 'boolean' },
   'no-admin': { type: 'boolean' },
 } as const;
@@ -129,8 +139,9 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
   const admin: AdminOptions = {
     listen: DEFAULT_ADMIN_LISTEN,
     port: DEFAULT_ADMIN_PORT,
-    token: env.BEANPOLE_ADMIN_TOKEN || null,
+    token: null,
     readOnly: false,
+    allowedHosts: [],
   };
   let noAdmin = false;
   const warnings: string[] = [];
@@ -199,8 +210,10 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
           admin.port = integer(value, 'admin port', 0, 65535);
           break;
         case 'admin-token':
-          if (value === '') throw new UsageError('the admin token must not be empty');
-          admin.token = value;
+          admin.token = adminToken(value, '--admin-token');
+          break;
+        case 'admin-allowed-hosts':
+          admin.allowedHosts = hostList(value);
           break;
         case 'admin-read-only':
           admin.readOnly = true;
@@ -210,6 +223,8 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
           break;
       }
     }
+    // The flag wins over the variable; an empty variable means no token (set but blank in a shell).
+    if (admin.token === null && env.BEANPOLE_ADMIN_TOKEN) admin.token = adminToken(env.BEANPOLE_ADMIN_TOKEN, 'BEANPOLE_ADMIN_TOKEN');
     if (!noAdmin && admin.token === null && !isLoopback(admin.listen)) {
       throw new UsageError(`--admin-listen ${admin.listen} is reachable from other machines: set --admin-token (or BEANPOLE_ADMIN_TOKEN)`);
     }
@@ -224,6 +239,25 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
 /** True for addresses only this machine can reach. */
 export function isLoopback(address: string): boolean {
   return address === 'localhost' || address === '::1' || /^127\.\d+\.\d+\.\d+$/.test(address);
+}
+
+/**
+ * A usable token: not empty, and no whitespace at either end, since the server trims the value
+ * of `Authorization: Bearer ...` (as HTTP trims header values), so such a token could never match.
+ */
+function adminToken(value: string, where: string): string {
+  if (value.trim() === '') throw new UsageError(`the admin token (${where}) must not be empty or blank`);
+  if (value.trim() !== value) throw new UsageError(`the admin token (${where}) must not start or end with whitespace`);
+  return value;
+}
+
+/** `a,b:8080,[::1]` -> ['a', 'b', '::1']: names compared case-insensitively, ports ignored. */
+function hostList(value: string): string[] {
+  return value.split(',').map((item) => {
+    const name = hostName(item.trim());
+    if (name === null) throw new UsageError(`invalid host name in --admin-allowed-hosts: ${JSON.stringify(item)}`);
+    return name;
+  });
 }
 
 function integer(text: string, what: string, min: number, max: number): number {

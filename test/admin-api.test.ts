@@ -25,7 +25,7 @@ import type {
   TubeDto,
 } from '../shared/dto.js';
 import type { ClientToServerEvents, ServerToClientEvents } from '../shared/events.js';
-import { api, apiBytes, startAdminServer, yamlList, yamlMap, type AdminServerProcess, type ApiResponse } from './support/admin-server.js';
+import { api, apiBytes, apiWithHost, startAdminServer, yamlList, yamlMap, type AdminServerProcess, type ApiResponse } from './support/admin-server.js';
 import { RawClient } from './support/raw-client.js';
 import { BEANPOLE_BIN, freePort } from './support/servers.js';
 
@@ -1004,12 +1004,17 @@ describe('admin API limits with a small -z', () => {
 });
 
 /** Connects a typed socket.io client; resolves with the snapshot, or rejects with the connect error. */
-function connectSocket(url: string, token?: string): Promise<{ socket: Socket<ServerToClientEvents, ClientToServerEvents>; snapshot: SnapshotDto }> {
+function connectSocket(
+  url: string,
+  token?: string,
+  headers?: Record<string, string>,
+): Promise<{ socket: Socket<ServerToClientEvents, ClientToServerEvents>; snapshot: SnapshotDto }> {
   const socket: Socket<ServerToClientEvents, ClientToServerEvents> = io(url, {
     auth: token === undefined ? {} : { token },
     transports: ['websocket'],
     reconnection: false,
     timeout: 5000,
+    extraHeaders: headers,
   });
   sockets.push(socket);
   return new Promise((resolve, reject) => {
@@ -1109,6 +1114,88 @@ describe('admin security', () => {
     expect((await tcpStatsJob(c, id)).get('pri')).toBe('10');
     expect((await tcpStatsJob(c, buried)).get('state')).toBe('buried');
     expect((await tcpStatsTube(c, 'ro')).get('pause')).toBe('0');
+  });
+});
+
+describe('DNS rebinding: the Host header', () => {
+  const REBIND = 'rebind.attacker.example';
+  const hostOf = (s: AdminServerProcess, name: string): string => `${name}:${new URL(s.url).port}`;
+  /** What a page on `name` (resolving to 127.0.0.1) would send: its own Host and Origin. */
+  const page = (s: AdminServerProcess, name: string): Record<string, string> => ({ origin: `http://${hostOf(s, name)}`, 'sec-fetch-site': 'same-origin' });
+
+  /** A raw HTTP/1.0 request without a Host header (not a browser). */
+  async function withoutHost(s: AdminServerProcess, path: string): Promise<string> {
+    const c = await RawClient.connect(Number(new URL(s.url).port));
+    clients.push(c);
+    return c.call(`GET ${path} HTTP/1.0\r\n\r\n`);
+  }
+
+  it('without a token, another name is refused everywhere: API, static files, /metrics, /healthz and socket.io', async () => {
+    const s = await startExtra([]);
+    const c = await tcp(s);
+    const before = Number((await tcpStats(c)).get('total-jobs'));
+    const host = hostOf(s, REBIND);
+
+    const put = await apiWithHost(s.url, API.tubeJobs('x'), host, { json: { body: 'stolen' }, headers: page(s, REBIND) });
+    expectError(put, 403, 'HOST_NOT_ALLOWED');
+    expect(Number((await tcpStats(c)).get('total-jobs'))).toBe(before);
+    await expectLine(c, 'stats-tube x', 'NOT_FOUND');
+    expectError(await apiWithHost(s.url, API.stats, host), 403, 'HOST_NOT_ALLOWED');
+    expectError(await apiWithHost(s.url, API.job(1), host, { method: 'DELETE', headers: page(s, REBIND) }), 403, 'HOST_NOT_ALLOWED');
+    for (const p of ['/', '/tubes/default', API.config, '/metrics', '/healthz', '/favicon.ico']) {
+      expectError(await apiWithHost(s.url, p, host), 403, 'HOST_NOT_ALLOWED');
+    }
+    const index = await apiWithHost(s.url, '/', host);
+    expect(index.text).not.toContain('<script');
+    await expect(connectSocket(s.url, undefined, { host, origin: `http://${host}` })).rejects.toThrow();
+    await expect(connectSocket(s.url, undefined, { host })).rejects.toThrow();
+
+    // Names that are not this server's, and Host values that cannot be read.
+    for (const bad of [REBIND, 'REBIND.attacker.example', 'localhost.attacker.example', '127.0.0.1.nip.io:80', 'evil', '', ' ', '[::1', '::1', '[::g]:80', '127.0.0.1:99999', '127.0.0.1:', 'a b', 'user@127.0.0.1', '127.0.0.1/x']) {
+      expectError(await apiWithHost(s.url, API.stats, bad), 403, 'HOST_NOT_ALLOWED');
+    }
+    // Its own names, with or without port, in any case.
+    for (const good of [hostOf(s, '127.0.0.1'), hostOf(s, 'localhost'), hostOf(s, 'LocalHost'), hostOf(s, '[::1]'), '127.0.0.1', 'localhost', '[::1]']) {
+      expect((await apiWithHost(s.url, API.stats, good)).status, good).toBe(200);
+    }
+    expectOk<JobDto>(await apiWithHost(s.url, API.tubeJobs('x'), hostOf(s, 'localhost'), { json: { body: 'mine' }, headers: page(s, 'localhost') }), 201);
+    await connectSocket(s.url, undefined, { host: hostOf(s, 'localhost'), origin: `http://${hostOf(s, 'localhost')}` });
+    // No Host at all: not a browser, so it may pass.
+    expect(await withoutHost(s, '/healthz')).toMatch(/^HTTP\/1\.[01] 200 /);
+  });
+
+  it('--admin-allowed-hosts: the listed names are answered (case-insensitively, any port), others still refused', async () => {
+    const s = await startExtra(['--admin-allowed-hosts', `${REBIND},Dash.Example:9999`]);
+    const c = await tcp(s);
+    const host = hostOf(s, REBIND);
+    const put = expectOk<JobDto>(await apiWithHost(s.url, API.tubeJobs('x'), host, { json: { body: 'allowed' }, headers: page(s, REBIND) }), 201);
+    expect((await tcpPeek(c, put.id))!.toString()).toBe('allowed');
+    expect((await apiWithHost(s.url, API.stats, host)).status).toBe(200);
+    expect((await apiWithHost(s.url, API.stats, 'REBIND.Attacker.EXAMPLE')).status).toBe(200);
+    expect((await apiWithHost(s.url, API.stats, 'dash.example:80')).status).toBe(200);
+    const index = await apiWithHost(s.url, '/', host);
+    expect(index.status).toBe(200);
+    expect(index.text).toContain('<script');
+    const { snapshot } = await connectSocket(s.url, undefined, { host, origin: `http://${host}` });
+    expect(snapshot.tubes.map((t) => t.name)).toContain('x');
+    expectError(await apiWithHost(s.url, API.stats, hostOf(s, 'other.example')), 403, 'HOST_NOT_ALLOWED');
+    await expect(connectSocket(s.url, undefined, { host: hostOf(s, 'other.example') })).rejects.toThrow();
+  });
+
+  it('with --admin-token the token is the defence: any Host name works with the bearer, none without it', async () => {
+    const token = 'tok-rebind';
+    const s = await startExtra(['--admin-token', token]);
+    const c = await tcp(s);
+    const host = hostOf(s, 'dashboard.ops.example');
+    const put = expectOk<JobDto>(await apiWithHost(s.url, API.tubeJobs('x'), host, { json: { body: 'remote' }, headers: page(s, 'dashboard.ops.example'), token }), 201);
+    expect((await tcpPeek(c, put.id))!.toString()).toBe('remote');
+    expect((await apiWithHost(s.url, API.stats, hostOf(s, REBIND), { token })).status).toBe(200);
+    expect((await apiWithHost(s.url, '/metrics', host, { token })).status).toBe(200);
+    expect((await apiWithHost(s.url, '/', host)).status).toBe(200);
+    expectError(await apiWithHost(s.url, API.stats, hostOf(s, REBIND)), 401, 'UNAUTHORIZED');
+    expectError(await apiWithHost(s.url, API.tubeJobs('x'), hostOf(s, REBIND), { json: { body: 'x' }, headers: page(s, REBIND) }), 401, 'UNAUTHORIZED');
+    await connectSocket(s.url, token, { host, origin: `http://${host}` });
+    await expect(connectSocket(s.url, undefined, { host, origin: `http://${host}` })).rejects.toThrow(/unauthorized/);
   });
 });
 

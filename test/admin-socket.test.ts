@@ -461,3 +461,129 @@ describe('socket.io live updates', () => {
     expect((await api(base, API.tube('sock-drain'))).status).toBe(404);
   });
 });
+
+describe('socket.io limits: views per socket, events per second', () => {
+  type AckResult = { ok: true } | { ok: false; error: string };
+  let own: AdminServerProcess;
+
+  beforeAll(async () => {
+    own = await startAdminServer();
+  });
+  afterAll(async () => {
+    await own?.stop();
+  });
+
+  function ownDashboard(): Dashboard {
+    const d = new Dashboard(own.url);
+    dashboards.push(d);
+    return d;
+  }
+
+  /** View number `i`: even ones are tubes, odd ones jobs, so both kinds share the limit. */
+  function viewNumber(d: Dashboard, i: number): Promise<AckResult> {
+    return i % 2 === 0 ? d.socket.timeout(5000).emitWithAck('tube:view', `lim-${i}`) : d.socket.timeout(5000).emitWithAck('job:view', i);
+  }
+
+  it('a socket holds at most 1,000 tube and job views: the 1,001st gets an error acknowledgement', async () => {
+    const d = ownDashboard();
+    await d.snapshot(0);
+    // Under the rate limit: 190 at once (the burst is 200), then 45 every 470 ms (100 a second).
+    const results: AckResult[] = await Promise.all(Array.from({ length: 190 }, (_, i) => viewNumber(d, i)));
+    for (let next = 190; next < 1000; next += 45) {
+      await delay(470);
+      results.push(...(await Promise.all(Array.from({ length: Math.min(45, 1000 - next) }, (_, k) => viewNumber(d, next + k)))));
+    }
+    expect(results.length).toBe(1000);
+    expect(results.filter((r) => !r.ok)).toEqual([]);
+    await delay(470);
+    const refused = await viewNumber(d, 1000);
+    expect(refused).toEqual({ ok: false, error: expect.stringMatching(/too many views on this connection \(at most 1000 tubes and jobs together\)/) });
+    expect(await viewNumber(d, 1001)).toEqual({ ok: false, error: expect.stringMatching(/at most 1000/) });
+    // What it already views can be viewed again; leaving one makes room for another.
+    expect(await viewNumber(d, 0)).toEqual({ ok: true });
+    expect(await viewNumber(d, 999)).toEqual({ ok: true });
+    d.socket.emit('job:leave', 999);
+    expect(await viewNumber(d, 1001)).toEqual({ ok: true });
+    expect(d.socket.connected).toBe(true);
+    // Another socket has its own allowance.
+    const other = ownDashboard();
+    await other.snapshot(0);
+    expect(await viewNumber(other, 5000)).toEqual({ ok: true });
+  });
+
+  it('an acknowledgement that is not a function (a hand-made client) is skipped; the server keeps running', async () => {
+    const d = ownDashboard();
+    await d.snapshot(0);
+    const untyped = d.socket as unknown as Socket;
+    untyped.emit('tube:view', 'odd-ack', 5);
+    untyped.emit('job:view', 'not an id', 'not a function');
+    untyped.emit('tube:leave', { name: 'odd-ack' });
+    expect(await d.socket.timeout(3000).emitWithAck('tube:view', 'odd-ack')).toEqual({ ok: true });
+    expect(d.socket.connected).toBe(true);
+    const c = await RawClient.connect(own.port);
+    clients.push(c);
+    await expectLine(c, 'use odd-ack', 'USING odd-ack');
+    expect(own.process.exitCode).toBeNull();
+  });
+
+  it('a client flooding views is refused, then disconnected; the job port keeps answering throughout', async () => {
+    const c = await RawClient.connect(own.port);
+    clients.push(c);
+    await expectLine(c, 'use flood-probe', 'USING flood-probe');
+    await expectLine(c, 'watch flood-probe', 'WATCHING 2');
+    const flooder = ownDashboard();
+    await flooder.snapshot(0);
+    const acks: AckResult[] = [];
+    const closed = new Promise<string>((resolve) => flooder.socket.once('disconnect', resolve));
+    let stopped = false;
+    void closed.then(() => (stopped = true));
+
+    // Meanwhile on the job port: put, reserve, delete, each answered exactly.
+    let triples = 0;
+    const probe = (async (): Promise<void> => {
+      while (!stopped || triples < 20) {
+        const put = await c.call('put 0 0 60 5\r\nhello\r\n');
+        const id = /^INSERTED (\d+)\r\n$/.exec(put)?.[1];
+        expect(id, put).toBeDefined();
+        expect(await c.call('reserve-with-timeout 0\r\n')).toBe(`RESERVED ${id} 5\r\nhello\r\n`);
+        await expectLine(c, `delete ${id}`, 'DELETED');
+        triples++;
+      }
+    })().then(
+      () => null,
+      (err: unknown) => err,
+    );
+
+    const FLOOD = 20_000;
+    for (let i = 0; i < FLOOD && flooder.socket.connected; i++) {
+      if (i % 2 === 0) flooder.socket.emit('tube:view', `flood-${i}`, (r) => acks.push(r));
+      else flooder.socket.emit('job:view', i, (r) => acks.push(r));
+      if (i % 500 === 499) await new Promise((r) => setImmediate(r));
+    }
+    const reason = await Promise.race([closed, delay(15_000).then(() => 'still connected after 15 s')]);
+    stopped = true;
+    expect(reason).toBe('io server disconnect');
+    const probeError = await probe;
+    if (probeError !== null) throw probeError;
+
+    const served = acks.filter((r) => r.ok).length;
+    const limited = acks.filter((r) => !r.ok && /too many requests/.test(r.error)).length;
+    // The burst (200 events, plus 100 a second while it lasts) is served and the rest refused
+    // until the socket is cut off 200 refusals later. Served events still queued when the cut-off
+    // lands in the same read are dropped with the socket, so fewer of their acknowledgements may
+    // arrive; refusals are answered at once.
+    expect(served).toBeLessThanOrEqual(250);
+    expect(limited).toBeGreaterThan(100);
+    expect(limited).toBeLessThanOrEqual(250);
+    expect(acks.length).toBe(served + limited);
+
+    // The server is fine: stats on the job port, and a new dashboard views and gets updates.
+    expect(await c.call('stats-tube flood-probe\r\n')).toMatch(/^OK \d+\r\n/);
+    const d = ownDashboard();
+    await d.snapshot(0);
+    expect(await d.socket.timeout(3000).emitWithAck('tube:view', 'flood-probe')).toEqual({ ok: true });
+    const from = d.mark();
+    expect(await c.call('put 0 0 60 1\r\nx\r\n')).toMatch(/^INSERTED \d+\r\n$/);
+    await d.waitFor('tube:jobs-changed', (ch) => ch.tube === 'flood-probe', from);
+  });
+});

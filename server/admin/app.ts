@@ -14,7 +14,18 @@ import { errorHandler } from './errors.js';
 import { LiveUpdates } from './live.js';
 import { prometheusText } from './metrics.js';
 import { apiRoutes } from './routes.js';
-import { bearer, readOnlyGuard, requireToken, sameOriginForChanges, securityHeaders, tokenMatches } from './security.js';
+import {
+  allowedHostsOnly,
+  bearer,
+  hostCheck,
+  limitSocketEvents,
+  readOnlyGuard,
+  requireToken,
+  sameOriginForChanges,
+  securityHeaders,
+  socketHandshakeAllowed,
+  tokenMatches,
+} from './security.js';
 import { StatsHistory } from './stats-history.js';
 
 export interface AdminContext {
@@ -49,6 +60,8 @@ export function createAdminServer(ctx: AdminContext): AdminServer {
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   app.use(securityHeaders());
+  const isAllowedHost = hostCheck(options);
+  app.use(allowedHostsOnly(isAllowedHost));
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true, draining: engine.draining });
   });
@@ -69,21 +82,19 @@ export function createAdminServer(ctx: AdminContext): AdminServer {
     });
   }
   app.use(errorHandler(ctx.log));
+  const handshakeAllowed = socketHandshakeAllowed(isAllowedHost);
 
   const server = http.createServer(app);
   const io = new IoServer<ClientToServerEvents, ServerToClientEvents>(server, {
     serveClient: false,
-    // Same origin only: socket.io's CORS stays off, and a cross-site page cannot connect.
-    allowRequest: (req, callback) => {
-      const origin = req.headers.origin;
-      callback(null, origin === undefined || safeHost(origin) === req.headers.host);
-    },
+    allowRequest: (req, callback) => callback(null, handshakeAllowed(req)),
   });
   io.use((socket, next) => {
     const given = typeof socket.handshake.auth.token === 'string' ? socket.handshake.auth.token : bearer(socket.handshake.headers.authorization);
     if (options.token === null || tokenMatches(options.token, given)) return next();
     next(new Error('unauthorized'));
   });
+  io.on('connection', (socket) => limitSocketEvents(socket));
   const history = new StatsHistory(engine, info);
   const live = new LiveUpdates(io, engine, info, config, history);
 
@@ -106,12 +117,4 @@ export function createAdminServer(ctx: AdminContext): AdminServer {
       });
     },
   };
-}
-
-function safeHost(origin: string): string {
-  try {
-    return new URL(origin).host;
-  } catch {
-    return '';
-  }
 }

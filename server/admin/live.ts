@@ -1,7 +1,7 @@
 import type { Server as IoServer, Socket } from 'socket.io';
 import type { AdminConfigDto, JobStateName, TubeDto } from '../../shared/dto.js';
-import type { ClientToServerEvents, ServerToClientEvents } from '../../shared/events.js';
-import type { Engine, Tube } from '../engine/engine.js';
+import type { Ack, ClientToServerEvents, ServerToClientEvents } from '../../shared/events.js';
+import type { Engine, Job, Tube } from '../engine/engine.js';
 import type { ServerInfo } from '../server-info.js';
 import { jobDto, statsDto, tubeDto } from './dto.js';
 import type { StatsHistory } from './stats-history.js';
@@ -11,6 +11,24 @@ type AdminSocket = Socket<ClientToServerEvents, ServerToClientEvents>;
 
 /** How often dashboards are brought up to date. */
 const BATCH_MS = 250;
+/**
+ * Views (tube:view and job:view counted together) one socket may hold. The dashboard views one
+ * tube page and one job page at a time, so 1,000 is far beyond real use; each view costs a room
+ * and, for a job, a mark the sweep compares four times a second, and one socket must not be able
+ * to make that unbounded (200,000 views stalled the job port for seconds).
+ */
+export const MAX_VIEWS_PER_SOCKET = 1_000;
+/**
+ * Views all sockets together may hold: bounds the sweep and the rooms' memory however many
+ * sockets a client opens (100 sockets at their own limit).
+ */
+export const MAX_VIEWS_PER_SERVER = 100_000;
+
+/** How many views one socket, and all together, may hold (tests use small ones). */
+export interface ViewLimits {
+  perSocket: number;
+  perServer: number;
+}
 const STATE_NAMES: readonly JobStateName[] = ['ready', 'reserved', 'delayed', 'buried'];
 
 const tubeRoom = (name: string): string => `tube:${name}`;
@@ -25,10 +43,41 @@ interface TubeMark {
   sweep: number;
 }
 
-/** What dashboards were last told about a viewed job (its body by location, not by bytes). */
+/** What one socket views. */
+interface Viewing {
+  tubes: Set<string>;
+  jobs: Set<number>;
+}
+
+/**
+ * Answers a request's acknowledgement. A client chooses what it sends in the ack's place: only a
+ * function is an acknowledgement (socket.io makes one when the client asked for it); calling
+ * anything else would throw out of the socket's handler and take the process down.
+ */
+function reply(ack: unknown, result: Parameters<Ack>[0]): void {
+  if (typeof ack === 'function') (ack as Ack)(result);
+}
+
+/**
+ * What dashboards were last told about a viewed job: the fields they show, and its body by
+ * location, not by bytes. Plain fields compared in place, so a sweep over many viewed jobs
+ * allocates nothing for the ones that did not change.
+ */
 interface JobMark {
-  fields: string;
-  slab: unknown;
+  state: Job['state'];
+  tubeName: string;
+  priority: number;
+  delayMs: number;
+  ttrMs: number;
+  deadlineAt: number;
+  reserves: number;
+  timeouts: number;
+  releases: number;
+  buries: number;
+  kicks: number;
+  slab: Job['slab'];
+  bodyOffset: number;
+  bodyLength: number;
 }
 
 /**
@@ -46,6 +95,8 @@ export class LiveUpdates {
   /** How many sockets view each tube / job. */
   private readonly tubeViewers = new Map<string, number>();
   private readonly jobViewers = new Map<number, number>();
+  /** Views held by all sockets together (each socket's tube and job views). */
+  private views = 0;
   private offDraining: (() => void) | null = null;
   private timer: NodeJS.Timeout | null = null;
   private statsTimer: NodeJS.Timeout;
@@ -56,6 +107,7 @@ export class LiveUpdates {
     private readonly info: ServerInfo,
     private readonly config: AdminConfigDto,
     private readonly history: StatsHistory,
+    private readonly limits: ViewLimits = { perSocket: MAX_VIEWS_PER_SOCKET, perServer: MAX_VIEWS_PER_SERVER },
   ) {
     io.on('connection', (socket) => this.onConnection(socket));
     this.statsTimer = setInterval(() => {
@@ -63,6 +115,11 @@ export class LiveUpdates {
       if (this.io.engine.clientsCount > 0) this.io.emit('stats:ticked', tick);
     }, 1000);
     this.statsTimer.unref();
+  }
+
+  /** Views held by all sockets together. */
+  get viewCount(): number {
+    return this.views;
   }
 
   close(): void {
@@ -79,41 +136,62 @@ export class LiveUpdates {
       tubes: this.engine.tubes().map((t) => tubeDto(t, now)),
       history: this.history.history(),
     });
-    const viewing = { tubes: new Set<string>(), jobs: new Set<number>() };
+    const viewing: Viewing = { tubes: new Set<string>(), jobs: new Set<number>() };
     socket.on('tube:view', (name, ack) => {
-      if (typeof name !== 'string' || name.length > 200) return ack?.({ ok: false, error: 'bad tube name' });
+      if (typeof name !== 'string' || name.length > 200) return reply(ack, { ok: false, error: 'bad tube name' });
       if (!viewing.tubes.has(name)) {
+        const refused = this.viewRefusal(viewing);
+        if (refused !== null) return reply(ack, { ok: false, error: refused });
         viewing.tubes.add(name);
+        this.views++;
         this.tubeViewers.set(name, (this.tubeViewers.get(name) ?? 0) + 1);
         void socket.join(tubeRoom(name));
       }
-      ack?.({ ok: true });
+      reply(ack, { ok: true });
     });
     socket.on('tube:leave', (name) => {
       if (!viewing.tubes.delete(name)) return;
+      this.views--;
       this.leave(this.tubeViewers, name);
       void socket.leave(tubeRoom(name));
     });
     socket.on('job:view', (id, ack) => {
-      if (!Number.isSafeInteger(id) || id < 1) return ack?.({ ok: false, error: 'bad job id' });
+      if (!Number.isSafeInteger(id) || id < 1) return reply(ack, { ok: false, error: 'bad job id' });
       if (!viewing.jobs.has(id)) {
+        const refused = this.viewRefusal(viewing);
+        if (refused !== null) return reply(ack, { ok: false, error: refused });
         viewing.jobs.add(id);
-        if (!this.jobViewers.has(id)) this.jobMarks.set(id, this.jobMark(id));
+        this.views++;
+        if (!this.jobViewers.has(id)) this.jobMarks.set(id, markOf(this.engine.job(id)));
         this.jobViewers.set(id, (this.jobViewers.get(id) ?? 0) + 1);
         void socket.join(jobRoom(id));
       }
-      ack?.({ ok: true });
+      reply(ack, { ok: true });
     });
     socket.on('job:leave', (id) => {
       if (!viewing.jobs.delete(id)) return;
+      this.views--;
       this.leaveJob(id);
       void socket.leave(jobRoom(id));
     });
     socket.on('disconnect', () => {
+      this.views -= viewing.tubes.size + viewing.jobs.size;
       for (const name of viewing.tubes) this.leave(this.tubeViewers, name);
       for (const id of viewing.jobs) this.leaveJob(id);
+      viewing.tubes.clear();
+      viewing.jobs.clear();
       if (this.io.engine.clientsCount === 0) this.stop();
     });
+  }
+
+  /** Why one more view is refused (the socket's or the server's limit), or null when it is not. */
+  private viewRefusal(viewing: Viewing): string | null {
+    const { perSocket, perServer } = this.limits;
+    if (viewing.tubes.size + viewing.jobs.size >= perSocket) {
+      return `too many views on this connection (at most ${perSocket} tubes and jobs together): leave some first`;
+    }
+    if (this.views >= perServer) return `too many views on this server (at most ${perServer}): try again later`;
+    return null;
   }
 
   private leave<K>(viewers: Map<K, number>, key: K): void {
@@ -176,13 +254,16 @@ export class LiveUpdates {
     if (updated.length > 0) this.io.emit('tubes:updated', updated);
     if (removed.length > 0) this.io.emit('tubes:removed', removed);
     for (const [id, was] of this.jobMarks) {
-      const mark = this.jobMark(id);
-      if (mark === 'deleted') {
-        if (was !== 'deleted') this.io.to(jobRoom(id)).emit('job:deleted', id);
-      } else if (was === 'deleted' || was.fields !== mark.fields || was.slab !== mark.slab) {
-        this.io.to(jobRoom(id)).emit('job:updated', jobDto(this.engine.job(id)!, now));
+      const job = this.engine.job(id);
+      if (job === undefined) {
+        if (was === 'deleted') continue;
+        this.io.to(jobRoom(id)).emit('job:deleted', id);
+      } else if (was === 'deleted' || !sameJob(was, job)) {
+        this.io.to(jobRoom(id)).emit('job:updated', jobDto(job, now));
+      } else {
+        continue;
       }
-      this.jobMarks.set(id, mark);
+      this.jobMarks.set(id, markOf(job));
     }
   };
 
@@ -197,13 +278,46 @@ export class LiveUpdates {
     }
     return states;
   }
+}
 
-  private jobMark(id: number): JobMark | 'deleted' {
-    const job = this.engine.job(id);
-    if (job === undefined) return 'deleted';
-    const fields = [job.state, job.tube.name, job.priority, job.delayMs, job.ttrMs, job.deadlineAt, job.reserves, job.timeouts, job.releases, job.buries, job.kicks, job.bodyOffset, job.bodyLength].join(' ');
-    return { fields, slab: job.slab };
-  }
+function markOf(job: Job | undefined): JobMark | 'deleted' {
+  if (job === undefined) return 'deleted';
+  return {
+    state: job.state,
+    tubeName: job.tube.name,
+    priority: job.priority,
+    delayMs: job.delayMs,
+    ttrMs: job.ttrMs,
+    deadlineAt: job.deadlineAt,
+    reserves: job.reserves,
+    timeouts: job.timeouts,
+    releases: job.releases,
+    buries: job.buries,
+    kicks: job.kicks,
+    slab: job.slab,
+    bodyOffset: job.bodyOffset,
+    bodyLength: job.bodyLength,
+  };
+}
+
+/** True when nothing a dashboard shows of the job changed since `mark`. */
+function sameJob(mark: JobMark, job: Job): boolean {
+  return (
+    mark.state === job.state &&
+    mark.tubeName === job.tube.name &&
+    mark.priority === job.priority &&
+    mark.delayMs === job.delayMs &&
+    mark.ttrMs === job.ttrMs &&
+    mark.deadlineAt === job.deadlineAt &&
+    mark.reserves === job.reserves &&
+    mark.timeouts === job.timeouts &&
+    mark.releases === job.releases &&
+    mark.buries === job.buries &&
+    mark.kicks === job.kicks &&
+    mark.slab === job.slab &&
+    mark.bodyOffset === job.bodyOffset &&
+    mark.bodyLength === job.bodyLength
+  );
 }
 
 /**

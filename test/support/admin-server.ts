@@ -3,6 +3,7 @@
  * the dashboard / admin API on a port the server picks itself (--admin-port 0), whose URL is
  * read from the "dashboard on ..." log line on stderr. Plus small fetch helpers for the API.
  */
+import http from 'node:http';
 import { startProcessServer, type ServerProcess } from './servers.js';
 
 export interface AdminServerProcess extends ServerProcess {
@@ -91,6 +92,43 @@ export async function api(base: string, path: string, req: ApiRequest = {}): Pro
     }
   }
   return { status: res.status, headers: res.headers, text, json };
+}
+
+/**
+ * Like `api`, but with the given Host header (fetch always sends the URL's own), as a page on
+ * another name that resolves to this machine would send it (DNS rebinding).
+ */
+export function apiWithHost(base: string, path: string, host: string, req: ApiRequest = {}): Promise<ApiResponse> {
+  const url = new URL(path, base);
+  const headers: Record<string, string> = { ...req.headers, host };
+  let body: string | undefined;
+  if (req.json !== undefined || req.raw !== undefined) {
+    headers['content-type'] ??= 'application/json';
+    body = req.raw ?? JSON.stringify(req.json);
+  }
+  if (req.token !== undefined) headers.authorization = `Bearer ${req.token}`;
+  const method = req.method ?? (body === undefined ? 'GET' : 'POST');
+  return new Promise((resolve, reject) => {
+    const r = http.request({ hostname: url.hostname, port: url.port, path: url.pathname + url.search, method, headers, setHost: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        const out = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') out.set(k, v);
+        let json: unknown;
+        try {
+          json = out.get('content-type')?.includes('json') ? JSON.parse(text) : undefined;
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: out, text, json });
+      });
+    });
+    r.on('error', reject);
+    r.end(body);
+  });
 }
 
 /** Raw bytes of a GET (for /api/jobs/:id/body). */
