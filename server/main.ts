@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AdminServer } from './admin/app.js';
+import { AdminShell } from './admin/shell.js';
 import { USAGE, USAGE_EXIT_CODE, parseCommandLine, type ServerOptions } from './cli.js';
 import { systemClock } from './engine/clock.js';
 import { Engine } from './engine/engine.js';
@@ -72,7 +72,7 @@ async function main(argv: string[]): Promise<void> {
     log.info('SIGUSR1: entering drain mode; puts now get DRAINING');
     engine.setDraining();
   });
-  let admin: AdminServer | null = null;
+  let admin: AdminShell | null = null;
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
@@ -101,9 +101,8 @@ async function main(argv: string[]): Promise<void> {
     process.exit(111);
   }
   if (options.admin !== null) {
-    // Loaded only now: beanstalkd clients are served before the dashboard's modules load.
-    const { createAdminServer } = await import('./admin/app.js');
-    admin = createAdminServer({
+    // Only the HTTP server starts now; the dashboard's modules load on its first request.
+    admin = new AdminShell({
       engine,
       info,
       durability: binlog ?? immediateDurability,
@@ -119,6 +118,7 @@ async function main(argv: string[]): Promise<void> {
     } catch (err) {
       // The job server matters more than its dashboard: keep serving without it.
       log.warn({ err: (err as Error).message }, 'dashboard not started: cannot listen on its address (use --admin-port or --no-admin)');
+      void admin.close();
       admin = null;
     }
   }

@@ -26,7 +26,7 @@ import {
   socketHandshakeAllowed,
   tokenMatches,
 } from './security.js';
-import { StatsHistory } from './stats-history.js';
+import type { StatsHistory } from './stats-history.js';
 
 export interface AdminContext {
   engine: Engine;
@@ -40,14 +40,17 @@ export interface AdminContext {
   onActivity: () => void;
 }
 
-export interface AdminServer {
-  /** Resolves with the URL the dashboard is served on. */
-  listen(): Promise<string>;
+/** The dashboard, attached to its HTTP server. */
+export interface AttachedAdmin {
+  /** Stops live updates and closes socket.io and the HTTP server. */
   close(): Promise<void>;
 }
 
-/** The dashboard's HTTP side: the REST API, socket.io, /metrics, /healthz and the built UI. */
-export function createAdminServer(ctx: AdminContext): AdminServer {
+/**
+ * The dashboard's HTTP side on `server` (already listening; see shell.ts): the REST API,
+ * socket.io, /metrics, /healthz and the built UI. `history` has sampled the stats since start.
+ */
+export function attachAdmin(server: http.Server, ctx: AdminContext, history: StatsHistory): AttachedAdmin {
   const { engine, info, options } = ctx;
   const config: AdminConfigDto = {
     version: info.version,
@@ -84,7 +87,9 @@ export function createAdminServer(ctx: AdminContext): AdminServer {
   app.use(errorHandler(ctx.log));
   const handshakeAllowed = socketHandshakeAllowed(isAllowedHost);
 
-  const server = http.createServer(app);
+  // Express first: socket.io passes on the requests that are not its own to the listeners
+  // the server had when it was attached.
+  server.on('request', app);
   const io = new IoServer<ClientToServerEvents, ServerToClientEvents>(server, {
     serveClient: false,
     allowRequest: (req, callback) => callback(null, handshakeAllowed(req)),
@@ -95,21 +100,9 @@ export function createAdminServer(ctx: AdminContext): AdminServer {
     next(new Error('unauthorized'));
   });
   io.on('connection', (socket) => limitSocketEvents(socket));
-  const history = new StatsHistory(engine, info);
   const live = new LiveUpdates(io, engine, info, config, history);
 
   return {
-    listen: () =>
-      new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(options.port, options.listen, () => {
-          server.off('error', reject);
-          const addr = server.address();
-          const port = typeof addr === 'object' && addr !== null ? addr.port : options.port;
-          const host = options.listen.includes(':') ? `[${options.listen}]` : options.listen;
-          resolve(`http://${host}:${port}/`);
-        });
-      }),
     close: async () => {
       live.close();
       await new Promise<void>((resolve) => {

@@ -99,7 +99,6 @@ export class LiveUpdates {
   private views = 0;
   private offDraining: (() => void) | null = null;
   private timer: NodeJS.Timeout | null = null;
-  private statsTimer: NodeJS.Timeout;
 
   constructor(
     private readonly io: AdminIo,
@@ -110,11 +109,9 @@ export class LiveUpdates {
     private readonly limits: ViewLimits = { perSocket: MAX_VIEWS_PER_SOCKET, perServer: MAX_VIEWS_PER_SERVER },
   ) {
     io.on('connection', (socket) => this.onConnection(socket));
-    this.statsTimer = setInterval(() => {
-      const tick = this.history.sample();
+    history.onSample = (tick) => {
       if (this.io.engine.clientsCount > 0) this.io.emit('stats:ticked', tick);
-    }, 1000);
-    this.statsTimer.unref();
+    };
   }
 
   /** Views held by all sockets together. */
@@ -123,7 +120,7 @@ export class LiveUpdates {
   }
 
   close(): void {
-    clearInterval(this.statsTimer);
+    this.history.onSample = null;
     this.stop();
   }
 

@@ -11,13 +11,31 @@ const KEEP = 15 * 60;
  * shows the last 15 minutes. Rates are per second over the last interval.
  */
 export class StatsHistory {
+  /** Told of each sample the timer takes (the live updates pass it on to open dashboards). */
+  onSample: ((tick: StatsTickDto) => void) | null = null;
   private readonly ticks: StatsTickDto[] = [];
   private last: { at: number; counts: RatesDto } | null = null;
+  private timer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly engine: Engine,
     private readonly info: ServerInfo,
   ) {}
+
+  /** Samples once a second until `stop`; the timer does not keep the process alive. */
+  start(): void {
+    if (this.timer !== null) return;
+    this.timer = setInterval(() => {
+      const tick = this.sample();
+      this.onSample?.(tick);
+    }, 1000);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+  }
 
   /** Takes a sample now and returns it. */
   sample(): StatsTickDto {
