@@ -224,7 +224,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
       }
     }
     // The flag wins over the variable; an empty variable means no token (set but blank in a shell).
-    if (admin.token === null && env.BEANPOLE_ADMIN_TOKEN) admin.token = adminToken(env.BEANPOLE_ADMIN_TOKEN, 'BEANPOLE_ADMIN_TOKEN');
+    if (!noAdmin && admin.token === null && env.BEANPOLE_ADMIN_TOKEN) admin.token = adminToken(env.BEANPOLE_ADMIN_TOKEN, 'BEANPOLE_ADMIN_TOKEN');
     if (!noAdmin && admin.token === null && !isLoopback(admin.listen)) {
       throw new UsageError(`--admin-listen ${admin.listen} is reachable from other machines: set --admin-token (or BEANPOLE_ADMIN_TOKEN)`);
     }

@@ -91,15 +91,6 @@ async function main(argv: string[]): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
 
-  try {
-    const where = await beanstalk.listen(options.listen, options.port);
-    log.info({ address: where, version: VERSION }, `beanstalkd protocol listening on ${where}`);
-    const jobs = Math.floor(budget.maxRecordHeapBytes / JOB_RECORD_HEAP_BYTES);
-    log.info({ ...budget }, `memory budget: ${jobs} jobs on the heap, ${budget.maxJobBytes} bytes of bodies`);
-  } catch (err) {
-    log.fatal({ err }, 'cannot listen');
-    process.exit(111);
-  }
   if (options.admin !== null) {
     // Only the HTTP server starts now; the dashboard's modules load on its first request.
     admin = new AdminShell({
@@ -112,6 +103,8 @@ async function main(argv: string[]): Promise<void> {
       binlog: binlog !== null,
       onActivity: scheduler.poke,
     });
+    // Except with -u: USER may not be able to read them, so they load while the server is root.
+    if (user !== null) await admin.preload();
     try {
       const url = await admin.listen();
       log.info({ url }, `dashboard on ${url}`);
@@ -122,7 +115,18 @@ async function main(argv: string[]): Promise<void> {
       admin = null;
     }
   }
-  if (user !== null) privileged(log, () => becomeUser(user));
+  try {
+    const where = await beanstalk.listen(options.listen, options.port);
+    // Root is given up before the first client is served (this runs before any I/O callback),
+    // so no binlog file is ever created as root.
+    if (user !== null) privileged(log, () => becomeUser(user));
+    log.info({ address: where, version: VERSION }, `beanstalkd protocol listening on ${where}`);
+    const jobs = Math.floor(budget.maxRecordHeapBytes / JOB_RECORD_HEAP_BYTES);
+    log.info({ ...budget }, `memory budget: ${jobs} jobs on the heap, ${budget.maxJobBytes} bytes of bodies`);
+  } catch (err) {
+    log.fatal({ err }, 'cannot listen');
+    process.exit(111);
+  }
 }
 
 /** Runs a step of -u USER; failing, exits with beanstalkd's status for it. */

@@ -18,9 +18,15 @@ describe('memoryBudget', () => {
     expect(memoryBudget(null, { heapLimit: 60 * MiB, heapUsed: 5 * MiB, memory: GiB }).maxRecordHeapBytes).toBe(0);
   });
 
+  it('counts on at most half the memory for the heap, whatever its limit (--max-old-space-size above the memory)', () => {
+    const b = memoryBudget(null, { heapLimit: 32 * GiB, heapUsed: 0, memory: 16 * GiB });
+    expect(b.maxRecordHeapBytes).toBe(6 * GiB);
+    expect(b.maxJobBytes).toBe(Math.floor(8 * GiB * 0.4));
+  });
+
   it('takes --max-job-bytes as given, and never goes below 64 MiB of bodies by default', () => {
     expect(memoryBudget(1000, { heapLimit: 4 * GiB, heapUsed: 0, memory: GiB }).maxJobBytes).toBe(1000);
-    expect(memoryBudget(null, { heapLimit: 4 * GiB, heapUsed: 0, memory: GiB }).maxJobBytes).toBe(64 * MiB);
+    expect(memoryBudget(null, { heapLimit: 4 * GiB, heapUsed: 0, memory: 128 * MiB }).maxJobBytes).toBe(64 * MiB);
   });
 
   it('reads the heap limit, heap use and memory of this process', () => {

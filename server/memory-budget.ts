@@ -13,6 +13,11 @@ const HEAP_RESERVE_SHARE = 0.25;
  */
 const BODY_SHARE = 0.4;
 const MIN_BODY_BUDGET = 64 * MiB;
+/**
+ * Share of the memory the heap may be counted on for, whatever its limit: with
+ * --max-old-space-size near or above the machine's memory, records are kept to half of it.
+ */
+const HEAP_SHARE_OF_MEMORY = 0.5;
 
 /** What the engine may hold, in bytes: bodies off the heap, and job and tube records on it. */
 export interface MemoryBudget {
@@ -43,15 +48,16 @@ export function machineFacts(): MemoryFacts {
 }
 
 /**
- * The budgets: records may fill the heap up to its limit less a reserve (a quarter, at least
- * 64 MiB) and what is in use at start; bodies may take `maxJobBytes` if given (--max-job-bytes),
- * else 40% of the memory the heap cannot take. At any heap size (NODE_OPTIONS
+ * The budgets: records may fill the heap up to its limit (at most half the machine's memory)
+ * less a reserve (a quarter, at least 64 MiB) and what is in use at start; bodies may take
+ * `maxJobBytes` if given (--max-job-bytes), else 40% of the memory the heap cannot take. At any heap size (NODE_OPTIONS
  * --max-old-space-size included) puts then get OUT_OF_MEMORY well before V8 or the machine runs out.
  */
 export function memoryBudget(maxJobBytes: number | null, facts: MemoryFacts): MemoryBudget {
-  const reserve = Math.max(MIN_HEAP_RESERVE, facts.heapLimit * HEAP_RESERVE_SHARE);
+  const heap = Math.min(facts.heapLimit, facts.memory * HEAP_SHARE_OF_MEMORY);
+  const reserve = Math.max(MIN_HEAP_RESERVE, heap * HEAP_RESERVE_SHARE);
   return {
-    maxJobBytes: maxJobBytes ?? Math.max(MIN_BODY_BUDGET, Math.floor((facts.memory - facts.heapLimit) * BODY_SHARE)),
-    maxRecordHeapBytes: Math.max(0, Math.floor(facts.heapLimit - reserve - facts.heapUsed)),
+    maxJobBytes: maxJobBytes ?? Math.max(MIN_BODY_BUDGET, Math.floor((facts.memory - heap) * BODY_SHARE)),
+    maxRecordHeapBytes: Math.max(0, Math.floor(heap - reserve - facts.heapUsed)),
   };
 }

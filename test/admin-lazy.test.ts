@@ -6,6 +6,8 @@
  * every test and times `put` with delay 1). The first requests, whatever their kind and however
  * many at once, wait for the modules and are all answered.
  */
+import { once } from 'node:events';
+import net from 'node:net';
 import { io } from 'socket.io-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StatsTickDto } from '../shared/dto.js';
@@ -87,6 +89,26 @@ describe('the dashboard loads on its first request', () => {
     // Later requests go straight to the loaded dashboard.
     expect((await api(server.url, '/api/tubes')).status).toBe(200);
     expect(loadCount(server)).toBe(1);
+  });
+
+  it('survives a first request that is a WebSocket upgrade reset while the dashboard loads', async () => {
+    const server = await start();
+    const { port } = new URL(server.url);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write(
+      'GET /socket.io/?EIO=4&transport=websocket HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\n' +
+        'Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    );
+    // Give the server the upgrade (it starts loading the dashboard, ~200 ms), then reset.
+    await new Promise((r) => setTimeout(r, 20));
+    socket.resetAndDestroy();
+    // The server is still there: the dashboard answers, and so does the job port.
+    expect((await api(server.url, '/api/config')).status).toBe(200);
+    const c = await RawClient.connect(server.port);
+    clients.push(c);
+    expect(await c.call('list-tube-used\r\n')).toBe('USING default\r\n');
+    expect(server.process.exitCode).toBeNull();
   });
 
   it('checks the Host name of the first request like any other', async () => {

@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RawClient } from './support/raw-client.js';
-import { startServer, type RunningServer } from './support/servers.js';
+import { startServer, type RunningServer, type ServerKind } from './support/servers.js';
 import { targetKinds } from './support/targets.js';
 
 const BUDGET = 1000;
@@ -50,24 +50,29 @@ async function refused(c: RawClient, body: string): Promise<void> {
   expect(next, 'the command after the refused put (its body must have been consumed)').toMatch(/^USING \S+\r\n$/);
 }
 
-describe.each(targetKinds().filter((k) => k === 'beanpole'))('memory budget (--max-job-bytes) on %s', (kind) => {
+/** A fresh server for each test of the enclosing block, with the clients it opened closed after it. */
+function serverPerTest(kind: ServerKind, args: string[], env: NodeJS.ProcessEnv = {}): { server: () => RunningServer; connect: () => Promise<RawClient> } {
   let server: RunningServer;
   const clients: RawClient[] = [];
-
   beforeEach(async () => {
-    server = await startServer(kind, ['--max-job-bytes', String(BUDGET)]);
+    server = await startServer(kind, args, env);
   });
-
   afterEach(async () => {
     for (const c of clients.splice(0)) c.destroy();
     await server.stop();
   });
+  return {
+    server: () => server,
+    connect: async () => {
+      const c = await RawClient.connect(server.port);
+      clients.push(c);
+      return c;
+    },
+  };
+}
 
-  async function connect(): Promise<RawClient> {
-    const c = await RawClient.connect(server.port);
-    clients.push(c);
-    return c;
-  }
+describe.each(targetKinds().filter((k) => k === 'beanpole'))('memory budget (--max-job-bytes) on %s', (kind) => {
+  const { connect } = serverPerTest(kind, ['--max-job-bytes', String(BUDGET)]);
 
   it('accepts puts up to the budget, then answers OUT_OF_MEMORY and changes nothing', async () => {
     const c = await connect();
@@ -172,23 +177,7 @@ describe.each(targetKinds().filter((k) => k === 'beanpole'))('memory budget (--m
  * of its own, ends in OUT_OF_MEMORY, never in V8's heap exhaustion, and the server keeps serving.
  */
 describe.each(targetKinds().filter((k) => k === 'beanpole'))('heap budget under --max-old-space-size=64 on %s', (kind) => {
-  let server: RunningServer;
-  const clients: RawClient[] = [];
-
-  beforeEach(async () => {
-    server = await startServer(kind, [], { NODE_OPTIONS: '--max-old-space-size=64' });
-  });
-
-  afterEach(async () => {
-    for (const c of clients.splice(0)) c.destroy();
-    await server.stop();
-  });
-
-  async function connect(): Promise<RawClient> {
-    const c = await RawClient.connect(server.port);
-    clients.push(c);
-    return c;
-  }
+  const { connect, server } = serverPerTest(kind, [], { NODE_OPTIONS: '--max-old-space-size=64' });
 
   /**
    * Sends `command(i)` in pipelined batches until a reply is OUT_OF_MEMORY; returns how many
@@ -227,7 +216,7 @@ describe.each(targetKinds().filter((k) => k === 'beanpole'))('heap budget under 
     expect(reserved).toMatch(/^RESERVED \d+ 0\r\n\r\n$/);
     expect(await other.call(`delete ${/^RESERVED (\d+)/.exec(reserved)![1]}\r\n`)).toBe('DELETED\r\n');
     expect(await other.call('put 0 0 60 0\r\n\r\n')).toMatch(/^INSERTED \d+\r\n$/);
-    expect(server.process.exitCode).toBeNull();
+    expect(server().process.exitCode).toBeNull();
   });
 
   it('refuses new tubes (use, watch) and jobs in them with OUT_OF_MEMORY, as beanstalkd words it', async () => {
@@ -243,6 +232,6 @@ describe.each(targetKinds().filter((k) => k === 'beanpole'))('heap budget under 
     // Existing tubes are still usable.
     expect(await other.call(`use ${name(0)}\r\n`)).toBe(`USING ${name(0)}\r\n`);
     expect(await other.call(`watch ${name(0)}\r\n`)).toBe('WATCHING 2\r\n');
-    expect(server.process.exitCode).toBeNull();
+    expect(server().process.exitCode).toBeNull();
   });
 });

@@ -46,20 +46,37 @@ function binlogDir(ownedByUser: boolean): string {
   return dir;
 }
 
+/** Runs the server to its exit with `args`; returns the status and what it wrote to stderr. */
+async function runToExit(args: string[]): Promise<{ code: number | null; stderr: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', String(port), '--no-admin', ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (d: string) => (stderr += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await once(child, 'exit');
+  clearTimeout(timer);
+  return { code: child.exitCode, stderr };
+}
+
+describe('-u with a user that does not exist', () => {
+  it("exits 33 with one line, as beanstalkd's su() does, before listening", async () => {
+    for (const name of ['no-such-user-beanpole', '-g']) {
+      const run = await runToExit(['-u', name]);
+      expect(run.code, run.stderr).toBe(33);
+      expect(run.stderr.trim().split('\n')).toHaveLength(1);
+      expect(run.stderr).toContain('no such user');
+    }
+  });
+});
+
 describe.skipIf(!runnable)(`-u ${USER} with -b (run as root)`, () => {
   it('refuses to start, in one line with exit 10, when USER cannot write the directory', async () => {
     const dir = binlogDir(false);
-    const port = await freePort();
-    const child = spawn(process.execPath, [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', String(port), '--no-admin', '-u', USER, '-b', dir], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.setEncoding('utf8');
-    child.stderr!.on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await once(child, 'exit');
-    clearTimeout(timer);
-    expect(child.exitCode, stderr).toBe(BINLOG_EXIT);
+    const { code, stderr } = await runToExit(['-u', USER, '-b', dir]);
+    expect(code, stderr).toBe(BINLOG_EXIT);
     expect(stderr).toMatch(/EACCES|permission denied/i);
     expect(stderr).not.toMatch(/\n\s+at /); // no stack trace
     // Nothing was left behind by root: no lock, no segment.

@@ -26,6 +26,7 @@ export class AdminShell {
   private readonly server = http.createServer();
   private readonly history: StatsHistory;
   private attached: AttachedAdmin | null = null;
+  private modules: ReturnType<AdminLoader> | null = null;
   private loading = false;
   private closing = false;
   /** Requests and upgrades that arrived before the modules, in order: replay, or refuse. */
@@ -39,6 +40,14 @@ export class AdminShell {
     this.history.start();
     this.server.on('request', this.holdRequest);
     this.server.on('upgrade', this.holdUpgrade);
+  }
+
+  /**
+   * Loads the modules now, without serving anything yet: a server that gives up root (-u) must
+   * read them while it still may.
+   */
+  async preload(): Promise<void> {
+    await this.loadOnce();
   }
 
   /** Resolves with the URL the dashboard is served on. */
@@ -73,6 +82,9 @@ export class AdminShell {
   };
 
   private readonly holdUpgrade = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
+    // Node leaves an upgraded socket without an error listener: a reset while it waits here
+    // would be an uncaught error that ends the process.
+    socket.on('error', () => socket.destroy());
     this.hold(
       () => this.server.emit('upgrade', req, socket, head),
       () => socket.destroy(),
@@ -92,19 +104,32 @@ export class AdminShell {
     const started = performance.now();
     const { log } = this.ctx;
     try {
-      const { attachAdmin } = await this.load();
+      const { attachAdmin } = await this.loadOnce();
       if (this.closing) return;
-      this.server.off('request', this.holdRequest);
-      this.server.off('upgrade', this.holdUpgrade);
+      // The dashboard's listeners replace the holding ones (socket.io keeps the request
+      // listeners it finds when it attaches, so these must be gone first).
+      this.server.removeAllListeners('request');
+      this.server.removeAllListeners('upgrade');
       this.attached = attachAdmin(this.server, this.ctx, this.history);
       log.info({ ms: Math.round(performance.now() - started) }, 'dashboard loaded (first request)');
     } catch (err) {
-      // Not expected of an installed server; the job server matters more, so it keeps going.
-      log.error({ err: (err as Error).message }, 'dashboard: loading its modules failed');
+      // Not expected of an installed server; the job server matters more, so it keeps going,
+      // and the next request tries again.
+      log.error({ err: (err as Error).message }, 'dashboard: loading it failed');
+      this.modules = null;
+      this.server.removeAllListeners('request');
+      this.server.removeAllListeners('upgrade');
+      this.server.on('request', this.holdRequest);
+      this.server.on('upgrade', this.holdUpgrade);
       for (const { refuse } of this.held.splice(0)) refuse();
       this.loading = false;
       return;
     }
     for (const { replay } of this.held.splice(0)) replay();
+  }
+
+  private loadOnce(): ReturnType<AdminLoader> {
+    this.modules ??= this.load();
+    return this.modules;
   }
 }

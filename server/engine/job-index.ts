@@ -6,6 +6,7 @@ import type { Job } from './job.js';
  * as many, and growing one shard rehashes a sixteenth of the index, not all of it at once (a
  * rehash briefly needs the old and the new table, which matters near the heap limit).
  */
+/** A power of two (see shardOf). */
 const SHARDS = 16;
 
 /** Jobs by id, sharded by the low bits of the id. */
@@ -18,20 +19,29 @@ export class JobIndex {
   }
 
   get(id: number): Job | undefined {
-    return this.shards[id % SHARDS]!.get(id);
+    return this.shardOf(id).get(id);
   }
 
   set(id: number, job: Job): void {
-    const shard = this.shards[id % SHARDS]!;
+    const shard = this.shardOf(id);
     const before = shard.size;
     shard.set(id, job);
     this.count += shard.size - before;
   }
 
   delete(id: number): boolean {
-    const deleted = this.shards[id % SHARDS]!.delete(id);
+    const deleted = this.shardOf(id).delete(id);
     if (deleted) this.count--;
     return deleted;
+  }
+
+  /**
+   * The id's shard. `&` takes the low bits of any integer id up to 2^53 and maps every other
+   * number a lookup may bring (-1 for an id too large to exist, NaN) to a shard too, where it
+   * is simply not found.
+   */
+  private shardOf(id: number): Map<number, Job> {
+    return this.shards[id & (SHARDS - 1)]!;
   }
 
   /**

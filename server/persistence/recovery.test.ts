@@ -19,7 +19,6 @@ import {
   SEGMENT_HEADER_BYTES,
   STATE_RECORD_BYTES,
   encodeDelete,
-  encodeJob,
   encodeSegmentHeader,
   encodeState,
   jobRecordBytes,
@@ -27,6 +26,7 @@ import {
 } from './format.js';
 import { ID_MARK_FILE, IdMark } from './id-mark.js';
 import { countLive, recover, type SegmentOnDisk } from './recovery.js';
+import { jobImage, jobRecord } from './testing.js';
 
 /** The checksum salt of the segments these tests write by hand. */
 const SALT = 0x5a17_0001;
@@ -50,31 +50,10 @@ function tmpDir(): string {
 
 // ---- records written with the codec ------------------------------------------------------------
 
-function image(over: Partial<JobImage> = {}): JobImage {
-  return {
-    id: 1,
-    tube: 'default',
-    state: 'ready',
-    priority: 100,
-    delayMs: 0,
-    ttrMs: 60_000,
-    createdAt: T0,
-    deadlineAt: 0,
-    buriedSeq: 0,
-    reserves: 0,
-    timeouts: 0,
-    releases: 0,
-    buries: 0,
-    kicks: 0,
-    body: Buffer.from(`body of ${over.id ?? 1}`),
-    ...over,
-  };
-}
+const image = jobImage;
 
 function jobRec(img: JobImage, salt = SALT): Buffer {
-  const buf = Buffer.alloc(jobRecordBytes(img.tube.length, img.body.length));
-  encodeJob(buf, 0, img, img.state, img.tube, salt);
-  return buf;
+  return jobRecord(img, salt);
 }
 
 function stateRec(img: JobImage): Buffer {

@@ -5,37 +5,19 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { JobImage } from '../engine/job.js';
-import { DELETE_RECORD_BYTES, SEGMENT_HEADER_BYTES, encodeDelete, encodeJob, encodeSegmentHeader, jobRecordBytes } from './format.js';
+import { DELETE_RECORD_BYTES, SEGMENT_HEADER_BYTES, encodeDelete, encodeSegmentHeader } from './format.js';
+import { T0 } from '../engine/testing.js';
 import { findSalt } from './salt-recovery.js';
-import { MAX_PAYLOAD } from './testing.js';
+import { MAX_PAYLOAD, jobImage, jobRecord } from './testing.js';
 
 const SALT = 0x5a17_0001;
-const T0 = 1_700_000_000_000;
 
 function image(id: number, body: Buffer = Buffer.from(`body of ${id}`)): JobImage {
-  return {
-    id,
-    tube: 'default',
-    state: 'ready',
-    priority: 1,
-    delayMs: 0,
-    ttrMs: 1000,
-    createdAt: T0,
-    deadlineAt: 0,
-    buriedSeq: 0,
-    reserves: 0,
-    timeouts: 0,
-    releases: 0,
-    buries: 0,
-    kicks: 0,
-    body,
-  };
+  return jobImage({ id, body });
 }
 
 function jobRec(img: JobImage, salt = SALT): Buffer {
-  const buf = Buffer.alloc(jobRecordBytes(img.tube.length, img.body.length));
-  encodeJob(buf, 0, img, img.state, img.tube, salt);
-  return buf;
+  return jobRecord(img, salt);
 }
 
 function deleteRec(id: number, salt = SALT): Buffer {
@@ -99,6 +81,14 @@ describe('findSalt', () => {
     const FORGED = 0x0bad_5a17;
     const forged = Buffer.concat([jobRec(image(900), FORGED), jobRec(image(901), FORGED)]);
     const data = segment([jobRec(image(1)), jobRec(image(2, forged)), jobRec(image(3))], [24, 13]);
+    expect(findSalt(data, MAX_PAYLOAD)).toEqual({ salt: SALT, source: 'records' });
+  });
+
+  it('takes the segment salt when the very first record is a job whose body holds forged records', () => {
+    const FORGED = 0x0bad_5a17;
+    const forged = Buffer.concat([jobRec(image(900), FORGED), jobRec(image(901), FORGED)]);
+    // The chain (the record after the header, then the next) is the segment's own.
+    const data = segment([jobRec(image(1, forged)), jobRec(image(3))], [24, 13]);
     expect(findSalt(data, MAX_PAYLOAD)).toEqual({ salt: SALT, source: 'records' });
   });
 });

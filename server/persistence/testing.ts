@@ -7,17 +7,46 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { MAX_JOB_SIZE_LIMIT, MAX_TUBE_NAME_LENGTH } from '../../shared/limits.js';
-import type { Job, JobState } from '../engine/job.js';
-import { Harness, type Client } from '../engine/testing.js';
+import type { Job, JobImage, JobState } from '../engine/job.js';
+import { Harness, T0, type Client } from '../engine/testing.js';
 import { Binlog } from './binlog.js';
 import type { FileSystem } from './file-system.js';
-import { JOB_RECORD_FIXED_BYTES } from './format.js';
+import { JOB_RECORD_FIXED_BYTES, encodeJob, jobRecordBytes } from './format.js';
 import { countLive, recover, type Recovery } from './recovery.js';
 
 export const KiB = 1024;
 export const MiB = 1024 * 1024;
 /** The record bound the server replays with. */
 export const MAX_PAYLOAD = MAX_JOB_SIZE_LIMIT + JOB_RECORD_FIXED_BYTES + MAX_TUBE_NAME_LENGTH;
+
+/** A job as a record holds it: a ready job in `default`, with `over` applied. */
+export function jobImage(over: Partial<JobImage> = {}): JobImage {
+  return {
+    id: 1,
+    tube: 'default',
+    state: 'ready',
+    priority: 100,
+    delayMs: 0,
+    ttrMs: 60_000,
+    createdAt: T0,
+    deadlineAt: 0,
+    buriedSeq: 0,
+    reserves: 0,
+    timeouts: 0,
+    releases: 0,
+    buries: 0,
+    kicks: 0,
+    body: Buffer.from(`body of ${over.id ?? 1}`),
+    ...over,
+  };
+}
+
+/** The JOB record of `img` in a segment salted with `salt`. */
+export function jobRecord(img: JobImage, salt: number): Buffer {
+  const buf = Buffer.alloc(jobRecordBytes(img.tube.length, img.body.length));
+  encodeJob(buf, 0, img, img.state, img.tube, salt);
+  return buf;
+}
 
 /** Things to undo after each test, newest first (register `runCleanups` in afterEach). */
 export class Cleanups {

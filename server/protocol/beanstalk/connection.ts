@@ -61,7 +61,7 @@ export class BeanstalkConnection implements FrameHandler, SessionDelegate {
     this.session = this.engine.openSession(this);
     this.session.peer = socket.remoteAddress === undefined ? 'unix' : `${socket.remoteAddress}:${socket.remotePort}`;
     this.parser = new CommandParser(this);
-    this.pendingPut = { tube: this.session.used, priority: 0, delayMs: 0, ttrMs: 0, body: NO_BODY, id: 0 };
+    this.pendingPut = { tube: this.session.used, priority: 0, delayMs: 0, ttrMs: 0, body: NO_BODY, bodyOwned: false, id: 0 };
     this.out = new ReplyBuffer((bytes) => this.writeOut(bytes), ctx.durability);
     socket.on('data', (chunk: Buffer) => this.guard(() => this.parser.write(chunk)));
     socket.on('end', () => this.onEnd());
