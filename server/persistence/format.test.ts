@@ -33,6 +33,7 @@ import {
   type DecodedRecord,
   type StateImage,
 } from './format.js';
+import { jobImage } from './testing.js';
 
 /** The checksum salt of the segments these tests write by hand. */
 const SALT = 0x5a17_0001;
@@ -42,24 +43,8 @@ const MAX_PAYLOAD = 1 << 20;
 const MAX_U32 = 4294967295;
 
 function image(over: Partial<JobImage> = {}): JobImage {
-  return {
-    id: 1,
-    tube: 'default',
-    state: 'ready',
-    priority: 1024,
-    delayMs: 0,
-    ttrMs: 60_000,
-    createdAt: T0 + 0.123456,
-    deadlineAt: 0,
-    buriedSeq: 0,
-    reserves: 0,
-    timeouts: 0,
-    releases: 0,
-    buries: 0,
-    kicks: 0,
-    body: Buffer.from('hello'),
-    ...over,
-  };
+  // A fractional creation time and an urgent-looking priority, so every field's encoding shows.
+  return jobImage({ priority: 1024, createdAt: T0 + 0.123456, body: Buffer.from('hello'), ...over });
 }
 
 function jobRecord(img: JobImage, state: JobState = img.state): Buffer {
