@@ -13,7 +13,7 @@ import { machineFacts, memoryBudget } from './memory-budget.js';
 import { Binlog } from './persistence/binlog.js';
 import { BINLOG_EXIT_CODE, BinlogDirError, openBinlog, type OpenedBinlog } from './persistence/open-binlog.js';
 import { BeanstalkServer } from './protocol/beanstalk/server.js';
-import { PrivilegeError, becomeUser, lookUpUser, withUserIds } from './privileges.js';
+import { PrivilegeError, becomeUser, fileOwner, lookUpUser, withUserIds } from './privileges.js';
 import type { ServerInfo } from './server-info.js';
 import { Scheduler } from './scheduler.js';
 import { VERSION } from './version.js';
@@ -38,7 +38,7 @@ async function main(argv: string[]): Promise<void> {
   for (const w of warnings) log.warn(w);
 
   const user = options.user === null ? null : privileged(log, () => lookUpUser(options.user!));
-  const binlog = options.binlogDir === null ? null : createBinlog(options, options.binlogDir, log);
+  const binlog = options.binlogDir === null ? null : createBinlog(options, options.binlogDir, log, fileOwner(user));
   const budget = memoryBudget(options.maxJobBytes, machineFacts());
   const engine = new Engine({ clock: systemClock, ...budget, journal: binlog ?? nullJournal });
   // With -u, the directory is opened as USER: a directory USER cannot write stops the start here
@@ -148,9 +148,10 @@ function bestEffort(log: Logger, what: string, step: () => void): void {
   }
 }
 
-function createBinlog(options: ServerOptions, dir: string, log: Logger): Binlog {
+function createBinlog(options: ServerOptions, dir: string, log: Logger, owner: { uid: number; gid: number } | null): Binlog {
   return new Binlog({
     dir,
+    owner,
     segmentBytes: options.binlogSize,
     fsyncMs: options.fsyncMs,
     log,

@@ -34,6 +34,11 @@ export function lookUpUser(name: string): RunAs {
   return { name, uid: id('-u'), gid: id('-g') };
 }
 
+/** Whom files made for USER must belong to: USER when the server runs as root, else nobody else. */
+export function fileOwner(user: RunAs | null): { uid: number; gid: number } | null {
+  return user !== null && isRoot() ? { uid: user.uid, gid: user.gid } : null;
+}
+
 /** Root can change ids at will; anyone else can only "become" themselves (as with beanstalkd). */
 function isRoot(): boolean {
   return process.geteuid!() === 0;

@@ -547,6 +547,17 @@ describe('segments and stats', () => {
     expect(rec.jobs.get(jobs[0]!.id)).toMatchObject({ state: 'buried', file: 1 });
   });
 
+  it.skipIf(process.getuid?.() !== 0)('gives every segment it creates to the owner it was given (-u as root)', async () => {
+    const dir = tmpDir();
+    const owner = { uid: 65534, gid: 65534 };
+    const { binlog, c } = startBinlog(dir, cleanups, { segmentBytes: 16 * KiB, owner });
+    for (let i = 0; i < 60; i++) c.put({ body: patternBody(1000, i) });
+    await settle(binlog);
+    const segments = fs.readdirSync(dir).filter((name) => name.endsWith('.bp'));
+    expect(segments.length).toBeGreaterThanOrEqual(4);
+    for (const name of segments) expect(fs.statSync(path.join(dir, name)), name).toMatchObject(owner);
+  });
+
   it('gives a record larger than a segment a segment of its own', async () => {
     const dir = tmpDir();
     const { binlog, c, h } = startBinlog(dir, cleanups, { segmentBytes: 16 * KiB });

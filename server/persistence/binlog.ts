@@ -1,4 +1,4 @@
-import { readdirSync } from 'node:fs';
+import { fchownSync, readdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { Logger } from 'pino';
@@ -30,6 +30,12 @@ export interface BinlogOptions {
   fsyncMs: number | null;
   log: Logger;
   fs?: FileSystem;
+  /**
+   * With -u as root: the user every new segment is given to. Root keeps its ids for a moment
+   * after the binlog opens (until the ports are bound), and a segment made then must still
+   * belong to the user the server becomes, or the next start could not open it.
+   */
+  owner?: { uid: number; gid: number } | null;
   /** A write or fsync failed on space the binlog already held: stop without acknowledging. */
   onFatal: (err: Error) => void;
 }
@@ -357,6 +363,8 @@ export class Binlog implements Journal, Durability {
     let err: Error | null = null;
     try {
       fd = this.fs.openAppend(file);
+      const owner = this.options.owner;
+      if (owner) fchownSync(fd, owner.uid, owner.gid);
       this.fs.writeAll(fd, encodeSegmentHeader(index, Date.now(), salt), 0);
     } catch (e) {
       err = e as Error;

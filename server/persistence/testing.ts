@@ -139,6 +139,7 @@ export interface StartOptions {
   segmentBytes?: number;
   fsyncMs?: number | null;
   fs?: FileSystem;
+  owner?: { uid: number; gid: number };
 }
 
 /** Recovers DIR into a fresh engine and opens a Binlog over it, as a server start does. */
@@ -161,6 +162,7 @@ export function startBinlog(dir: string, cleanups: Cleanups, options: StartOptio
     log,
     onFatal: (err) => fatal.push(err),
     fs: options.fs,
+    owner: options.owner,
   });
   const h = new Harness({ journal: binlog });
   const recovery = recover(dir, MAX_PAYLOAD, h.engine);
