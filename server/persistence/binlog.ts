@@ -227,15 +227,13 @@ export class Binlog implements Journal, Durability {
   }
 
   update(job: Job): void {
-    const at = this.slot(STATE_RECORD_BYTES);
-    encodeState(at.buf, at.offset, job, durableState(job), this.current.salt);
+    encodeState(this.batch, this.slot(STATE_RECORD_BYTES), job, durableState(job), this.current.salt);
     this.appended(STATE_RECORD_BYTES);
   }
 
   delete(job: Job): boolean {
     if (!this.claim(DELETE_RECORD_BYTES, false)) return false;
-    const at = this.slot(DELETE_RECORD_BYTES);
-    encodeDelete(at.buf, at.offset, job.id, this.current.salt);
+    encodeDelete(this.batch, this.slot(DELETE_RECORD_BYTES), job.id, this.current.salt);
     this.appended(DELETE_RECORD_BYTES);
     const seg = this.byIndex.get(job.file);
     if (seg !== undefined) seg.live--;
@@ -399,15 +397,14 @@ export class Binlog implements Journal, Durability {
   // ---- appending and group commit ------------------------------------------------------------
 
   /** Where in the batch to encode the next `size` bytes (at most a batch). */
-  private slot(size: number): { buf: Buffer; offset: number } {
+  private slot(size: number): number {
     if (this.batchLen + size > this.batch.length) this.flushBatchOf(this.current);
-    return { buf: this.batch, offset: this.batchLen };
+    return this.batchLen;
   }
 
   private appendJob(job: Job, size: number): void {
     if (size <= this.batch.length) {
-      const at = this.slot(size);
-      encodeJob(at.buf, at.offset, job, durableState(job), job.tube.name, this.current.salt);
+      encodeJob(this.batch, this.slot(size), job, durableState(job), job.tube.name, this.current.salt);
       this.appended(size);
       return;
     }
