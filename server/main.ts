@@ -15,6 +15,7 @@ import { BINLOG_EXIT_CODE, BinlogDirError, openBinlog, type OpenedBinlog } from 
 import { BeanstalkServer } from './protocol/beanstalk/server.js';
 import { PrivilegeError, becomeUser, fileOwner, lookUpUser, withUserIds } from './privileges.js';
 import type { ServerInfo } from './server-info.js';
+import { MemoryOperations } from './operations/memory-operations.js';
 import { Scheduler } from './scheduler.js';
 import { VERSION } from './version.js';
 
@@ -40,7 +41,7 @@ async function main(argv: string[]): Promise<void> {
   const user = options.user === null ? null : privileged(log, () => lookUpUser(options.user!));
   const binlog = options.binlogDir === null ? null : createBinlog(options, options.binlogDir, log, fileOwner(user));
   const budget = memoryBudget(options.maxJobBytes, machineFacts());
-  const engine = new Engine({ clock: systemClock, ...budget, journal: binlog ?? nullJournal });
+  const engine = new Engine({ clock: systemClock, ...budget, maxJobSize: options.maxJobSize, journal: binlog ?? nullJournal });
   // With -u, the directory is opened as USER: a directory USER cannot write stops the start here
   // (as beanstalkd refuses to start), and every file the binlog creates belongs to USER.
   const open = (): OpenedBinlog => openPersistence(options.binlogDir!, binlog!, engine, log);
@@ -56,16 +57,12 @@ async function main(argv: string[]): Promise<void> {
     os: os.version(),
     platform: os.machine(),
     pid: process.pid,
-    maxJobSize: options.maxJobSize,
     binlog: () => binlog?.stats() ?? noBinlog,
   };
-  const beanstalk = new BeanstalkServer({
-    engine,
-    info,
-    log,
-    onActivity: scheduler.poke,
-    durability: binlog ?? immediateDurability,
-  });
+  const durability = binlog ?? immediateDurability;
+  // Every front door calls these operations, never the engine.
+  const ops = new MemoryOperations({ engine, durability, onActivity: scheduler.poke });
+  const beanstalk = new BeanstalkServer({ ops, info, log, onActivity: scheduler.poke, durability });
   // Handlers go in before listening: Node's default SIGUSR1 action would open the inspector.
   process.on('SIGPIPE', () => undefined);
   process.on('SIGUSR1', () => {
@@ -94,9 +91,8 @@ async function main(argv: string[]): Promise<void> {
   if (options.admin !== null) {
     // Only the HTTP server starts now; the dashboard's modules load on its first request.
     admin = new AdminShell({
-      engine,
+      ops,
       info,
-      durability: binlog ?? immediateDurability,
       log,
       options: options.admin,
       uiDir: path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'ui'),

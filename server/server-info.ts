@@ -1,6 +1,5 @@
 /** What `stats` and stats-job show, computed once for every front door (protocol YAML, admin JSON). */
-import type { Engine, Job, Tube } from './engine/engine.js';
-import { COUNTED_COMMANDS } from './engine/stats.js';
+import { COUNTED_COMMANDS, type JobView, type ServerCounts, type TubeCounts } from './operations/operations.js';
 
 /** Facts about the process that `stats` shows; the protocol layer gathers them once. */
 export interface ServerInfo {
@@ -11,7 +10,6 @@ export interface ServerInfo {
   os: string;
   platform: string;
   pid: number;
-  maxJobSize: number;
   binlog: () => BinlogStats;
 }
 
@@ -48,21 +46,20 @@ function rusage(micros: number): StatValue {
  * beanstalkd 1.12's 51 `stats` keys in its order, with their values; the protocol prints them
  * as YAML and the admin API sends them as JSON, so both show the same numbers.
  */
-export function serverStatsEntries(engine: Engine, info: ServerInfo, now: number): [string, StatValue][] {
-  const s = engine.stats;
+export function serverStatsEntries(s: ServerCounts, info: ServerInfo, now: number): [string, StatValue][] {
   const cpu = process.cpuUsage();
   const binlog = info.binlog();
   const entries: [string, StatValue][] = [
     ['current-jobs-urgent', s.urgent],
     ['current-jobs-ready', s.ready],
     ['current-jobs-reserved', s.reserved],
-    ['current-jobs-delayed', engine.delayedCount],
+    ['current-jobs-delayed', s.delayed],
     ['current-jobs-buried', s.buried],
-    ...SHOWN_COMMANDS.map((c): [string, StatValue] => [`cmd-${c}`, s.commands[c]]),
+    ...SHOWN_COMMANDS.map((c): [string, StatValue] => [`cmd-${c}`, s.operations[c]]),
     ['job-timeouts', s.jobTimeouts],
     ['total-jobs', s.totalJobs],
-    ['max-job-size', info.maxJobSize],
-    ['current-tubes', engine.tubes().length],
+    ['max-job-size', s.maxJobSize],
+    ['current-tubes', s.tubes],
     ['current-connections', s.currentConnections],
     ['current-producers', s.producers],
     ['current-workers', s.workers],
@@ -72,13 +69,13 @@ export function serverStatsEntries(engine: Engine, info: ServerInfo, now: number
     ['version', quoted(info.version)],
     ['rusage-utime', rusage(cpu.user)],
     ['rusage-stime', rusage(cpu.system)],
-    ['uptime', seconds(now - engine.startedAt)],
+    ['uptime', seconds(now - s.startedAt)],
     ['binlog-oldest-index', binlog.oldestIndex],
     ['binlog-current-index', binlog.currentIndex],
     ['binlog-records-migrated', binlog.recordsMigrated],
     ['binlog-records-written', binlog.recordsWritten],
     ['binlog-max-size', binlog.maxSize],
-    ['draining', engine.draining],
+    ['draining', s.draining],
     ['id', info.instanceId],
     ['hostname', info.hostname],
     ['os', info.os],
@@ -90,13 +87,14 @@ export function serverStatsEntries(engine: Engine, info: ServerInfo, now: number
 }
 
 /** A tube's pause-time-left in whole seconds. */
-export function pauseTimeLeft(tube: Tube, now: number): number {
-  return tube.paused ? Math.max(0, seconds(tube.unpauseAt - now)) : 0;
+export function pauseTimeLeft(tube: TubeCounts, now: number): number {
+  return tube.pauseMs > 0 ? Math.max(0, seconds(tube.unpauseAt - now)) : 0;
 }
 
 /** A job's age and time-left in whole seconds, as stats-job shows them. */
-export function jobTimes(job: Job, now: number): { age: number; timeLeft: number } {
-  const timed = job.state === 'reserved' || job.state === 'delayed';
+export function jobTimes(job: JobView, now: number): { age: number; timeLeft: number } {
+  // A job held without a TTR (a Gearman worker's) has no time left to show.
+  const timed = (job.state === 'reserved' || job.state === 'delayed') && job.deadlineAt !== Number.POSITIVE_INFINITY;
   return { age: seconds(now - job.createdAt), timeLeft: timed ? seconds(job.deadlineAt - now) : 0 };
 }
 

@@ -65,6 +65,29 @@ describe('module layering', () => {
     }
   });
 
+  it('the front doors reach the engine only through the operations layer', () => {
+    // Doors (beanstalk, admin API, metrics, later Gearman) call server/operations with plain
+    // values and get snapshots back; none may import the engine, even for a type.
+    for (const [file, edges] of graph) {
+      if (!file.startsWith('server/protocol/') && !file.startsWith('server/admin/')) continue;
+      for (const e of edges) expect(e.to.startsWith('server/engine/'), `${file} -> ${e.to}`).toBe(false);
+    }
+  });
+
+  it("the operations interface hands out no engine objects: it imports from the engine only types of plain values", () => {
+    // journal.ts (Durability), results.ts (Result), stats.ts (command names) and watchers.ts
+    // (JobUpdate, JobWatcher) hold no engine records; the in-memory implementation is the only
+    // module under server/operations that may use the engine itself.
+    const allowed = ['server/engine/journal.ts', 'server/engine/results.ts', 'server/engine/stats.ts', 'server/engine/watchers.ts'];
+    for (const e of graph.get('server/operations/operations.ts') ?? []) {
+      if (e.to.startsWith('server/engine/')) expect(allowed, e.to).toContain(e.to);
+    }
+    for (const [file, edges] of graph) {
+      if (!file.startsWith('server/operations/') || file === 'server/operations/memory-operations.ts' || file === 'server/operations/operations.ts') continue;
+      for (const e of edges) expect(e.to.startsWith('server/engine/'), `${file} -> ${e.to}`).toBe(false);
+    }
+  });
+
   it('value imports have no cycles', () => {
     const state = new Map<string, 'visiting' | 'done'>();
     const cycles: string[] = [];

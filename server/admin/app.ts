@@ -7,8 +7,7 @@ import { Server as IoServer } from 'socket.io';
 import type { AdminConfigDto } from '../../shared/dto.js';
 import type { ClientToServerEvents, ServerToClientEvents } from '../../shared/events.js';
 import type { AdminOptions } from '../cli.js';
-import type { Engine } from '../engine/engine.js';
-import type { Durability } from '../engine/journal.js';
+import type { Operations } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { errorHandler } from './errors.js';
 import { LiveUpdates } from './live.js';
@@ -29,9 +28,8 @@ import {
 import type { StatsHistory } from './stats-history.js';
 
 export interface AdminContext {
-  engine: Engine;
+  ops: Operations;
   info: ServerInfo;
-  durability: Durability;
   log: Logger;
   options: AdminOptions;
   /** The built dashboard (dist/ui); served when it exists. */
@@ -51,12 +49,12 @@ export interface AttachedAdmin {
  * socket.io, /metrics, /healthz and the built UI. `history` has sampled the stats since start.
  */
 export function attachAdmin(server: http.Server, ctx: AdminContext, history: StatsHistory): AttachedAdmin {
-  const { engine, info, options } = ctx;
+  const { ops, info, options } = ctx;
   const config: AdminConfigDto = {
     version: info.version,
     readOnly: options.readOnly,
     tokenRequired: options.token !== null,
-    maxJobSize: info.maxJobSize,
+    maxJobSize: ops.maxJobSize,
     binlog: ctx.binlog,
   };
   const app = express();
@@ -66,17 +64,18 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
   const isAllowedHost = hostCheck(options);
   app.use(allowedHostsOnly(isAllowedHost));
   app.get('/healthz', (_req, res) => {
-    res.json({ ok: true, draining: engine.draining });
+    res.json({ ok: true, draining: ops.draining });
   });
-  app.get('/metrics', requireToken(options.token), (_req, res) => {
-    res.type('text/plain; version=0.0.4').send(prometheusText(engine, info));
+  app.get('/metrics', requireToken(options.token), async (_req, res) => {
+    const [counts, tubes] = await Promise.all([ops.serverCounts(), ops.tubes()]);
+    res.type('text/plain; version=0.0.4').send(prometheusText(counts, tubes, info));
   });
   // The config says whether a token is needed, so it is readable without one.
   app.get('/api/config', (_req, res) => {
     res.json(config);
   });
   app.use('/api', requireToken(options.token), sameOriginForChanges(), readOnlyGuard(options.readOnly));
-  app.use(apiRoutes({ engine, info, durability: ctx.durability, config, onActivity: ctx.onActivity }));
+  app.use(apiRoutes({ ops, info, config, onActivity: ctx.onActivity }));
   if (existsSync(path.join(ctx.uiDir, 'index.html'))) {
     app.use(express.static(ctx.uiDir, { index: false, maxAge: '1h' }));
     // Deep links (/tubes/a%2Fb, /jobs/7) load the app, which routes on the client.
@@ -100,7 +99,7 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
     next(new Error('unauthorized'));
   });
   io.on('connection', (socket) => limitSocketEvents(socket));
-  const live = new LiveUpdates(io, engine, info, config, history);
+  const live = new LiveUpdates(io, ops, info, config, history);
 
   return {
     close: async () => {

@@ -1,40 +1,40 @@
 import type { BodyDto, ConnectionDto, JobDto, JobSummaryDto, JobStatsDto, ServerStatsDto, TubeDto } from '../../shared/dto.js';
 import { BODY_PREVIEW_BYTES } from '../../shared/api.js';
-import type { Engine, Job, Session, Tube } from '../engine/engine.js';
+import type { JobSnapshot, JobView, ServerCounts, SessionView, TubeCounts } from '../operations/operations.js';
 import { jobTimes, pauseTimeLeft, seconds, serverStatsEntries, type ServerInfo } from '../server-info.js';
 
-/** Engine objects as the JSON the dashboard reads (shared/dto.ts). */
+/** The operations' snapshots as the JSON the dashboard reads (shared/dto.ts). */
 
-export function statsDto(engine: Engine, info: ServerInfo, now: number): ServerStatsDto {
+export function statsDto(counts: ServerCounts, info: ServerInfo, now: number): ServerStatsDto {
   const out: ServerStatsDto = {};
-  for (const [key, value] of serverStatsEntries(engine, info, now)) out[key] = typeof value === 'object' ? value.json : value;
+  for (const [key, value] of serverStatsEntries(counts, info, now)) out[key] = typeof value === 'object' ? value.json : value;
   return out;
 }
 
-export function tubeDto(tube: Tube, now: number): TubeDto {
+export function tubeDto(tube: TubeCounts, now: number): TubeDto {
   return {
     name: tube.name,
     urgent: tube.urgent,
-    ready: tube.ready.size,
+    ready: tube.ready,
     reserved: tube.reserved,
-    delayed: tube.delayed.size,
-    buried: tube.buried.size,
+    delayed: tube.delayed,
+    buried: tube.buried,
     totalJobs: tube.totalJobs,
     using: tube.using,
     watching: tube.watching,
-    waiting: tube.waiting.size,
-    cmdDelete: tube.cmdDelete,
-    cmdPauseTube: tube.cmdPause,
+    waiting: tube.waiting,
+    cmdDelete: tube.deletes,
+    cmdPauseTube: tube.pauses,
     pauseSeconds: seconds(tube.pauseMs),
     pauseTimeLeftSeconds: pauseTimeLeft(tube, now),
   };
 }
 
-export function jobStatsDto(job: Job, now: number): JobStatsDto {
+export function jobStatsDto(job: JobView, now: number): JobStatsDto {
   const { age, timeLeft } = jobTimes(job, now);
   return {
     id: job.id,
-    tube: job.tube.name,
+    tube: job.tube,
     state: job.state,
     priority: job.priority,
     ageSeconds: age,
@@ -80,26 +80,26 @@ function utf8Boundary(buf: Buffer): number {
   return i + need > buf.length ? i : buf.length;
 }
 
-export function jobDto(job: Job, now: number): JobDto {
+export function jobDto(job: JobSnapshot, now: number): JobDto {
   return { ...jobStatsDto(job, now), body: bodyDto(job.body) };
 }
 
 const PREVIEW_CHARS = 120;
 
-export function jobSummaryDto(job: Job, now: number): JobSummaryDto {
+export function jobSummaryDto(job: JobSnapshot, now: number): JobSummaryDto {
   const head = job.body.subarray(0, PREVIEW_CHARS * 4);
   return { ...jobStatsDto(job, now), preview: head.toString('utf8').slice(0, PREVIEW_CHARS) };
 }
 
-export function connectionDto(session: Session): ConnectionDto {
+export function connectionDto(session: SessionView): ConnectionDto {
   return {
     id: session.id,
     address: session.peer,
-    producer: session.isProducer,
-    worker: session.isWorker,
+    producer: session.producer,
+    worker: session.worker,
     waiting: session.waiting,
-    using: session.used.name,
-    watching: session.watched.values().map((t) => t.name),
-    reserved: [...session.reservedJobs.values()].map((j) => j.id),
+    using: session.using,
+    watching: session.watching,
+    reserved: session.reserved,
   };
 }

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import type { ApiErrorDto } from '../../shared/dto.js';
-import type { FailureCode } from '../engine/results.js';
+import type { FailureCode } from '../operations/operations.js';
 
 /** An answer other than success, with its HTTP status. */
 export class ApiError extends Error {
@@ -20,6 +20,7 @@ const STATUS: Record<FailureCode, number> = {
   OUT_OF_MEMORY: 507,
   INTERNAL_ERROR: 500,
   NOT_IGNORED: 409,
+  JOB_TOO_BIG: 413,
 };
 
 const MESSAGE: Record<FailureCode, string> = {
@@ -29,6 +30,7 @@ const MESSAGE: Record<FailureCode, string> = {
   OUT_OF_MEMORY: 'no room: the memory budget or the binlog is full',
   INTERNAL_ERROR: 'the change could not be recorded',
   NOT_IGNORED: 'not possible',
+  JOB_TOO_BIG: 'the body is over the maximum job size',
 };
 
 /** The HTTP error for an engine failure code. */

@@ -13,6 +13,8 @@ import type { AdminConfigDto } from '../../shared/dto.js';
 import type { ClientToServerEvents, ServerToClientEvents } from '../../shared/events.js';
 import { systemClock } from '../engine/clock.js';
 import { Engine } from '../engine/engine.js';
+import { immediateDurability } from '../engine/journal.js';
+import { MemoryOperations } from '../operations/memory-operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { LiveUpdates, MAX_VIEWS_PER_SERVER, MAX_VIEWS_PER_SOCKET, type AdminIo } from './live.js';
 import { StatsHistory } from './stats-history.js';
@@ -27,7 +29,6 @@ const INFO: ServerInfo = {
   os: 'test',
   platform: 'test',
   pid: 1,
-  maxJobSize: 65535,
   binlog: () => ({ oldestIndex: 0, currentIndex: 0, recordsMigrated: 0, recordsWritten: 0, maxSize: 0 }),
 };
 const CONFIG: AdminConfigDto = { version: 'test', readOnly: false, tokenRequired: false, maxJobSize: 65535, binlog: false };
@@ -41,8 +42,8 @@ const clients: ClientSocket[] = [];
 beforeEach(async () => {
   httpServer = http.createServer();
   ioServer = new IoServer<ClientToServerEvents, ServerToClientEvents>(httpServer, { serveClient: false });
-  const engine = new Engine({ clock: systemClock });
-  live = new LiveUpdates(ioServer, engine, INFO, CONFIG, new StatsHistory(engine, INFO), { perSocket: 3, perServer: 5 });
+  const ops = new MemoryOperations({ engine: new Engine({ clock: systemClock }), durability: immediateDurability, onActivity: () => undefined });
+  live = new LiveUpdates(ioServer, ops, INFO, CONFIG, new StatsHistory(ops, INFO), { perSocket: 3, perServer: 5 });
   await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(httpServer.address() as AddressInfo).port}`;
 });

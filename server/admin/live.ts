@@ -1,7 +1,7 @@
 import type { Server as IoServer, Socket } from 'socket.io';
 import type { AdminConfigDto, JobStateName, TubeDto } from '../../shared/dto.js';
 import type { Ack, ClientToServerEvents, ServerToClientEvents } from '../../shared/events.js';
-import type { Engine, Job, Tube } from '../engine/engine.js';
+import { whenReady, type JobView, type Operations, type Pending, type TubeCounts } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { jobDto, statsDto, tubeDto } from './dto.js';
 import type { StatsHistory } from './stats-history.js';
@@ -59,26 +59,11 @@ function reply(ack: unknown, result: Parameters<Ack>[0]): void {
 }
 
 /**
- * What dashboards were last told about a viewed job: the fields they show, and its body by
- * location, not by bytes. Plain fields compared in place, so a sweep over many viewed jobs
- * allocates nothing for the ones that did not change.
+ * What dashboards were last told about a viewed job: a copy of its view, whose body is known by
+ * its stamp, not by bytes. Compared field by field with a reused view, so a sweep over many
+ * viewed jobs allocates nothing for the ones that did not change.
  */
-interface JobMark {
-  state: Job['state'];
-  tubeName: string;
-  priority: number;
-  delayMs: number;
-  ttrMs: number;
-  deadlineAt: number;
-  reserves: number;
-  timeouts: number;
-  releases: number;
-  buries: number;
-  kicks: number;
-  slab: Job['slab'];
-  bodyOffset: number;
-  bodyLength: number;
-}
+type JobMark = JobView;
 
 /**
  * Pushes the engine's changes to dashboards. While at least one dashboard is connected, every
@@ -89,7 +74,7 @@ interface JobMark {
  * O(tubes + viewed jobs) four times a second.
  */
 export class LiveUpdates {
-  private readonly tubeMarks = new Map<Tube, TubeMark>();
+  private readonly tubeMarks = new Map<string, TubeMark>();
   private readonly jobMarks = new Map<number, JobMark | 'deleted'>();
   private sweepCount = 0;
   /** How many sockets view each tube / job. */
@@ -99,10 +84,12 @@ export class LiveUpdates {
   private views = 0;
   private offDraining: (() => void) | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** A sweep whose reads the store answers later is still running: the next one waits. */
+  private sweeping = false;
 
   constructor(
     private readonly io: AdminIo,
-    private readonly engine: Engine,
+    private readonly ops: Operations,
     private readonly info: ServerInfo,
     private readonly config: AdminConfigDto,
     private readonly history: StatsHistory,
@@ -126,13 +113,20 @@ export class LiveUpdates {
 
   private onConnection(socket: AdminSocket): void {
     if (this.timer === null) this.start();
-    const now = this.engine.now();
-    socket.emit('snapshot', {
-      config: this.config,
-      stats: statsDto(this.engine, this.info, now),
-      tubes: this.engine.tubes().map((t) => tubeDto(t, now)),
-      history: this.history.history(),
-    });
+    const counts = this.ops.serverCounts();
+    const tubes = this.ops.tubes();
+    const sent = whenReady(counts, (c) =>
+      whenReady(tubes, (t) => {
+        const now = this.ops.now();
+        socket.emit('snapshot', {
+          config: this.config,
+          stats: statsDto(c, this.info, now),
+          tubes: t.map((tube) => tubeDto(tube, now)),
+          history: this.history.history(),
+        });
+      }),
+    );
+    if (sent instanceof Promise) sent.catch(() => socket.disconnect());
     const viewing: Viewing = { tubes: new Set<string>(), jobs: new Set<number>() };
     socket.on('tube:view', (name, ack) => {
       if (typeof name !== 'string' || name.length > 200) return reply(ack, { ok: false, error: 'bad tube name' });
@@ -159,7 +153,7 @@ export class LiveUpdates {
         if (refused !== null) return reply(ack, { ok: false, error: refused });
         viewing.jobs.add(id);
         this.views++;
-        if (!this.jobViewers.has(id)) this.jobMarks.set(id, markOf(this.engine.job(id)));
+        if (!this.jobViewers.has(id)) this.markJob(id);
         this.jobViewers.set(id, (this.jobViewers.get(id) ?? 0) + 1);
         void socket.join(jobRoom(id));
       }
@@ -202,11 +196,20 @@ export class LiveUpdates {
     if (!this.jobViewers.has(id)) this.jobMarks.delete(id);
   }
 
+  /** What a new viewer of job `id` is compared against from the next sweep on. */
+  private markJob(id: number): void {
+    const done = this.ops.visitJobs([id], (_, view) => this.jobMarks.set(id, view === undefined ? 'deleted' : { ...view }));
+    if (done instanceof Promise) done.catch(() => this.jobMarks.set(id, 'deleted'));
+  }
+
   /** First dashboard: what the snapshot shows is the baseline, and sweeps begin. */
   private start(): void {
-    const now = this.engine.now();
-    for (const tube of this.engine.tubes()) this.tubeMarks.set(tube, { sent: tubeDto(tube, now), stateChanges: [...tube.stateChanges], sweep: 0 });
-    this.offDraining = this.engine.events.on('server:draining', () => this.io.emit('server:draining'));
+    const baseline = whenReady(this.ops.tubes(), (tubes) => {
+      const now = this.ops.now();
+      for (const tube of tubes) this.tubeMarks.set(tube.name, { sent: tubeDto(tube, now), stateChanges: [...tube.stateChanges], sweep: 0 });
+    });
+    if (baseline instanceof Promise) baseline.catch(() => undefined); // the first sweep sends everything then
+    this.offDraining = this.ops.onDraining(() => this.io.emit('server:draining'));
     this.timer = setInterval(this.sweep, BATCH_MS);
     this.timer.unref();
   }
@@ -221,14 +224,31 @@ export class LiveUpdates {
   }
 
   private readonly sweep = (): void => {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    const done = whenReady(this.ops.tubes(), (tubes) => {
+      this.sweepTubes(tubes);
+      return this.sweepJobs();
+    });
+    if (done instanceof Promise) {
+      done.then(
+        () => (this.sweeping = false),
+        () => (this.sweeping = false), // a store that cannot answer now is asked again next time
+      );
+    } else {
+      this.sweeping = false;
+    }
+  };
+
+  private sweepTubes(tubes: readonly TubeCounts[]): void {
     const sweep = ++this.sweepCount;
-    const now = this.engine.now();
+    const now = this.ops.now();
     const updated: TubeDto[] = [];
-    for (const tube of this.engine.tubes()) {
-      let mark = this.tubeMarks.get(tube);
+    for (const tube of tubes) {
+      let mark = this.tubeMarks.get(tube.name);
       if (mark === undefined) {
         mark = { sent: null, stateChanges: [0, 0, 0, 0], sweep };
-        this.tubeMarks.set(tube, mark);
+        this.tubeMarks.set(tube.name, mark);
       }
       mark.sweep = sweep;
       const dto = tubeDto(tube, now);
@@ -242,30 +262,43 @@ export class LiveUpdates {
       }
     }
     const removed: string[] = [];
-    for (const [tube, mark] of this.tubeMarks) {
+    for (const [name, mark] of this.tubeMarks) {
       if (mark.sweep === sweep) continue;
-      this.tubeMarks.delete(tube);
-      // A tube removed and created again under the same name is the live one: not removed.
-      if (this.engine.tube(tube.name) === undefined) removed.push(tube.name);
+      this.tubeMarks.delete(name);
+      removed.push(name);
     }
     if (updated.length > 0) this.io.emit('tubes:updated', updated);
     if (removed.length > 0) this.io.emit('tubes:removed', removed);
-    for (const [id, was] of this.jobMarks) {
-      const job = this.engine.job(id);
-      if (job === undefined) {
-        if (was === 'deleted') continue;
+  }
+
+  /** Tells viewers of each job that changed; reads a job's full snapshot only when it did. */
+  private sweepJobs(): Pending<void> {
+    const changed: number[] = [];
+    const visited = this.ops.visitJobs(this.jobMarks.keys(), (id, view) => {
+      const was = this.jobMarks.get(id);
+      if (view === undefined) {
+        if (was === 'deleted') return;
+        this.jobMarks.set(id, 'deleted');
         this.io.to(jobRoom(id)).emit('job:deleted', id);
-      } else if (was === 'deleted' || !sameJob(was, job)) {
-        this.io.to(jobRoom(id)).emit('job:updated', jobDto(job, now));
-      } else {
-        continue;
+      } else if (was === undefined || was === 'deleted' || !sameJob(was, view)) {
+        this.jobMarks.set(id, { ...view });
+        changed.push(id);
       }
-      this.jobMarks.set(id, markOf(job));
-    }
-  };
+    });
+    return whenReady(visited, () => this.sendJobs(changed));
+  }
+
+  private sendJobs(ids: number[]): Pending<void> {
+    if (ids.length === 0) return;
+    const id = ids.pop()!;
+    return whenReady(this.ops.job(id), (job) => {
+      if (job !== undefined) this.io.to(jobRoom(id)).emit('job:updated', jobDto(job, this.ops.now()));
+      return this.sendJobs(ids);
+    });
+  }
 
   /** The states whose job lists changed since the last sweep (and takes note of them). */
-  private changedStates(tube: Tube, mark: TubeMark): JobStateName[] {
+  private changedStates(tube: TubeCounts, mark: TubeMark): JobStateName[] {
     const states: JobStateName[] = [];
     for (let i = 0; i < 4; i++) {
       if (tube.stateChanges[i] !== mark.stateChanges[i]) {
@@ -277,31 +310,11 @@ export class LiveUpdates {
   }
 }
 
-function markOf(job: Job | undefined): JobMark | 'deleted' {
-  if (job === undefined) return 'deleted';
-  return {
-    state: job.state,
-    tubeName: job.tube.name,
-    priority: job.priority,
-    delayMs: job.delayMs,
-    ttrMs: job.ttrMs,
-    deadlineAt: job.deadlineAt,
-    reserves: job.reserves,
-    timeouts: job.timeouts,
-    releases: job.releases,
-    buries: job.buries,
-    kicks: job.kicks,
-    slab: job.slab,
-    bodyOffset: job.bodyOffset,
-    bodyLength: job.bodyLength,
-  };
-}
-
 /** True when nothing a dashboard shows of the job changed since `mark`. */
-function sameJob(mark: JobMark, job: Job): boolean {
+function sameJob(mark: JobMark, job: JobView): boolean {
   return (
     mark.state === job.state &&
-    mark.tubeName === job.tube.name &&
+    mark.tube === job.tube &&
     mark.priority === job.priority &&
     mark.delayMs === job.delayMs &&
     mark.ttrMs === job.ttrMs &&
@@ -311,8 +324,7 @@ function sameJob(mark: JobMark, job: Job): boolean {
     mark.releases === job.releases &&
     mark.buries === job.buries &&
     mark.kicks === job.kicks &&
-    mark.slab === job.slab &&
-    mark.bodyOffset === job.bodyOffset &&
+    mark.bodyStamp === job.bodyStamp &&
     mark.bodyLength === job.bodyLength
   );
 }

@@ -1,5 +1,4 @@
-import type { Engine } from '../engine/engine.js';
-import { COUNTED_COMMANDS } from '../engine/stats.js';
+import { COUNTED_COMMANDS, type ServerCounts, type TubeCounts } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 
 /** A Prometheus label value: backslash, quote and newline escaped. */
@@ -8,8 +7,7 @@ function label(value: string): string {
 }
 
 /** GET /metrics: the server's counters and gauges in the Prometheus text format (0.0.4). */
-export function prometheusText(engine: Engine, info: ServerInfo): string {
-  const s = engine.stats;
+export function prometheusText(s: ServerCounts, tubes: readonly TubeCounts[], info: ServerInfo): string {
   const lines: string[] = [];
   const metric = (name: string, type: 'gauge' | 'counter', help: string, samples: [string, number][]): void => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
@@ -18,7 +16,7 @@ export function prometheusText(engine: Engine, info: ServerInfo): string {
   metric('beanpole_jobs', 'gauge', 'Jobs by state.', [
     ['{state="ready"}', s.ready],
     ['{state="reserved"}', s.reserved],
-    ['{state="delayed"}', engine.delayedCount],
+    ['{state="delayed"}', s.delayed],
     ['{state="buried"}', s.buried],
   ]);
   metric('beanpole_jobs_urgent', 'gauge', 'Ready jobs with priority below 1024.', [['', s.urgent]]);
@@ -26,7 +24,7 @@ export function prometheusText(engine: Engine, info: ServerInfo): string {
     'beanpole_commands_total',
     'counter',
     'Commands served, by name.',
-    COUNTED_COMMANDS.map((c) => [`{command="${c}"}`, s.commands[c]]),
+    COUNTED_COMMANDS.map((c) => [`{command="${c}"}`, s.operations[c]]),
   );
   metric('beanpole_job_timeouts_total', 'counter', 'Reserved jobs whose TTR ran out.', [['', s.jobTimeouts]]);
   metric('beanpole_jobs_created_total', 'counter', 'Jobs put since start.', [['', s.totalJobs]]);
@@ -35,20 +33,20 @@ export function prometheusText(engine: Engine, info: ServerInfo): string {
   metric('beanpole_producers', 'gauge', 'Connections that have put a job.', [['', s.producers]]);
   metric('beanpole_workers', 'gauge', 'Connections that have reserved.', [['', s.workers]]);
   metric('beanpole_waiting', 'gauge', 'Connections blocked in reserve.', [['', s.waiting]]);
-  metric('beanpole_tubes', 'gauge', 'Tubes.', [['', engine.tubes().length]]);
-  metric('beanpole_draining', 'gauge', '1 in drain mode.', [['', engine.draining ? 1 : 0]]);
+  metric('beanpole_tubes', 'gauge', 'Tubes.', [['', s.tubes]]);
+  metric('beanpole_draining', 'gauge', '1 in drain mode.', [['', s.draining ? 1 : 0]]);
   const binlog = info.binlog();
   metric('beanpole_binlog_records_written_total', 'counter', 'Binlog records written since start.', [['', binlog.recordsWritten]]);
   metric('beanpole_binlog_records_migrated_total', 'counter', 'Binlog records moved by compaction.', [['', binlog.recordsMigrated]]);
   metric('beanpole_binlog_write_failing', 'gauge', '1 while the binlog cannot write.', [['', binlog.failure ? 1 : 0]]);
   const tubeJobs: [string, number][] = [];
-  for (const t of engine.tubes()) {
+  for (const t of tubes) {
     const n = label(t.name);
     tubeJobs.push(
-      [`{tube="${n}",state="ready"}`, t.ready.size],
+      [`{tube="${n}",state="ready"}`, t.ready],
       [`{tube="${n}",state="reserved"}`, t.reserved],
-      [`{tube="${n}",state="delayed"}`, t.delayed.size],
-      [`{tube="${n}",state="buried"}`, t.buried.size],
+      [`{tube="${n}",state="delayed"}`, t.delayed],
+      [`{tube="${n}",state="buried"}`, t.buried],
     );
   }
   metric('beanpole_tube_jobs', 'gauge', 'Jobs by tube and state.', tubeJobs);

@@ -2,28 +2,23 @@ import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { API, type CountResponse } from '../../shared/api.js';
 import type { AdminConfigDto } from '../../shared/dto.js';
-import { MAX_TUBE_NAME_LENGTH, MAX_U32, MIN_TTR_MS, isValidTubeName } from '../../shared/limits.js';
-import type { Engine, Tube } from '../engine/engine.js';
-import { listJobs } from '../engine/job-pages.js';
-import type { Durability } from '../engine/journal.js';
+import { MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } from '../../shared/limits.js';
+import type { Operations, Result } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
 import { ApiError, engineError } from './errors.js';
 
 export interface RoutesContext {
-  engine: Engine;
+  ops: Operations;
   info: ServerInfo;
-  durability: Durability;
   config: AdminConfigDto;
   /** Called after a change, so the scheduler re-arms for new deadlines. */
   onActivity: () => void;
 }
 
-/** Jobs moved per turn of the event loop by a kick, clear or move, as on the protocol side. */
-const SLICE = 1024;
 const MAX_PAGE = 500;
-/** TTR of a job put without one (the usual client default). */
-const DEFAULT_TTR_SECONDS = 60;
+/** TTR of a job put without one (the usual client default), ms. */
+const DEFAULT_TTR_MS = 60_000;
 
 const u32 = z.number().int().min(0).max(MAX_U32);
 const tubeName = z
@@ -35,19 +30,23 @@ const bodyFields = {
   encoding: z.enum(['utf8', 'base64']).default('utf8'),
 };
 /**
- * Durations are in seconds, as on the protocol; `ttr` and `delay` (the protocol's words) are
- * accepted as well as `ttrSeconds` and `delaySeconds`, but not both at once.
+ * The one place the REST API's aliases are resolved: durations are in seconds, as on the
+ * protocol, and `ttr` and `delay` (the protocol's words) are accepted as well as `ttrSeconds`
+ * and `delaySeconds`, but not both at once. What comes out is in milliseconds, as every
+ * operation takes it (`ttrMs`, `delayMs`; undefined when not given).
  */
-function secondsAliases<T extends { ttr?: number; ttrSeconds?: number; delay?: number; delaySeconds?: number }>(
+function toMilliseconds<T extends { ttr?: number; ttrSeconds?: number; delay?: number; delaySeconds?: number }>(
   value: T,
   ctx: z.RefinementCtx,
-): Omit<T, 'ttr' | 'delay'> {
-  const { ttr, delay, ...rest } = value;
-  if (ttr !== undefined && value.ttrSeconds !== undefined) ctx.addIssue({ code: 'custom', message: 'give ttr or ttrSeconds, not both' });
-  if (delay !== undefined && value.delaySeconds !== undefined) {
+): Omit<T, 'ttr' | 'delay' | 'ttrSeconds' | 'delaySeconds'> & { ttrMs?: number; delayMs?: number } {
+  const { ttr, delay, ttrSeconds, delaySeconds, ...rest } = value;
+  if (ttr !== undefined && ttrSeconds !== undefined) ctx.addIssue({ code: 'custom', message: 'give ttr or ttrSeconds, not both' });
+  if (delay !== undefined && delaySeconds !== undefined) {
     ctx.addIssue({ code: 'custom', message: 'give delay or delaySeconds, not both' });
   }
-  return { ...rest, ttrSeconds: value.ttrSeconds ?? ttr, delaySeconds: value.delaySeconds ?? delay };
+  const ttrSec = ttrSeconds ?? ttr;
+  const delaySec = delaySeconds ?? delay;
+  return { ...rest, ttrMs: ttrSec === undefined ? undefined : ttrSec * 1000, delayMs: delaySec === undefined ? undefined : delaySec * 1000 };
 }
 const putSchema = z
   .strictObject({
@@ -58,7 +57,7 @@ const putSchema = z
     ttrSeconds: u32.optional(),
     ttr: u32.optional(),
   })
-  .transform(secondsAliases);
+  .transform(toMilliseconds);
 const editSchema = z
   .strictObject({
     body: z.string().optional(),
@@ -71,7 +70,7 @@ const editSchema = z
     tube: tubeName.optional(),
     kick: z.boolean().default(false),
   })
-  .transform(secondsAliases);
+  .transform(toMilliseconds);
 const kickSchema = z.strictObject({ bound: z.number().int().min(0).max(MAX_U32) });
 const pauseSchema = z.strictObject({ seconds: u32 });
 const moveSchema = z.strictObject({
@@ -110,51 +109,75 @@ function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   return r.data;
 }
 
-/** Waits one turn, so a large kick, clear or move never holds up other clients. */
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/** The value of a successful result, or the HTTP error for its failure. */
+function valueOf<T>(result: Result<T>): T {
+  if (!result.ok) throw engineError(result.code);
+  return result.value;
+}
 
 /**
- * The REST API. Every change goes through the same engine operation, counters and events as
- * the beanstalkd protocol, and is answered only once its binlog record is durable.
+ * The REST API: each route validates its input, calls one operation and maps the answer to
+ * JSON. Changes are answered only once their binlog record is durable.
  */
 export function apiRoutes(ctx: RoutesContext): Router {
-  const { engine, info } = ctx;
+  const { ops, info } = ctx;
   const router = express.Router();
-  const json = express.json({ limit: Math.ceil(info.maxJobSize * 1.4) + 64 * 1024, strict: true });
+  const json = express.json({ limit: Math.ceil(ops.maxJobSize * 1.4) + 64 * 1024, strict: true });
 
-  const durable = (): Promise<void> =>
-    new Promise((resolve) => ctx.durability.whenDurable(ctx.durability.appendedSeq, resolve));
-  const changed = async (): Promise<void> => {
+  const changed = (): Promise<void> => {
     ctx.onActivity();
-    await durable();
+    const { durability } = ops;
+    return new Promise((resolve) => durability.whenDurable(durability.appendedSeq, resolve));
   };
-  const tubeOr404 = (name: string): Tube => {
-    const tube = engine.tube(parse(tubeName, name));
-    if (tube === undefined) throw new ApiError(404, 'NOT_FOUND', `no tube named ${name}`);
-    return tube;
+  const tubeParam = (req: Request): string => parse(tubeName, String(req.params.name));
+  const noTube = (name: string): ApiError => new ApiError(404, 'NOT_FOUND', `no tube named ${name}`);
+  /** The tube named in the path, which must exist (checked before the rest of the request). */
+  const existingTube = async (req: Request): Promise<string> => {
+    const name = tubeParam(req);
+    if ((await ops.tube(name)) === undefined) throw noTube(name);
+    return name;
   };
   const decodeBody = (text: string, encoding: 'utf8' | 'base64'): Buffer => {
     if (encoding === 'base64' && !isBase64(text)) throw new ApiError(400, 'BAD_REQUEST', 'body: not base64');
     const body = Buffer.from(text, encoding);
-    if (body.length > info.maxJobSize) {
-      throw new ApiError(413, 'JOB_TOO_BIG', `body: ${body.length} bytes is over the maximum job size (${info.maxJobSize})`);
+    if (ops.isTooBig(body.length)) {
+      throw new ApiError(413, 'JOB_TOO_BIG', `body: ${body.length} bytes is over the maximum job size (${ops.maxJobSize})`);
     }
     return body;
   };
   // Express 5 passes a rejected promise to the error handler.
   const route = (fn: (req: Request, res: Response) => unknown) => fn;
 
-  router.get(API.stats, route((_req, res) => res.json(statsDto(engine, info, engine.now()))));
-  router.get(API.tubes, route((_req, res) => res.json(engine.tubes().map((t) => tubeDto(t, engine.now())))));
-  router.get('/api/tubes/:name', route((req, res) => res.json(tubeDto(tubeOr404(String(req.params.name)), engine.now()))));
+  router.get(
+    API.stats,
+    route(async (_req, res) => res.json(statsDto(await ops.serverCounts(), info, ops.now()))),
+  );
+  router.get(
+    API.tubes,
+    route(async (_req, res) => {
+      const tubes = await ops.tubes();
+      const now = ops.now();
+      res.json(tubes.map((t) => tubeDto(t, now)));
+    }),
+  );
+  router.get(
+    '/api/tubes/:name',
+    route(async (req, res) => {
+      const name = tubeParam(req);
+      const tube = await ops.tube(name);
+      if (tube === undefined) throw noTube(String(req.params.name));
+      res.json(tubeDto(tube, ops.now()));
+    }),
+  );
 
   router.get(
     '/api/tubes/:name/jobs',
-    route((req, res) => {
-      const tube = tubeOr404(String(req.params.name));
+    route(async (req, res) => {
+      const name = await existingTube(req);
       const q = parse(listQuery, req.query);
-      const page = listJobs(engine, tube, q.state, q.limit, q.cursor ?? null);
-      const now = engine.now();
+      const page = await ops.listJobs(name, q.state, q.limit, q.cursor ?? null);
+      if (page === undefined) throw noTube(name);
+      const now = ops.now();
       res.json({ jobs: page.jobs.map((j) => jobSummaryDto(j, now)), next: page.next });
     }),
   );
@@ -163,40 +186,30 @@ export function apiRoutes(ctx: RoutesContext): Router {
     '/api/tubes/:name/jobs',
     json,
     route(async (req, res) => {
-      const name = parse(tubeName, String(req.params.name));
+      const name = tubeParam(req);
       const r = parse(putSchema, req.body);
       const body = decodeBody(r.body, r.encoding);
-      engine.count('put');
-      const tube = engine.findOrCreateTube(name);
-      const result = engine.put({
-        tube,
-        priority: r.priority,
-        delayMs: (r.delaySeconds ?? 0) * 1000,
-        ttrMs: Math.max((r.ttrSeconds ?? DEFAULT_TTR_SECONDS) * 1000, MIN_TTR_MS),
-        body,
-      });
-      if (!result.ok) {
-        engine.dropTubeIfUnused(tube);
-        throw engineError(result.code);
-      }
+      const job = valueOf(
+        await ops.put(name, { priority: r.priority, delayMs: r.delayMs ?? 0, ttrMs: r.ttrMs ?? DEFAULT_TTR_MS, body }),
+      );
       await changed();
-      res.status(201).json(jobDto(result.value, engine.now()));
+      res.status(201).json(jobDto(job, ops.now()));
     }),
   );
 
   router.get(
     '/api/jobs/:id',
-    route((req, res) => {
-      const job = engine.job(parse(jobId, req.params.id));
+    route(async (req, res) => {
+      const job = await ops.job(parse(jobId, req.params.id));
       if (job === undefined) throw engineError('NOT_FOUND');
-      res.json(jobDto(job, engine.now()));
+      res.json(jobDto(job, ops.now()));
     }),
   );
 
   router.get(
     '/api/jobs/:id/body',
-    route((req, res) => {
-      const job = engine.job(parse(jobId, req.params.id));
+    route(async (req, res) => {
+      const job = await ops.job(parse(jobId, req.params.id));
       if (job === undefined) throw engineError('NOT_FOUND');
       res.type('application/octet-stream').set('Content-Disposition', `attachment; filename="job-${job.id}.bin"`).send(job.body);
     }),
@@ -205,11 +218,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
   router.delete(
     '/api/jobs/:id',
     route(async (req, res) => {
-      const id = parse(jobId, req.params.id);
-      if (engine.job(id)?.state === 'reserved') throw engineError('JOB_RESERVED');
-      engine.count('delete');
-      const result = engine.delete(null, id);
-      if (!result.ok) throw engineError(result.code);
+      valueOf(await ops.delete(parse(jobId, req.params.id)));
       await changed();
       res.status(204).end();
     }),
@@ -218,11 +227,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
   router.post(
     '/api/jobs/:id/kick',
     route(async (req, res) => {
-      engine.count('kick-job');
-      const result = engine.kickJob(parse(jobId, req.params.id));
-      if (!result.ok) throw engineError(result.code);
+      const job = valueOf(await ops.kickJob(parse(jobId, req.params.id)));
       await changed();
-      res.json(jobDto(result.value, engine.now()));
+      res.json(jobDto(job, ops.now()));
     }),
   );
 
@@ -232,21 +239,18 @@ export function apiRoutes(ctx: RoutesContext): Router {
     route(async (req, res) => {
       const id = parse(jobId, req.params.id);
       const r = parse(editSchema, req.body);
-      const result = engine.editJob(id, {
-        body: r.body === undefined ? undefined : decodeBody(r.body, r.encoding),
-        priority: r.priority,
-        ttrMs: r.ttrSeconds === undefined ? undefined : Math.max(r.ttrSeconds * 1000, MIN_TTR_MS),
-        delayMs: r.delaySeconds === undefined ? undefined : r.delaySeconds * 1000,
-        tube: r.tube,
-      });
-      if (!result.ok) throw engineError(result.code);
-      if (r.kick && (result.value.state === 'buried' || result.value.state === 'delayed')) {
-        engine.count('kick-job');
-        const kicked = engine.kickJob(id);
-        if (!kicked.ok) throw engineError(kicked.code);
-      }
+      const job = valueOf(
+        await ops.editJob(id, {
+          body: r.body === undefined ? undefined : decodeBody(r.body, r.encoding),
+          priority: r.priority,
+          ttrMs: r.ttrMs,
+          delayMs: r.delayMs,
+          tube: r.tube,
+          kick: r.kick,
+        }),
+      );
       await changed();
-      res.json(jobDto(result.value, engine.now()));
+      res.json(jobDto(job, ops.now()));
     }),
   );
 
@@ -254,18 +258,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     '/api/tubes/:name/kick',
     json,
     route(async (req, res) => {
-      const tube = tubeOr404(String(req.params.name));
+      const name = await existingTube(req);
       const { bound } = parse(kickSchema, req.body);
-      engine.count('kick');
-      const kind = engine.kickKind(tube);
-      let count = 0;
-      for (;;) {
-        const want = Math.min(SLICE, bound - count);
-        const moved = engine.kickSome(tube, kind, want);
-        count += moved;
-        if (moved < want || count >= bound) break;
-        await nextTurn();
-      }
+      const count = valueOf(await ops.kick(name, bound));
       await changed();
       res.json({ count } satisfies CountResponse);
     }),
@@ -275,29 +270,20 @@ export function apiRoutes(ctx: RoutesContext): Router {
     '/api/tubes/:name/pause',
     json,
     route(async (req, res) => {
-      const name = parse(tubeName, String(req.params.name));
+      const name = tubeParam(req);
       const { seconds } = parse(pauseSchema, req.body);
-      engine.count('pause-tube');
-      const result = engine.pauseTube(name, seconds * 1000);
-      if (!result.ok) throw engineError(result.code);
+      const tube = valueOf(await ops.pauseTube(name, seconds * 1000));
       await changed();
-      res.json(tubeDto(result.value, engine.now()));
+      res.json(tubeDto(tube, ops.now()));
     }),
   );
 
   router.delete(
     '/api/tubes/:name/jobs',
     route(async (req, res) => {
-      const tube = tubeOr404(String(req.params.name));
+      const name = await existingTube(req);
       const { state } = parse(clearQuery, req.query);
-      let count = 0;
-      for (;;) {
-        const n = engine.clearSome(tube, state, SLICE);
-        engine.count('delete', n);
-        count += n;
-        if (n < SLICE) break;
-        await nextTurn();
-      }
+      const count = valueOf(await ops.clear(name, state));
       await changed();
       res.json({ count } satisfies CountResponse);
     }),
@@ -307,26 +293,19 @@ export function apiRoutes(ctx: RoutesContext): Router {
     '/api/tubes/:name/move',
     json,
     route(async (req, res) => {
-      const from = tubeOr404(String(req.params.name));
+      const name = await existingTube(req);
       const r = parse(moveSchema, req.body);
-      if (r.to === from.name) throw new ApiError(400, 'BAD_REQUEST', 'to: the same tube');
-      let count = 0;
-      while (count < r.limit) {
-        const job = r.state === 'ready' ? from.ready.peek() : r.state === 'delayed' ? from.delayed.peek() : from.firstBuried();
-        if (job === undefined) break;
-        const moved = engine.editJob(job.id, { tube: r.to });
-        if (!moved.ok) {
-          if (count === 0) throw engineError(moved.code);
-          break;
-        }
-        if (++count % SLICE === 0) await nextTurn();
-      }
+      if (r.to === name) throw new ApiError(400, 'BAD_REQUEST', 'to: the same tube');
+      const count = valueOf(await ops.move(name, r.state, r.to, r.limit));
       await changed();
       res.json({ count } satisfies CountResponse);
     }),
   );
 
-  router.get(API.connections, route((_req, res) => res.json([...engine.allSessions()].map(connectionDto))));
+  router.get(
+    API.connections,
+    route(async (_req, res) => res.json((await ops.sessions()).map(connectionDto))),
+  );
 
   router.use('/api', (_req, _res, next) => next(new ApiError(404, 'NOT_FOUND', 'no such API path')));
   return router;

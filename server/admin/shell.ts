@@ -36,7 +36,7 @@ export class AdminShell {
     private readonly ctx: AdminContext,
     private readonly load: AdminLoader = () => import('./app.js'),
   ) {
-    this.history = new StatsHistory(ctx.engine, ctx.info);
+    this.history = new StatsHistory(ctx.ops, ctx.info);
     this.history.start();
     this.server.on('request', this.holdRequest);
     this.server.on('upgrade', this.holdUpgrade);

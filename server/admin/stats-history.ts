@@ -1,5 +1,5 @@
 import type { RatesDto, StatsTickDto } from '../../shared/dto.js';
-import type { Engine } from '../engine/engine.js';
+import { whenReady, type Operations, type Pending, type ServerCounts } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { statsDto } from './dto.js';
 
@@ -18,7 +18,7 @@ export class StatsHistory {
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly engine: Engine,
+    private readonly ops: Operations,
     private readonly info: ServerInfo,
   ) {}
 
@@ -26,8 +26,8 @@ export class StatsHistory {
   start(): void {
     if (this.timer !== null) return;
     this.timer = setInterval(() => {
-      const tick = this.sample();
-      this.onSample?.(tick);
+      const tick = whenReady(this.sample(), (t) => this.onSample?.(t));
+      if (tick instanceof Promise) tick.catch(() => undefined); // a store that cannot answer skips a sample
     }, 1000);
     this.timer.unref();
   }
@@ -38,10 +38,13 @@ export class StatsHistory {
   }
 
   /** Takes a sample now and returns it. */
-  sample(): StatsTickDto {
-    const at = this.engine.now();
-    const s = this.engine.stats;
-    const c = s.commands;
+  sample(): Pending<StatsTickDto> {
+    return whenReady(this.ops.serverCounts(), (s) => this.record(s));
+  }
+
+  private record(s: ServerCounts): StatsTickDto {
+    const at = this.ops.now();
+    const c = s.operations;
     const counts: RatesDto = {
       put: c.put,
       reserve: c.reserve + c['reserve-with-timeout'] + c['reserve-job'],
@@ -59,7 +62,7 @@ export class StatsHistory {
       }
     }
     this.last = { at, counts };
-    const tick: StatsTickDto = { at, stats: statsDto(this.engine, this.info, at), rates };
+    const tick: StatsTickDto = { at, stats: statsDto(s, this.info, at), rates };
     this.ticks.push(tick);
     if (this.ticks.length > KEEP) this.ticks.shift();
     return tick;

@@ -9,7 +9,11 @@
  * more dead bytes than live ones the engine moves the live bodies out of sparse slabs
  * (`needsCompaction`, `isSparse`, `move`), a few per operation.
  */
+let slabsMade = 0;
+
 export class BodySlab {
+  /** Tells slabs apart in a body's stamp (`bodyStamp`). */
+  readonly serial = ++slabsMade;
   /** Bytes handed out; the rest of `buf` is free. */
   used = 0;
   /** Bytes of bodies still stored here. */
@@ -20,6 +24,14 @@ export class BodySlab {
     /** False for a large body's own buffer, which is never counted as waste. */
     readonly shared: boolean,
   ) {}
+}
+
+/**
+ * A number that changes when a body is replaced or moved: its slab and offset in one value
+ * (offsets stay below 2^20 in shared slabs; a large body's own slab starts at 0).
+ */
+export function bodyStamp(holder: BodyHolder): number {
+  return holder.slab.serial * 1_048_576 + holder.bodyOffset;
 }
 
 /** Where one body is: a job keeps these three fields. */

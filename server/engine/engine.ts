@@ -10,6 +10,7 @@ import { nullJournal, type Journal } from './journal.js';
 import { OrderedSet } from './ordered-set.js';
 import { fail, ok, type ReserveOutcome, type Result } from './results.js';
 import { Session, type SessionDelegate } from './session.js';
+import type { JobUpdate, JobWatcher } from './watchers.js';
 import { ServerStats, type CountedCommand } from './stats.js';
 import { Tube } from './tube.js';
 
@@ -19,6 +20,8 @@ const COMPACTION_STEPS = 8;
 export interface EngineOptions {
   clock: Clock;
   journal?: Journal;
+  /** Largest body in bytes (`-z`); a put or edit beyond it fails with JOB_TOO_BIG. */
+  maxJobSize?: number;
   /** Budget in bytes for all job bodies together; a put beyond it fails with OUT_OF_MEMORY. */
   maxJobBytes?: number;
   /**
@@ -76,6 +79,8 @@ export class Engine {
   private readonly clock: Clock;
   private readonly journal: Journal;
   private readonly maxJobBytes: number;
+  /** Largest body in bytes a job may have. */
+  readonly maxJobSize: number;
   private readonly maxRecordHeapBytes: number;
   private readonly tubesByName = new Map<string, Tube>();
   /** Tubes in beanstalkd's list order (creation order with swap-remove). */
@@ -98,6 +103,8 @@ export class Engine {
     (s, i) => (s.tickIndex = i),
   );
   private readonly sessions = new Set<Session>();
+  /** Who waits for news of a job (Gearman clients attached to a handle), by job id. */
+  private readonly watchers = new Map<number, Set<JobWatcher>>();
   private nextJobId = 1;
   private nextSessionId = 1;
   private lastBuriedSeq = 0;
@@ -106,6 +113,7 @@ export class Engine {
     this.clock = options.clock;
     this.journal = options.journal ?? nullJournal;
     this.maxJobBytes = options.maxJobBytes ?? Number.POSITIVE_INFINITY;
+    this.maxJobSize = options.maxJobSize ?? Number.POSITIVE_INFINITY;
     this.maxRecordHeapBytes = options.maxRecordHeapBytes ?? Number.POSITIVE_INFINITY;
     this.startedAt = this.clock.now();
     this.defaultTube = this.findOrCreateTube(DEFAULT_TUBE);
@@ -358,8 +366,14 @@ export class Engine {
     this.events.emit('server:draining', {});
   }
 
-  /** Adds a job: ready, or delayed when `delayMs` > 0. Fails with DRAINING or OUT_OF_MEMORY. */
+  /** True when a body of `bytes` is over the largest job size (`-z`). */
+  isTooBig(bytes: number): boolean {
+    return bytes > this.maxJobSize;
+  }
+
+  /** Adds a job: ready, or delayed when `delayMs` > 0. Fails with JOB_TOO_BIG, DRAINING or OUT_OF_MEMORY. */
   put(request: PutRequest): Result<Job> {
+    if (request.body.length > this.maxJobSize) return fail('JOB_TOO_BIG');
     if (this.draining) return fail('DRAINING');
     if (!this.hasRoomFor(request.body.length)) return fail('OUT_OF_MEMORY');
     const now = this.clock.now();
@@ -385,6 +399,7 @@ export class Engine {
 
   /** Blocks `session` for a job from its watched tubes. `timeoutMs` null waits forever. */
   reserve(session: Session, timeoutMs: number | null): ReserveOutcome {
+    if (session.waiting) this.stopWaiting(session); // only a wake-only wait can be in progress
     this.markWorker(session);
     const now = this.clock.now();
     if (this.deadlineSoon(session, now) && !this.anyWatchedReady(session)) return { kind: 'deadline-soon' };
@@ -420,9 +435,31 @@ export class Engine {
   halfClose(session: Session): void {
     session.halfClosed = true;
     if (!session.waiting) return;
+    const wakeOnly = session.wakeOnly;
     this.stopWaiting(session);
     this.schedule(session);
-    session.delegate.timedOut();
+    if (!wakeOnly) session.delegate.timedOut();
+  }
+
+  /**
+   * Asks to be woken (`delegate.woken()`) once a job is ready in a tube the session watches,
+   * without reserving it. Returns true, and waits for nothing, when one is ready now. A later
+   * reserve, or the session's end, cancels the wait.
+   */
+  sleep(session: Session): boolean {
+    if (session.waiting) return false;
+    for (const tube of session.watched.values()) if (tube.ready.size > 0 && !tube.paused) return true;
+    session.wakeOnly = true;
+    this.startWaiting(session, -1);
+    return false;
+  }
+
+  /**
+   * Sets how long this session's next reservations last (ms), overriding each job's TTR;
+   * -1 goes back to the job's TTR, Infinity holds a job until the session lets go or ends.
+   */
+  setHold(session: Session, holdMs: number): void {
+    session.holdMs = holdMs;
   }
 
   /** Reserves a job by id whatever its tube or state (except reserved). */
@@ -490,7 +527,7 @@ export class Engine {
   touch(session: Session, id: number): Result<Job> {
     const job = this.reservedBy(session, id);
     if (job === undefined) return fail('NOT_FOUND');
-    job.deadlineAt = this.clock.now() + job.ttrMs;
+    job.deadlineAt = this.clock.now() + (session.holdMs < 0 ? job.ttrMs : session.holdMs);
     session.reservedByDeadline.update(job.heapIndex);
     this.schedule(session);
     return ok(job);
@@ -550,6 +587,39 @@ export class Engine {
     this.journal.update(job);
   }
 
+  // ---- news of a job (Gearman's WORK_* packets) ---------------------------------------------
+
+  /** Adds `watcher` to those told of job `id`'s updates until it is deleted; false when there is no such job. */
+  attachWatcher(id: number, watcher: JobWatcher): boolean {
+    if (this.jobs.get(id) === undefined) return false;
+    let watching = this.watchers.get(id);
+    if (watching === undefined) this.watchers.set(id, (watching = new Set()));
+    watching.add(watcher);
+    return true;
+  }
+
+  /** Stops telling `watcher` about job `id`; returns how many watchers remain. */
+  detachWatcher(id: number, watcher: JobWatcher): number {
+    const watching = this.watchers.get(id);
+    if (watching === undefined) return 0;
+    watching.delete(watcher);
+    if (watching.size === 0) this.watchers.delete(id);
+    return watching.size;
+  }
+
+  /** How many watchers job `id` has. */
+  watcherCount(id: number): number {
+    return this.watchers.get(id)?.size ?? 0;
+  }
+
+  /** Passes `update` to every watcher of job `id`, in attach order; returns how many got it. */
+  report(id: number, update: JobUpdate): number {
+    const watching = this.watchers.get(id);
+    if (watching === undefined) return 0;
+    for (const w of watching) w.update(id, update);
+    return watching.size;
+  }
+
   // ---- edits (the dashboard) -----------------------------------------------------------------
 
   /**
@@ -563,6 +633,7 @@ export class Engine {
     if (job === undefined) return fail('NOT_FOUND');
     if (job.state === 'reserved') return fail('JOB_RESERVED');
     const bodyLength = edit.body?.length ?? job.bodyLength;
+    if (bodyLength > this.maxJobSize) return fail('JOB_TOO_BIG');
     if (bodyLength > job.bodyLength && !this.hasRoomFor(bodyLength - job.bodyLength)) return fail('OUT_OF_MEMORY');
     const tubeName = edit.tube ?? job.tube.name;
     if (!this.journal.canRewrite(tubeName.length, bodyLength)) return fail('OUT_OF_MEMORY');
@@ -723,7 +794,7 @@ export class Engine {
   }
 
   private sessionTimeout(session: Session, now: number): void {
-    const soon = session.waiting && this.deadlineSoon(session, now);
+    const soon = session.waiting && !session.wakeOnly && this.deadlineSoon(session, now);
     // protocol: a reserved job expires once its deadline has passed (deadline < now, strictly).
     for (let job = session.soonestReserved(); job !== undefined && job.deadlineAt < now; job = session.soonestReserved()) {
       this.stats.jobTimeouts++;
@@ -771,10 +842,16 @@ export class Engine {
   private processQueue(): void {
     const now = this.clock.now();
     for (let tube = this.awaitedTubes.peek(); tube !== undefined; tube = this.awaitedTubes.peek()) {
+      const session = tube.waiting.take()!;
+      const wakeOnly = session.wakeOnly;
+      this.stopWaiting(session);
+      if (wakeOnly) {
+        // The job stays ready for whoever asks first; each sleeper is woken once.
+        session.delegate.woken();
+        continue;
+      }
       const job = tube.ready.peek()!;
       this.removeReady(job);
-      const session = tube.waiting.take()!;
-      this.stopWaiting(session);
       this.reserveFor(session, job, now, 'ready');
       session.delegate.reserved(job);
     }
@@ -794,6 +871,7 @@ export class Engine {
 
   private stopWaiting(session: Session): void {
     session.waiting = false;
+    session.wakeOnly = false;
     this.stats.waiting--;
     for (const tube of session.watched.values()) {
       tube.waiting.delete(session);
@@ -806,7 +884,7 @@ export class Engine {
     let at = Number.POSITIVE_INFINITY;
     const soonest = session.soonestReserved();
     // Waiting: wake at the DEADLINE_SOON margin. Otherwise: at the first instant the job has expired.
-    if (soonest !== undefined) at = soonest.deadlineAt + (session.waiting ? -DEADLINE_SOON_MARGIN_MS : 1);
+    if (soonest !== undefined) at = soonest.deadlineAt + (session.waiting && !session.wakeOnly ? -DEADLINE_SOON_MARGIN_MS : 1);
     if (session.waiting && session.waitUntil >= 0 && session.waitUntil < at) at = session.waitUntil;
     if (at === Number.POSITIVE_INFINITY || session.closed) {
       session.tickAt = 0;
@@ -822,7 +900,7 @@ export class Engine {
     job.tube.reserved++;
     this.stats.reserved++;
     job.reserves++;
-    job.deadlineAt = now + job.ttrMs;
+    job.deadlineAt = now + (session.holdMs < 0 ? job.ttrMs : session.holdMs);
     job.state = 'reserved';
     job.reservedBy = session;
     session.reservedJobs.push(job);
@@ -911,7 +989,15 @@ export class Engine {
     job.tube.cmdDelete++;
     job.tube.touchState(from);
     if (this.events.has('job:deleted')) this.events.emit('job:deleted', { job, from });
+    if (this.watchers.size > 0) this.endWatch(job.id);
     this.maybeRemoveTube(job.tube);
+  }
+
+  private endWatch(id: number): void {
+    const watching = this.watchers.get(id);
+    if (watching === undefined) return;
+    this.watchers.delete(id);
+    for (const w of watching) w.ended(id);
   }
 
   /**
@@ -942,4 +1028,4 @@ export class Engine {
 }
 
 export { Session, Tube, Job };
-export type { SessionDelegate };
+export type { SessionDelegate, JobUpdate, JobWatcher };

@@ -43,6 +43,11 @@ export class Job implements BodyHolder {
     readonly createdAt: number,
   ) {}
 
+  /** The buffer holding the body, at `bodyOffset` (read-only to everyone but the body store). */
+  get bodyBuf(): Buffer {
+    return this.slab.buf;
+  }
+
   /** A view of the body: it allocates, so hot paths copy from `slab` directly. */
   get body(): Buffer {
     return bodyView(this);

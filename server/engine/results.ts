@@ -7,6 +7,8 @@ export type FailureCode =
   | 'OUT_OF_MEMORY'
   | 'INTERNAL_ERROR'
   | 'NOT_IGNORED'
+  /** A body over the engine's `maxJobSize`. */
+  | 'JOB_TOO_BIG'
   /** An edit of a job a worker holds (the dashboard's edit; the protocol never asks). */
   | 'JOB_RESERVED';
 

@@ -4,11 +4,19 @@ import { JobList } from './job-list.js';
 import { OrderedSet } from './ordered-set.js';
 import type { Tube } from './tube.js';
 
-/** How the engine answers a session that was blocked in reserve. */
+/** How the engine tells a session what it waited for. */
 export interface SessionDelegate {
+  /** A blocked reserve got this job. */
   reserved(job: Job): void;
+  /** A blocked reserve ran out of time (or the peer half-closed). */
   timedOut(): void;
+  /** A blocked reserve ends because a held job is about to run out of TTR. */
   deadlineSoon(): void;
+  /**
+   * A session that asked to be woken (`Engine.sleep`) may now take a job: one is ready in a
+   * tube it watches. No job is reserved for it (Gearman's NOOP to a worker in PRE_SLEEP).
+   */
+  woken(): void;
 }
 
 /**
@@ -23,6 +31,13 @@ export class Session {
   /** The same jobs by TTR deadline. */
   readonly reservedByDeadline = new IndexedHeap<Job>(deadlineLess, setHeapIndex);
   waiting = false;
+  /** Waiting only to be woken (`Engine.sleep`), not for a job. */
+  wakeOnly = false;
+  /**
+   * How long a reservation lasts, in ms, overriding the job's TTR: -1 uses the job's TTR,
+   * Infinity holds the job until the session lets it go or ends (Gearman's workers).
+   */
+  holdMs = -1;
   /** When a blocked reserve gives up (epoch ms), or -1 to wait forever. */
   waitUntil = -1;
   /** When the engine must next look at this session (TTR, DEADLINE_SOON or reserve timeout); 0 for never. */

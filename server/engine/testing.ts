@@ -23,7 +23,7 @@ export function unwrap<T>(result: Result<T>): T {
 }
 
 /** What a blocked session was told, in order. */
-export type DelegateCall = { kind: 'reserved'; jobId: number } | { kind: 'timed-out' } | { kind: 'deadline-soon' };
+export type DelegateCall = { kind: 'reserved'; jobId: number } | { kind: 'timed-out' } | { kind: 'deadline-soon' } | { kind: 'woken' };
 
 export class RecordingDelegate implements SessionDelegate {
   readonly calls: DelegateCall[] = [];
@@ -38,6 +38,10 @@ export class RecordingDelegate implements SessionDelegate {
 
   deadlineSoon(): void {
     this.calls.push({ kind: 'deadline-soon' });
+  }
+
+  woken(): void {
+    this.calls.push({ kind: 'woken' });
   }
 
   /** Returns the calls so far and forgets them. */

@@ -1,4 +1,4 @@
-import type { FailureCode } from '../../engine/results.js';
+import type { FailureCode } from '../../operations/operations.js';
 
 /** Fixed replies, encoded once. */
 export const REPLY = {
@@ -47,6 +47,8 @@ export function failureReply(code: FailureCode): Buffer {
       return REPLY.NOT_IGNORED;
     case 'INTERNAL_ERROR':
       return REPLY.INTERNAL_ERROR;
+    case 'JOB_TOO_BIG':
+      return REPLY.JOB_TOO_BIG;
     case 'JOB_RESERVED':
       // No protocol command edits a job; to a client a held job is not found, as for delete.
       return REPLY.NOT_FOUND;

@@ -1,44 +1,44 @@
-import type { Engine, Job, Tube } from '../../engine/engine.js';
+import type { JobView, ServerCounts, TubeCounts } from '../../operations/operations.js';
 import { jobTimes, pauseTimeLeft, seconds, serverStatsEntries, type ServerInfo } from '../../server-info.js';
 
 export type { BinlogStats, ServerInfo } from '../../server-info.js';
 
 /** The body of a `stats` reply. */
-export function formatServerStats(engine: Engine, info: ServerInfo, now: number): string {
+export function formatServerStats(counts: ServerCounts, info: ServerInfo, now: number): string {
   let out = '---\n';
-  for (const [key, value] of serverStatsEntries(engine, info, now)) {
+  for (const [key, value] of serverStatsEntries(counts, info, now)) {
     out += `${key}: ${typeof value === 'object' ? value.yaml : String(value)}\n`;
   }
   return out;
 }
 
 /** The body of a `stats-tube` reply. */
-export function formatTubeStats(tube: Tube, now: number): string {
+export function formatTubeStats(tube: TubeCounts, now: number): string {
   const timeLeft = pauseTimeLeft(tube, now);
   return (
     `---\nname: ${tube.name}\n` +
     `current-jobs-urgent: ${tube.urgent}\n` +
-    `current-jobs-ready: ${tube.ready.size}\n` +
+    `current-jobs-ready: ${tube.ready}\n` +
     `current-jobs-reserved: ${tube.reserved}\n` +
-    `current-jobs-delayed: ${tube.delayed.size}\n` +
-    `current-jobs-buried: ${tube.buried.size}\n` +
+    `current-jobs-delayed: ${tube.delayed}\n` +
+    `current-jobs-buried: ${tube.buried}\n` +
     `total-jobs: ${tube.totalJobs}\n` +
     `current-using: ${tube.using}\n` +
     `current-watching: ${tube.watching}\n` +
-    `current-waiting: ${tube.waiting.size}\n` +
-    `cmd-delete: ${tube.cmdDelete}\n` +
-    `cmd-pause-tube: ${tube.cmdPause}\n` +
+    `current-waiting: ${tube.waiting}\n` +
+    `cmd-delete: ${tube.deletes}\n` +
+    `cmd-pause-tube: ${tube.pauses}\n` +
     `pause: ${seconds(tube.pauseMs)}\n` +
     `pause-time-left: ${timeLeft}\n`
   );
 }
 
 /** The body of a `stats-job` reply. */
-export function formatJobStats(job: Job, now: number): string {
+export function formatJobStats(job: JobView, now: number): string {
   const { age, timeLeft } = jobTimes(job, now);
   return (
     `---\nid: ${job.id}\n` +
-    `tube: ${job.tube.name}\n` +
+    `tube: ${job.tube}\n` +
     `state: ${job.state}\n` +
     `pri: ${job.priority}\n` +
     `age: ${age}\n` +
@@ -55,8 +55,8 @@ export function formatJobStats(job: Job, now: number): string {
 }
 
 /** The body of a `list-tubes` or `list-tubes-watched` reply. */
-export function formatTubeList(tubes: readonly Tube[]): string {
+export function formatTubeList(names: readonly string[]): string {
   let out = '---\n';
-  for (const tube of tubes) out += `- ${tube.name}\n`;
+  for (const name of names) out += `- ${name}\n`;
   return out;
 }

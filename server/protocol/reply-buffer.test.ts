@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { BodyStore, type BodyHolder } from '../../engine/body-store.js';
-import type { Durability } from '../../engine/journal.js';
-import { immediateDurability } from '../../engine/journal.js';
-import { WORD } from './replies.js';
+import { immediateDurability } from '../engine/journal.js';
+import type { Durability, JobBytes } from '../operations/operations.js';
+import { WORD } from './beanstalk/replies.js';
 import { ReplyBuffer } from './reply-buffer.js';
 
 /** A journal whose durable point moves only when the test says so. */
@@ -28,10 +27,11 @@ function setup(durability: Durability = immediateDurability): { out: ReplyBuffer
   return { out, writes };
 }
 
-function body(text: string | Buffer): BodyHolder {
-  const holder = {} as BodyHolder;
-  new BodyStore().place(holder, typeof text === 'string' ? Buffer.from(text, 'latin1') : text);
-  return holder;
+/** A body at an offset inside a larger buffer, as a store holds it. */
+function body(text: string | Buffer): Omit<JobBytes, 'id'> {
+  const bytes = typeof text === 'string' ? Buffer.from(text, 'latin1') : text;
+  const bodyBuf = Buffer.concat([Buffer.from('before'), bytes, Buffer.from('after')]);
+  return { bodyBuf, bodyOffset: 6, bodyLength: bytes.length };
 }
 
 describe('ReplyBuffer', () => {

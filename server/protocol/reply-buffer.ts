@@ -1,11 +1,10 @@
-import type { Durability } from '../../engine/journal.js';
-import type { BodyHolder } from '../../engine/body-store.js';
+import type { Durability, JobBytes } from '../operations/operations.js';
 
 /** First slab size: under half of Node's buffer pool, so small slabs are cheap slices of it. */
 const SMALL_SLAB = 4000;
 
 /**
- * A connection's outgoing bytes. Replies are encoded straight into a slab as they are made (no
+ * A connection's outgoing bytes (any front door's). Replies are encoded straight into a slab as they are made (no
  * string or Buffer per reply) and leave in one socket write per turn of the event loop.
  *
  * A reply must not tell of a change that a crash could still lose: each reply is tagged with
@@ -58,8 +57,8 @@ export class ReplyBuffer {
     crlfAt(this.slab, at + word.length + text.length);
   }
 
-  /** `WORD id bytes\r\n<body>\r\n` (RESERVED, FOUND), copied from the body store. */
-  job(word: Buffer, id: number, body: BodyHolder): void {
+  /** `WORD id bytes\r\n<body>\r\n` (RESERVED, FOUND), copied from where the store holds the body. */
+  job(word: Buffer, id: number, body: Omit<JobBytes, 'id'>): void {
     const n = body.bodyLength;
     const at = this.reserve(word.length + decimalLength(id) + 1 + decimalLength(n) + 2 + n + 2);
     const slab = this.slab;
@@ -68,7 +67,7 @@ export class ReplyBuffer {
     slab[p++] = 32;
     p = writeDecimal(slab, p, n);
     crlfAt(slab, p);
-    body.slab.buf.copy(slab, p + 2, body.bodyOffset, body.bodyOffset + n);
+    body.bodyBuf.copy(slab, p + 2, body.bodyOffset, body.bodyOffset + n);
     crlfAt(slab, p + 2 + n);
   }
 

@@ -1,0 +1,484 @@
+import { bodyStamp } from '../engine/body-store.js';
+import type { Engine, Job, PutRequest, Session, Tube } from '../engine/engine.js';
+import { listJobs } from '../engine/job-pages.js';
+import { fail, ok } from '../engine/results.js';
+import type {
+  ClientDelegate,
+  ClientOperations,
+  CountedCommand,
+  Durability,
+  JobBytes,
+  JobChange,
+  JobPage,
+  JobSnapshot,
+  JobState,
+  JobUpdate,
+  JobView,
+  JobWatcher,
+  NewJob,
+  Operations,
+  Pending,
+  QueuedState,
+  ReserveOutcome,
+  Result,
+  ServerCounts,
+  SessionView,
+  TubeCounts,
+} from './operations.js';
+import { ttrWithFloor } from './rules.js';
+import { SLICE, sliced } from './sliced.js';
+
+export interface MemoryOperationsOptions {
+  engine: Engine;
+  durability: Durability;
+  /** Called after work done on a later turn (a slice of a bulk action), so the scheduler re-arms. */
+  onActivity: () => void;
+}
+
+const OK_VOID: Result<void> = ok(undefined);
+const EMPTY_BODY = Buffer.alloc(0);
+
+/**
+ * The operations over the in-memory engine. Every answer is a value (never a promise) except
+ * bulk work that needs more than one slice; snapshots are copied out of the engine's records.
+ */
+export class MemoryOperations implements Operations {
+  readonly durability: Durability;
+  private readonly engine: Engine;
+  private readonly onActivity: () => void;
+  /** One view reused by `visitJobs`, so comparing many jobs allocates nothing. */
+  private readonly scratch: JobView = emptyView();
+
+  constructor(options: MemoryOperationsOptions) {
+    this.engine = options.engine;
+    this.durability = options.durability;
+    this.onActivity = options.onActivity;
+  }
+
+  get maxJobSize(): number {
+    return this.engine.maxJobSize;
+  }
+
+  isTooBig(bytes: number): boolean {
+    return this.engine.isTooBig(bytes);
+  }
+
+  get draining(): boolean {
+    return this.engine.draining;
+  }
+
+  onDraining(fn: () => void): () => void {
+    return this.engine.events.on('server:draining', fn);
+  }
+
+  now(): number {
+    return this.engine.now();
+  }
+
+  connect(delegate: ClientDelegate, peer: string): ClientOperations {
+    return new MemoryClient(this.engine, delegate, peer, this.onActivity);
+  }
+
+  // ---- reads -----------------------------------------------------------------------------------
+
+  peek(id: number): JobBytes | undefined {
+    return this.engine.job(id);
+  }
+
+  job(id: number): JobSnapshot | undefined {
+    const job = this.engine.job(id);
+    return job === undefined ? undefined : jobSnapshot(job);
+  }
+
+  visitJobs(ids: Iterable<number>, visit: (id: number, view: JobView | undefined) => void): void {
+    for (const id of ids) {
+      const job = this.engine.job(id);
+      visit(id, job === undefined ? undefined : fillView(job, this.scratch));
+    }
+  }
+
+  tube(name: string): TubeCounts | undefined {
+    const tube = this.engine.tube(name);
+    return tube === undefined ? undefined : tubeCounts(tube);
+  }
+
+  tubes(): TubeCounts[] {
+    return this.engine.tubes().map(tubeCounts);
+  }
+
+  tubeNames(): string[] {
+    return this.engine.tubes().map((t) => t.name);
+  }
+
+  serverCounts(): ServerCounts {
+    const e = this.engine;
+    const s = e.stats;
+    return {
+      urgent: s.urgent,
+      ready: s.ready,
+      reserved: s.reserved,
+      delayed: e.delayedCount,
+      buried: s.buried,
+      jobTimeouts: s.jobTimeouts,
+      totalJobs: s.totalJobs,
+      tubes: e.tubes().length,
+      currentConnections: s.currentConnections,
+      totalConnections: s.totalConnections,
+      producers: s.producers,
+      workers: s.workers,
+      waiting: s.waiting,
+      draining: e.draining,
+      startedAt: e.startedAt,
+      maxJobSize: e.maxJobSize,
+      operations: { ...s.commands },
+    };
+  }
+
+  sessions(): SessionView[] {
+    return [...this.engine.allSessions()].map(sessionView);
+  }
+
+  listJobs(tubeName: string, state: JobState, limit: number, cursor: string | null): JobPage | undefined {
+    const tube = this.engine.tube(tubeName);
+    if (tube === undefined) return undefined;
+    const page = listJobs(this.engine, tube, state, limit, cursor);
+    return { jobs: page.jobs.map(jobSnapshot), next: page.next };
+  }
+
+  count(operation: CountedCommand): void {
+    this.engine.count(operation);
+  }
+
+  // ---- changes (the dashboard's; the protocol's go through a client) ----------------------------
+
+  put(tubeName: string, job: NewJob): Result<JobSnapshot> {
+    const engine = this.engine;
+    engine.count('put');
+    if (engine.isTooBig(job.body.length)) return fail('JOB_TOO_BIG');
+    const tube = engine.findOrCreateTube(tubeName);
+    const result = engine.put({ ...job, tube, ttrMs: ttrWithFloor(job.ttrMs) });
+    if (!result.ok) {
+      engine.dropTubeIfUnused(tube);
+      return fail(result.code);
+    }
+    return ok(jobSnapshot(result.value));
+  }
+
+  delete(id: number): Result<void> {
+    const engine = this.engine;
+    if (engine.job(id)?.state === 'reserved') return fail('JOB_RESERVED');
+    engine.count('delete');
+    const result = engine.delete(null, id);
+    return result.ok ? OK_VOID : fail(result.code);
+  }
+
+  kickJob(id: number): Result<JobSnapshot> {
+    this.engine.count('kick-job');
+    const result = this.engine.kickJob(id);
+    return result.ok ? ok(jobSnapshot(result.value)) : fail(result.code);
+  }
+
+  kick(tubeName: string, bound: number): Pending<Result<number>> {
+    const tube = this.engine.tube(tubeName);
+    if (tube === undefined) return fail('NOT_FOUND');
+    this.engine.count('kick');
+    return okCount(kickSliced(this.engine, tube, bound, this.onActivity));
+  }
+
+  pauseTube(tubeName: string, delayMs: number): Result<TubeCounts> {
+    this.engine.count('pause-tube');
+    const result = this.engine.pauseTube(tubeName, delayMs);
+    return result.ok ? ok(tubeCounts(result.value)) : fail(result.code);
+  }
+
+  editJob(id: number, change: JobChange): Result<JobSnapshot> {
+    const engine = this.engine;
+    const { kick, ...edit } = change;
+    if (edit.ttrMs !== undefined) edit.ttrMs = ttrWithFloor(edit.ttrMs);
+    const result = engine.editJob(id, edit);
+    if (!result.ok) return fail(result.code);
+    const job = result.value;
+    if (kick === true && (job.state === 'buried' || job.state === 'delayed')) {
+      engine.count('kick-job');
+      const kicked = engine.kickJob(id);
+      if (!kicked.ok) return fail(kicked.code);
+    }
+    return ok(jobSnapshot(job));
+  }
+
+  clear(tubeName: string, state: QueuedState): Pending<Result<number>> {
+    const engine = this.engine;
+    const tube = engine.tube(tubeName);
+    if (tube === undefined) return fail('NOT_FOUND');
+    const step = (max: number): number => {
+      const n = engine.clearSome(tube, state, max);
+      engine.count('delete', n);
+      return n;
+    };
+    return okCount(sliced(Number.POSITIVE_INFINITY, step, this.onActivity));
+  }
+
+  move(tubeName: string, state: QueuedState, to: string, limit: number): Pending<Result<number>> {
+    const engine = this.engine;
+    const from = engine.tube(tubeName);
+    if (from === undefined) return fail('NOT_FOUND');
+    let firstFailure: Result<number> | null = null;
+    let moved = 0;
+    const step = (max: number): number => {
+      let n = 0;
+      while (n < max) {
+        const job = state === 'ready' ? from.ready.peek() : state === 'delayed' ? from.delayed.peek() : from.firstBuried();
+        if (job === undefined) break;
+        const result = engine.editJob(job.id, { tube: to });
+        if (!result.ok) {
+          if (moved + n === 0) firstFailure = fail(result.code);
+          break;
+        }
+        n++;
+      }
+      moved += n;
+      return n;
+    };
+    const total = sliced(limit, step, this.onActivity);
+    const answer = (count: number): Result<number> => firstFailure ?? ok(count);
+    return total instanceof Promise ? total.then(answer) : answer(total);
+  }
+
+  // ---- news of a job ---------------------------------------------------------------------------
+
+  attachWatcher(id: number, watcher: JobWatcher): boolean {
+    return this.engine.attachWatcher(id, watcher);
+  }
+
+  detachWatcher(id: number, watcher: JobWatcher): number {
+    return this.engine.detachWatcher(id, watcher);
+  }
+
+  report(id: number, update: JobUpdate): number {
+    return this.engine.report(id, update);
+  }
+}
+
+/** One client of the in-memory store: a thin holder of its engine session. */
+class MemoryClient implements ClientOperations {
+  private readonly session: Session;
+
+  constructor(
+    private readonly engine: Engine,
+    delegate: ClientDelegate,
+    peer: string,
+    private readonly onActivity: () => void,
+  ) {
+    // The engine's records satisfy the delegate's read-only JobBytes; no adapter per job.
+    this.session = engine.openSession(delegate);
+    this.session.peer = peer;
+    this.request = { tube: this.session.used, priority: 0, delayMs: 0, ttrMs: 0, body: EMPTY_BODY, bodyOwned: false, id: 0 };
+  }
+
+  get id(): number {
+    return this.session.id;
+  }
+
+  usedTube(): string {
+    return this.session.used.name;
+  }
+
+  watchedTubes(): string[] {
+    return this.session.watched.values().map((t) => t.name);
+  }
+
+  use(tube: string): Result<string> {
+    const r = this.engine.use(this.session, tube);
+    return r.ok ? ok(r.value.name) : fail(r.code);
+  }
+
+  watch(tube: string): Result<number> {
+    return this.engine.watch(this.session, tube);
+  }
+
+  ignore(tube: string): Result<number> {
+    return this.engine.ignore(this.session, tube);
+  }
+
+  admitPut(bytes: number): Result<number> {
+    const engine = this.engine;
+    engine.markProducer(this.session);
+    // Beyond beanstalkd: the memory budget is checked before any of the body is buffered.
+    if (!engine.hasRoomFor(bytes)) return fail('OUT_OF_MEMORY');
+    return ok(engine.allocateJobId());
+  }
+
+  /** The request handed to the engine, reused: the engine copies what it keeps. */
+  private readonly request: PutRequest;
+
+  put(id: number, job: NewJob): Result<number> {
+    const request = this.request;
+    request.tube = this.session.used;
+    request.id = id;
+    request.priority = job.priority;
+    request.delayMs = job.delayMs;
+    request.ttrMs = ttrWithFloor(job.ttrMs);
+    request.body = job.body;
+    request.bodyOwned = job.bodyOwned === true;
+    const result = this.engine.put(request);
+    request.body = EMPTY_BODY; // do not pin the caller's buffer
+    return result.ok ? ok(id) : fail(result.code);
+  }
+
+  reserve(timeoutMs: number | null): ReserveOutcome {
+    // The engine's outcome has the same shape, with its job record as the JobBytes.
+    return this.engine.reserve(this.session, timeoutMs);
+  }
+
+  reserveJob(id: number): Result<JobBytes> {
+    return this.engine.reserveJob(this.session, id);
+  }
+
+  delete(id: number): Result<void> {
+    return voidOf(this.engine.delete(this.session, id));
+  }
+
+  release(id: number, priority: number, delayMs: number): Result<void> {
+    return voidOf(this.engine.release(this.session, id, priority, delayMs));
+  }
+
+  bury(id: number, priority: number): Result<void> {
+    return voidOf(this.engine.bury(this.session, id, priority));
+  }
+
+  touch(id: number): Result<void> {
+    return voidOf(this.engine.touch(this.session, id));
+  }
+
+  peekReady(): JobBytes | undefined {
+    return this.engine.peekReady(this.session.used);
+  }
+
+  peekDelayed(): JobBytes | undefined {
+    return this.engine.peekDelayed(this.session.used);
+  }
+
+  peekBuried(): JobBytes | undefined {
+    return this.engine.peekBuried(this.session.used);
+  }
+
+  kick(bound: number): Pending<number> {
+    return kickSliced(this.engine, this.session.used, bound, this.onActivity);
+  }
+
+  sleep(): boolean {
+    return this.engine.sleep(this.session);
+  }
+
+  setHold(holdMs: number): void {
+    this.engine.setHold(this.session, holdMs);
+  }
+
+  halfClose(): void {
+    this.engine.halfClose(this.session);
+  }
+
+  close(): Pending<void> {
+    if (this.engine.closeSession(this.session, SLICE)) return undefined;
+    // A client that held many jobs lets them go a slice per turn.
+    return (async () => {
+      do {
+        await new Promise((resolve) => setImmediate(resolve));
+        this.onActivity();
+      } while (!this.engine.closeSession(this.session, SLICE));
+      this.onActivity();
+    })();
+  }
+}
+
+function voidOf(result: Result<unknown>): Result<void> {
+  return result.ok ? OK_VOID : fail(result.code);
+}
+
+function okCount(count: Pending<number>): Pending<Result<number>> {
+  return count instanceof Promise ? count.then((n) => ok(n)) : ok(count);
+}
+
+/** A kick of the tube's buried jobs, or of its delayed ones when none is buried. */
+function kickSliced(engine: Engine, tube: Tube, bound: number, onActivity: () => void): Pending<number> {
+  const kind = engine.kickKind(tube);
+  return sliced(bound, (max) => engine.kickSome(tube, kind, max), onActivity);
+}
+
+export function tubeCounts(tube: Tube): TubeCounts {
+  return {
+    name: tube.name,
+    urgent: tube.urgent,
+    ready: tube.ready.size,
+    reserved: tube.reserved,
+    delayed: tube.delayed.size,
+    buried: tube.buried.size,
+    totalJobs: tube.totalJobs,
+    using: tube.using,
+    watching: tube.watching,
+    waiting: tube.waiting.size,
+    deletes: tube.cmdDelete,
+    pauses: tube.cmdPause,
+    pauseMs: tube.pauseMs,
+    unpauseAt: tube.unpauseAt,
+    stateChanges: [...tube.stateChanges],
+  };
+}
+
+function emptyView(): JobView {
+  return {
+    id: 0,
+    tube: '',
+    state: 'ready',
+    priority: 0,
+    delayMs: 0,
+    ttrMs: 0,
+    createdAt: 0,
+    deadlineAt: 0,
+    file: 0,
+    reserves: 0,
+    timeouts: 0,
+    releases: 0,
+    buries: 0,
+    kicks: 0,
+    bodyLength: 0,
+    bodyStamp: 0,
+  };
+}
+
+function fillView(job: Job, view: JobView): JobView {
+  view.id = job.id;
+  view.tube = job.tube.name;
+  view.state = job.state;
+  view.priority = job.priority;
+  view.delayMs = job.delayMs;
+  view.ttrMs = job.ttrMs;
+  view.createdAt = job.createdAt;
+  view.deadlineAt = job.deadlineAt;
+  view.file = job.file;
+  view.reserves = job.reserves;
+  view.timeouts = job.timeouts;
+  view.releases = job.releases;
+  view.buries = job.buries;
+  view.kicks = job.kicks;
+  view.bodyLength = job.bodyLength;
+  view.bodyStamp = bodyStamp(job);
+  return view;
+}
+
+export function jobSnapshot(job: Job): JobSnapshot {
+  return { ...fillView(job, emptyView()), body: job.body };
+}
+
+function sessionView(session: Session): SessionView {
+  return {
+    id: session.id,
+    peer: session.peer,
+    producer: session.isProducer,
+    worker: session.isWorker,
+    waiting: session.waiting,
+    using: session.used.name,
+    watching: session.watched.values().map((t) => t.name),
+    reserved: [...session.reservedJobs.values()].map((j) => j.id),
+  };
+}

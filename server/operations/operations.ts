@@ -1,0 +1,306 @@
+/**
+ * The operations every front door calls (beanstalk, admin API, metrics, Gearman): plain values
+ * in (tube names, milliseconds, byte buffers), plain snapshots out, never the store's live
+ * objects. Whatever is a rule and not wire syntax lives behind this interface: the TTR floor,
+ * the job-size limit, tube lifecycle, bulk work done in slices.
+ *
+ * A store that answers asynchronously (a database) returns promises; the in-memory store
+ * returns values and creates none. A door handles both with `isPending` and keeps its replies
+ * in command order either way.
+ */
+import type { Durability } from '../engine/journal.js';
+import type { FailureCode, Result } from '../engine/results.js';
+import type { CountedCommand } from '../engine/stats.js';
+import type { JobUpdate, JobWatcher } from '../engine/watchers.js';
+
+export type { Durability, FailureCode, Result, JobUpdate, JobWatcher };
+
+/** A value now, or later when the store is asynchronous. */
+export type Pending<T> = T | Promise<T>;
+
+/** True when the store answered with a promise (only an asynchronous store does). */
+export function isPending<T>(value: Pending<T>): value is Promise<T> {
+  return value instanceof Promise;
+}
+
+/** `fn(value)` now, or once the promise settles: code that must not wait when the store does not. */
+export function whenReady<T, R>(value: Pending<T>, fn: (value: T) => Pending<R>): Pending<R> {
+  return isPending(value) ? value.then(fn) : fn(value);
+}
+
+export type JobState = 'ready' | 'reserved' | 'delayed' | 'buried';
+/** The states a bulk action (kick, clear, move) can act on. */
+export type QueuedState = 'ready' | 'delayed' | 'buried';
+
+/**
+ * A job's id and where its body's bytes are: `bodyBuf[bodyOffset, bodyOffset + bodyLength)`.
+ * Valid until the next operation: a door copies the bytes into its reply at once. (The
+ * in-memory store hands its job record behind this read-only shape, so a reply costs no
+ * allocation; a door must not rely on anything else about it.)
+ */
+export interface JobBytes {
+  readonly id: number;
+  readonly bodyBuf: Buffer;
+  readonly bodyOffset: number;
+  readonly bodyLength: number;
+}
+
+/** Everything about a job except its body. Times are epoch ms; durations ms. */
+export interface JobView {
+  id: number;
+  tube: string;
+  state: JobState;
+  priority: number;
+  delayMs: number;
+  ttrMs: number;
+  createdAt: number;
+  /** When a delay ends or a reservation runs out (epoch ms; Infinity: held without a TTR); 0 otherwise. */
+  deadlineAt: number;
+  /** Binlog segment holding the job (0 without persistence). */
+  file: number;
+  reserves: number;
+  timeouts: number;
+  releases: number;
+  buries: number;
+  kicks: number;
+  bodyLength: number;
+  /**
+   * Changes whenever the body is replaced (and may change when the store moves it): a watcher
+   * compares it to tell a new body without reading the bytes.
+   */
+  bodyStamp: number;
+}
+
+/** A job with its body (a view: read it before the next operation). */
+export interface JobSnapshot extends JobView {
+  body: Buffer;
+}
+
+/** A tube's counts. */
+export interface TubeCounts {
+  name: string;
+  /** Ready jobs with priority below URGENT_BELOW. */
+  urgent: number;
+  ready: number;
+  reserved: number;
+  delayed: number;
+  buried: number;
+  /** Jobs ever put into this tube. */
+  totalJobs: number;
+  using: number;
+  watching: number;
+  /** Sessions blocked in reserve that watch it. */
+  waiting: number;
+  /** Deletes and pauses done in this tube. */
+  deletes: number;
+  pauses: number;
+  /** Length of the current pause in ms (0: not paused) and when it ends (epoch ms). */
+  pauseMs: number;
+  unpauseAt: number;
+  /** How many times a job entered or left each state here (ready, reserved, delayed, buried). */
+  stateChanges: readonly [number, number, number, number];
+}
+
+/** Commands counted for `stats`, by beanstalkd's names and in its order (stats.ts). */
+export { COUNTED_COMMANDS } from '../engine/stats.js';
+export type { CountedCommand } from '../engine/stats.js';
+
+/** The server's job, tube and connection counts. */
+export interface ServerCounts {
+  urgent: number;
+  ready: number;
+  reserved: number;
+  delayed: number;
+  buried: number;
+  /** Reservations whose TTR ran out. */
+  jobTimeouts: number;
+  /** Jobs put since start. */
+  totalJobs: number;
+  tubes: number;
+  currentConnections: number;
+  totalConnections: number;
+  producers: number;
+  workers: number;
+  waiting: number;
+  draining: boolean;
+  /** When the server started (epoch ms). */
+  startedAt: number;
+  /** Largest body a job may have (bytes). */
+  maxJobSize: number;
+  /** Operations served, by name. */
+  operations: Readonly<Record<CountedCommand, number>>;
+}
+
+/** One client session, as the dashboard's connection list shows it. */
+export interface SessionView {
+  id: number;
+  peer: string;
+  producer: boolean;
+  worker: boolean;
+  waiting: boolean;
+  using: string;
+  watching: string[];
+  reserved: number[];
+}
+
+/** One page of a tube's jobs in one state, and the cursor of the next page (null: no more). */
+export interface JobPage {
+  jobs: JobSnapshot[];
+  next: string | null;
+}
+
+/** What a new job needs; durations in ms. The TTR floor is applied behind this interface. */
+export interface NewJob {
+  priority: number;
+  delayMs: number;
+  ttrMs: number;
+  body: Buffer;
+  /**
+   * True when the caller gives up `body`'s memory (a buffer it assembled for this job alone), so
+   * the store may keep it instead of copying it. False for a view of shared memory.
+   */
+  bodyOwned?: boolean;
+}
+
+/** What an operator may change in a job no worker holds; durations in ms. */
+export interface JobChange {
+  body?: Buffer;
+  priority?: number;
+  ttrMs?: number;
+  /** Ready or delayed jobs become delayed by this much (0: ready now); a buried job keeps it for later. */
+  delayMs?: number;
+  /** Move to this tube (created if needed), keeping id, state, priority and counters. */
+  tube?: string;
+  /** After the change, kick the job if it is buried or delayed. */
+  kick?: boolean;
+}
+
+/** What a reserve produced. `waiting`: the client's delegate is told later. */
+export type ReserveOutcome =
+  | { kind: 'reserved'; job: JobBytes }
+  | { kind: 'deadline-soon' }
+  | { kind: 'timed-out' }
+  | { kind: 'waiting' };
+
+/** How a client is told what it waited for (a front door's connection implements it). */
+export interface ClientDelegate {
+  /** A blocked reserve got this job. */
+  reserved(job: JobBytes): void;
+  timedOut(): void;
+  deadlineSoon(): void;
+  /** After `sleep`: a job this client may take is ready (no job is reserved for it). */
+  woken(): void;
+}
+
+/** One connected client's operations: its tube, its watch list and the jobs it holds. */
+export interface ClientOperations {
+  readonly id: number;
+  /** The tube it puts into. */
+  usedTube(): string;
+  watchedTubes(): string[];
+  /** Fails with OUT_OF_MEMORY when a new tube would not fit. */
+  use(tube: string): Pending<Result<string>>;
+  /** Returns how many tubes are watched. */
+  watch(tube: string): Pending<Result<number>>;
+  /** NOT_IGNORED for the last watched tube. */
+  ignore(tube: string): Pending<Result<number>>;
+  /**
+   * Before a body of `bytes` is read: marks the client a producer and takes the job's id;
+   * OUT_OF_MEMORY when the job would not fit. (JOB_TOO_BIG is `Operations.isTooBig`, which a
+   * protocol may need to answer before other checks.)
+   */
+  admitPut(bytes: number): Result<number>;
+  /** Puts into the used tube under the id `admitPut` gave. */
+  put(id: number, job: NewJob): Pending<Result<number>>;
+  /** `timeoutMs` null waits for ever. */
+  reserve(timeoutMs: number | null): Pending<ReserveOutcome>;
+  reserveJob(id: number): Pending<Result<JobBytes>>;
+  delete(id: number): Pending<Result<void>>;
+  release(id: number, priority: number, delayMs: number): Pending<Result<void>>;
+  bury(id: number, priority: number): Pending<Result<void>>;
+  touch(id: number): Pending<Result<void>>;
+  peekReady(): Pending<JobBytes | undefined>;
+  peekDelayed(): Pending<JobBytes | undefined>;
+  peekBuried(): Pending<JobBytes | undefined>;
+  /** Kicks up to `bound` buried jobs of the used tube, or delayed ones when none is buried; in slices. */
+  kick(bound: number): Pending<number>;
+  /**
+   * Asks for `delegate.woken()` once a job is ready in a watched tube; true (and no wait) when
+   * one is ready now. A reserve cancels the wait.
+   */
+  sleep(): Pending<boolean>;
+  /** How long reservations last from now on (ms): -1 the job's TTR, Infinity until released. */
+  setHold(holdMs: number): void;
+  /** The peer sends nothing more: a blocked reserve gives up. */
+  halfClose(): void;
+  /** Ends the client: its reserved jobs go back to ready (in slices), its tubes are let go. */
+  close(): Pending<void>;
+}
+
+/** The operations of the whole server. */
+export interface Operations {
+  /** Replies wait until records made before them are durable. */
+  readonly durability: Durability;
+  readonly maxJobSize: number;
+  /** True when a body of `bytes` is over the largest job size (`-z`). */
+  isTooBig(bytes: number): boolean;
+  /** True once the server drains: puts fail with DRAINING. */
+  readonly draining: boolean;
+  /** Calls `fn` when the server starts draining; returns a function that stops it. */
+  onDraining(fn: () => void): () => void;
+  /** The store's clock (epoch ms). */
+  now(): number;
+
+  /** A new client; `peer` says who it is (an address) in the dashboard's connection list. */
+  connect(delegate: ClientDelegate, peer: string): ClientOperations;
+
+  peek(id: number): Pending<JobBytes | undefined>;
+  job(id: number): Pending<JobSnapshot | undefined>;
+  /**
+   * Calls `visit` with each of the jobs `ids` (undefined for one that is gone). The view passed
+   * is reused between calls: copy what you keep. Lets a watcher of many jobs compare them
+   * without a snapshot per job.
+   */
+  visitJobs(ids: Iterable<number>, visit: (id: number, view: JobView | undefined) => void): Pending<void>;
+  tube(name: string): Pending<TubeCounts | undefined>;
+  /** Every tube, in list-tubes order. */
+  tubes(): Pending<TubeCounts[]>;
+  tubeNames(): Pending<string[]>;
+  serverCounts(): Pending<ServerCounts>;
+  sessions(): Pending<SessionView[]>;
+  /**
+   * A page of `tube`'s jobs in `state`, in queue order; `cursor` from the previous page.
+   * Undefined when there is no such tube.
+   */
+  listJobs(tube: string, state: JobState, limit: number, cursor: string | null): Pending<JobPage | undefined>;
+  /**
+   * Counts a command for `stats`. A door counts the commands of its clients (which beanstalkd
+   * counts even when they fail before any operation); the server-wide changes below count
+   * themselves, whichever door asks for them.
+   */
+  count(operation: CountedCommand): void;
+
+  /** Puts into `tube`, created if needed (and dropped again if the put fails). Counts `put`. */
+  put(tube: string, job: NewJob): Pending<Result<JobSnapshot>>;
+  /** Deletes a job no worker holds: JOB_RESERVED when one does. Counts `delete`. */
+  delete(id: number): Pending<Result<void>>;
+  /** Counts `kick-job`. */
+  kickJob(id: number): Pending<Result<JobSnapshot>>;
+  /** Kicks up to `bound` jobs of `tube` (buried ones, or delayed when none is buried), in slices. Counts `kick`. */
+  kick(tube: string, bound: number): Pending<Result<number>>;
+  /** Counts `pause-tube`. */
+  pauseTube(tube: string, delayMs: number): Pending<Result<TubeCounts>>;
+  /** Counts `kick-job` when it kicks. */
+  editJob(id: number, change: JobChange): Pending<Result<JobSnapshot>>;
+  /** Deletes every job of `tube` in `state`, in slices; returns how many went. Counts a `delete` each. */
+  clear(tube: string, state: QueuedState): Pending<Result<number>>;
+  /** Moves up to `limit` jobs of `tube` in `state` to tube `to`, keeping ids and counters; in slices. */
+  move(tube: string, state: QueuedState, to: string, limit: number): Pending<Result<number>>;
+
+  /** Tells `watcher` of job `id`'s updates until it is deleted; false when there is no such job. */
+  attachWatcher(id: number, watcher: JobWatcher): boolean;
+  /** Returns how many watchers remain. */
+  detachWatcher(id: number, watcher: JobWatcher): number;
+  /** Passes `update` to every watcher of job `id`; returns how many got it. */
+  report(id: number, update: JobUpdate): number;
+}

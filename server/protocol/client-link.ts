@@ -1,0 +1,207 @@
+import type { Socket } from 'node:net';
+import type { Logger } from 'pino';
+import { isPending, type Durability, type Pending } from '../operations/operations.js';
+import { ReplyBuffer } from './reply-buffer.js';
+
+/** Stop reading from a client whose unparsed input or unsent replies grow beyond this. */
+const MAX_BUFFERED_INPUT = 4 * 1024 * 1024;
+const MAX_BUFFERED_OUTPUT = 8 * 1024 * 1024;
+
+/** A door's push parser, as the link drives it. */
+export interface LinkReader {
+  write(chunk: Buffer): void;
+  pause(): void;
+  resume(): void;
+  readonly paused: boolean;
+  /** Input bytes it holds but has not handled. */
+  readonly buffered: number;
+}
+
+/** What the door's connection does at the link's turning points. */
+export interface LinkOwner {
+  /** The peer half-closed: it will send nothing more. */
+  halfClosed(): void;
+  /** The connection is over (either side): end the client's session. */
+  ended(): void;
+}
+
+export interface LinkContext {
+  log: Logger;
+  /** Called after anything that may have changed the store's next deadline. */
+  onActivity: () => void;
+  /** Replies wait until the records made before them are durable. */
+  durability: Durability;
+}
+
+/**
+ * What every front door's connection needs besides its protocol: socket bytes into the door's
+ * parser, replies out in order (held until durable, one socket write per turn), flow control
+ * both ways, operations that answer later kept in command order, a guard that closes only this
+ * connection on an internal error, and a clean end.
+ */
+export class ClientLink {
+  /** Replies not yet written to the socket (some may wait for the binlog). */
+  readonly out: ReplyBuffer;
+  /** No more replies: the client quit, was closed or went away. */
+  finished = false;
+  private inputEnded = false;
+  /** True while this connection's own input is being handled: replies are flushed at its end. */
+  private handling = false;
+  private flushQueued = false;
+  /** The parser was paused because too many replies wait to be sent. */
+  private pausedForOutput = false;
+  private endWhenFlushed = false;
+  /** Counts pauses asked for by the door, so a settled operation knows whether its reply paused again. */
+  private pauses = 0;
+  private reader!: LinkReader;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly owner: LinkOwner,
+    private readonly ctx: LinkContext,
+    /** What the client is told when an internal error ends the connection. */
+    private readonly internalErrorReply: Buffer,
+  ) {
+    this.out = new ReplyBuffer((bytes) => this.writeOut(bytes), ctx.durability);
+  }
+
+  /** Who the peer is, for the dashboard's connection list. */
+  get peer(): string {
+    return this.socket.remoteAddress === undefined ? 'unix' : `${this.socket.remoteAddress}:${this.socket.remotePort}`;
+  }
+
+  /** Starts reading: from here on socket bytes go to `reader`. */
+  start(reader: LinkReader): void {
+    this.reader = reader;
+    const socket = this.socket;
+    socket.on('data', (chunk: Buffer) => this.guard(() => reader.write(chunk)));
+    socket.on('end', () => this.onEnd());
+    socket.on('drain', () => this.onDrain());
+    socket.on('error', (err) => this.ctx.log.debug({ err: err.message }, 'client socket error'));
+    socket.on('close', () => this.onClose());
+  }
+
+  /** Server shutdown: close without waiting for the client. */
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  /**
+   * Replies with `reply(value)` now or, when the store answers later, stops reading commands
+   * until it does, so replies stay in command order. `reply` should be a method bound once per
+   * connection: the in-memory path then allocates nothing.
+   */
+  settle<T>(value: Pending<T>, reply: (value: T) => void): void {
+    if (!isPending(value)) return reply(value);
+    this.pauseInput();
+    const pauses = this.pauses;
+    value.then(
+      (settled) => {
+        if (this.finished) return;
+        this.guard(() => {
+          reply(settled);
+          // The reply may itself have paused input (a reserve that waits): then it stays paused.
+          if (this.pauses === pauses) this.resumeSoon();
+        });
+      },
+      (err: unknown) => {
+        if (this.finished) return;
+        this.guard(() => {
+          throw err;
+        });
+      },
+    );
+  }
+
+  /** Stops handling commands until `resumeSoon` (a blocked reserve, an operation in flight). */
+  pauseInput(): void {
+    this.pauses++;
+    this.reader.pause();
+  }
+
+  /** Continues parsing on a later tick: never re-enter the parser from inside an operation. */
+  resumeSoon(): void {
+    // Whatever paused the parser, it resumes now (a later reply pauses it again if need be).
+    this.pausedForOutput = false;
+    process.nextTick(() => {
+      if (!this.finished) this.guard(() => this.reader.resume());
+    });
+  }
+
+  /** Replies were added to `out`: they leave at the end of this input, or of this tick. */
+  flushSoon(): void {
+    // Replies are copies: a pipeline of big peeks must not build up more than the output limit
+    // before flow control looks, so command parsing stops here until the socket drains.
+    if (!this.pausedForOutput && this.out.pending + this.socket.writableLength > MAX_BUFFERED_OUTPUT) {
+      this.pausedForOutput = true;
+      this.reader.pause();
+    }
+    if (this.handling || this.flushQueued) return;
+    this.flushQueued = true;
+    process.nextTick(() => {
+      this.flushQueued = false;
+      this.out.flush();
+      this.updateFlow();
+    });
+  }
+
+  /** Runs parser work; afterwards wakes the scheduler, applies flow control and ends a half-closed client. */
+  guard(work: () => void): void {
+    this.handling = true;
+    try {
+      work();
+    } catch (err) {
+      this.ctx.log.error({ err }, 'internal error while serving a client; closing that connection');
+      if (!this.finished) this.out.bytes(this.internalErrorReply);
+      this.finish();
+      return;
+    } finally {
+      this.handling = false;
+      this.out.flush();
+    }
+    this.ctx.onActivity();
+    this.updateFlow();
+    if (this.inputEnded && !this.reader.paused) this.finish();
+  }
+
+  /** Closes our side once pending replies are written; the owner ends the session. */
+  finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.owner.ended();
+    // Replies still waiting for the binlog go out first.
+    if (this.out.pending > 0) this.endWhenFlushed = true;
+    else this.socket.end();
+  }
+
+  private writeOut(bytes: Buffer): void {
+    if (this.socket.destroyed) return;
+    this.socket.write(bytes);
+    if (this.endWhenFlushed && this.out.pending === 0) this.socket.end();
+  }
+
+  private onDrain(): void {
+    if (this.pausedForOutput && this.out.pending + this.socket.writableLength <= MAX_BUFFERED_OUTPUT) this.resumeSoon();
+    this.updateFlow();
+  }
+
+  private updateFlow(): void {
+    if (this.finished) return;
+    const tooMuch =
+      this.reader.buffered > MAX_BUFFERED_INPUT || this.socket.writableLength + this.out.pending > MAX_BUFFERED_OUTPUT;
+    if (tooMuch && !this.socket.isPaused()) this.socket.pause();
+    else if (!tooMuch && this.socket.isPaused()) this.socket.resume();
+  }
+
+  private onEnd(): void {
+    this.inputEnded = true;
+    this.owner.halfClosed();
+    this.guard(() => undefined);
+  }
+
+  private onClose(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.owner.ended();
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * The operations interface lets a store answer later (a database will). This runs the real
+ * beanstalk front door, on a real socket, over the in-memory store wrapped so that every
+ * operation that may be asynchronous answers with a promise settled a random number of turns
+ * later, and checks that a pipelined conversation gets byte for byte the replies the plain
+ * in-memory store gives, in command order.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import pino from 'pino';
+import { FakeClock } from '../server/engine/clock.js';
+import { Engine } from '../server/engine/engine.js';
+import { immediateDurability } from '../server/engine/journal.js';
+import { MemoryOperations } from '../server/operations/memory-operations.js';
+import type { ClientDelegate, ClientOperations, Operations } from '../server/operations/operations.js';
+import { BeanstalkServer } from '../server/protocol/beanstalk/server.js';
+import type { ServerInfo } from '../server/server-info.js';
+import { RawClient } from './support/raw-client.js';
+
+const INFO: ServerInfo = {
+  version: 'test',
+  instanceId: '0000000000000000',
+  hostname: 'test',
+  os: 'test',
+  platform: 'test',
+  pid: 1,
+  binlog: () => ({ oldestIndex: 0, currentIndex: 0, recordsMigrated: 0, recordsWritten: 0, maxSize: 0 }),
+};
+
+/** Methods that answer at once by contract (no promise allowed), on both interfaces. */
+const IMMEDIATE = new Set([
+  'isTooBig',
+  'now',
+  'count',
+  'onDraining',
+  'attachWatcher',
+  'detachWatcher',
+  'report',
+  'usedTube',
+  'watchedTubes',
+  'admitPut',
+  'setHold',
+  'halfClose',
+]);
+
+let turnSeed = 12345;
+/** A promise of `value` settled 0 to 3 turns of the event loop later. */
+function later<T>(value: T): Promise<T> {
+  turnSeed = (turnSeed * 1103515245 + 12345) % 2 ** 31;
+  let turns = turnSeed % 4;
+  return new Promise((resolve) => {
+    const step = (): void => {
+      if (turns-- <= 0) resolve(value);
+      else setImmediate(step);
+    };
+    step();
+  });
+}
+
+/** `target` with every method not in IMMEDIATE answering through a promise. */
+function deferred<T extends object>(target: T): T {
+  return new Proxy(target, {
+    get(obj, prop, receiver) {
+      const member: unknown = Reflect.get(obj, prop, receiver);
+      if (typeof member !== 'function' || IMMEDIATE.has(String(prop))) {
+        return typeof member === 'function' ? member.bind(obj) : member;
+      }
+      const method = member as (...args: unknown[]) => unknown;
+      return (...args: unknown[]): unknown => {
+        const result = method.apply(obj, args);
+        return result instanceof Promise ? result.then(later) : later(result);
+      };
+    },
+  });
+}
+
+/** The in-memory operations as an asynchronous store would answer them. */
+function asynchronous(ops: Operations): Operations {
+  const wrapped = deferred(ops);
+  return new Proxy(wrapped, {
+    get(obj, prop, receiver) {
+      if (prop === 'connect') {
+        return (delegate: ClientDelegate, peer: string): ClientOperations => deferred(ops.connect(delegate, peer));
+      }
+      return Reflect.get(obj, prop, receiver);
+    },
+  });
+}
+
+const servers: BeanstalkServer[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) await s.close();
+});
+
+async function serve(async: boolean): Promise<number> {
+  const engine = new Engine({ clock: new FakeClock(1_700_000_000_000), maxJobSize: 1000 });
+  const memory = new MemoryOperations({ engine, durability: immediateDurability, onActivity: () => undefined });
+  const server = new BeanstalkServer({
+    ops: async ? asynchronous(memory) : memory,
+    info: INFO,
+    log: pino({ level: 'silent' }),
+    onActivity: () => undefined,
+    durability: immediateDurability,
+  });
+  servers.push(server);
+  const where = await server.listen('127.0.0.1', 0);
+  return Number(where.split(':').pop());
+}
+
+/** A pipelined conversation touching every command, sent in one write; ends with quit. */
+function conversation(): string {
+  let s = 'use work\r\nwatch work\r\nignore default\r\n';
+  for (let i = 0; i < 30; i++) s += `put ${i % 3} 0 ${i % 2} ${String(i).length}\r\n${i}\r\n`;
+  s += 'put 0 0 1 2000\r\n' + 'x'.repeat(2000) + '\r\n'; // JOB_TOO_BIG
+  s += 'peek-ready\r\npeek 3\r\nstats-job 3\r\nstats-tube work\r\nlist-tubes\r\nlist-tube-used\r\nlist-tubes-watched\r\n';
+  for (let i = 0; i < 10; i++) s += 'reserve-with-timeout 0\r\n';
+  s += 'bury 1 5\r\nbury 2 5\r\nrelease 3 1 0\r\ndelete 4\r\ntouch 5\r\nrelease 6 0 10\r\npeek-buried\r\npeek-delayed\r\n';
+  s += 'kick 1\r\nkick 10\r\nkick-job 6\r\nreserve-job 7\r\npause-tube work 0\r\nstats-tube nowhere\r\ndelete 999\r\n';
+  s += 'reserve\r\nignore work\r\nwatch other\r\nlist-tubes-watched\r\nbogus\r\nquit\r\n';
+  return s;
+}
+
+describe('a beanstalk connection over a store that answers later', () => {
+  it('gets the same replies, in command order, as over the in-memory store', async () => {
+    const outputs: string[] = [];
+    for (const async of [false, true]) {
+      const port = await serve(async);
+      const c = await RawClient.connect(port);
+      c.send(conversation());
+      outputs.push(await c.waitClosed(10_000));
+    }
+    expect(outputs[0]).toContain('JOB_TOO_BIG\r\n');
+    expect(outputs[0]!.match(/\r\n/g)!.length).toBeGreaterThan(70);
+    expect(outputs[1]).toBe(outputs[0]);
+  });
+
+  it('keeps a large pipeline in order and serves a blocked reserve when a job arrives', async () => {
+    const port = await serve(true);
+    const worker = await RawClient.connect(port);
+    worker.send('reserve\r\nlist-tube-used\r\n');
+    const producer = await RawClient.connect(port);
+    let s = '';
+    for (let i = 0; i < 500; i++) s += `put 0 0 60 ${String(i).length}\r\n${i}\r\n`;
+    producer.send(s);
+    for (let i = 0; i < 500; i++) expect(await producer.reply()).toBe(`INSERTED ${i + 1}\r\n`);
+    expect(await worker.reply()).toBe('RESERVED 1 1\r\n0\r\n');
+    expect(await worker.reply()).toBe('USING default\r\n');
+    worker.destroy();
+    producer.destroy();
+  });
+});
