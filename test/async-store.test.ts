@@ -13,18 +13,9 @@ import { immediateDurability } from '../server/engine/journal.js';
 import { MemoryOperations } from '../server/operations/memory-operations.js';
 import type { ClientDelegate, ClientOperations, Operations } from '../server/operations/operations.js';
 import { BeanstalkServer } from '../server/protocol/beanstalk/server.js';
-import type { ServerInfo } from '../server/server-info.js';
+import { TEST_SERVER_INFO as INFO } from '../server/testing.js';
 import { RawClient } from './support/raw-client.js';
 
-const INFO: ServerInfo = {
-  version: 'test',
-  instanceId: '0000000000000000',
-  hostname: 'test',
-  os: 'test',
-  platform: 'test',
-  pid: 1,
-  binlog: () => ({ oldestIndex: 0, currentIndex: 0, recordsMigrated: 0, recordsWritten: 0, maxSize: 0 }),
-};
 
 /** Methods that answer at once by contract (no promise allowed), on both interfaces. */
 const IMMEDIATE = new Set([

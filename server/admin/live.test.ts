@@ -15,22 +15,13 @@ import { systemClock } from '../engine/clock.js';
 import { Engine } from '../engine/engine.js';
 import { immediateDurability } from '../engine/journal.js';
 import { MemoryOperations } from '../operations/memory-operations.js';
-import type { ServerInfo } from '../server-info.js';
+import { TEST_SERVER_INFO as INFO } from '../testing.js';
 import { LiveUpdates, MAX_VIEWS_PER_SERVER, MAX_VIEWS_PER_SOCKET, type AdminIo } from './live.js';
 import { StatsHistory } from './stats-history.js';
 
 type ClientSocket = Socket<ServerToClientEvents, ClientToServerEvents>;
 type AckResult = { ok: true } | { ok: false; error: string };
 
-const INFO: ServerInfo = {
-  version: 'test',
-  instanceId: '0000000000000000',
-  hostname: 'test',
-  os: 'test',
-  platform: 'test',
-  pid: 1,
-  binlog: () => ({ oldestIndex: 0, currentIndex: 0, recordsMigrated: 0, recordsWritten: 0, maxSize: 0 }),
-};
 const CONFIG: AdminConfigDto = { version: 'test', readOnly: false, tokenRequired: false, maxJobSize: 65535, binlog: false };
 
 let httpServer: http.Server;
