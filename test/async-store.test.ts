@@ -138,4 +138,21 @@ describe('a beanstalk connection over a store that answers later', () => {
     worker.destroy();
     producer.destroy();
   });
+
+  it('keeps reading after a reserve that a job ends before the store has said it waits', async () => {
+    // The store answers 'waiting' 0-3 turns late; a put sent at once often lands in between.
+    const port = await serve(true);
+    const producer = await RawClient.connect(port);
+    for (let i = 0; i < 30; i++) {
+      const worker = await RawClient.connect(port);
+      worker.send('reserve\r\nlist-tube-used\r\n');
+      producer.send('put 0 0 60 1\r\nx\r\n');
+      expect(await producer.reply()).toMatch(/^INSERTED \d+\r\n$/);
+      expect(await worker.reply()).toMatch(/^RESERVED \d+ 1\r\nx\r\n$/);
+      expect(await worker.reply()).toBe('USING default\r\n');
+      worker.end();
+      expect(await worker.waitClosed()).toBe('');
+    }
+    producer.destroy();
+  });
 });

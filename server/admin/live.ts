@@ -1,7 +1,7 @@
 import type { Server as IoServer, Socket } from 'socket.io';
 import type { AdminConfigDto, JobStateName, TubeDto } from '../../shared/dto.js';
 import type { Ack, ClientToServerEvents, ServerToClientEvents } from '../../shared/events.js';
-import { whenReady, type JobView, type Operations, type Pending, type TubeCounts } from '../operations/operations.js';
+import { whenReady, type JobSnapshot, type JobView, type Operations, type Pending, type TubeCounts } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { jobDto, statsDto, tubeDto } from './dto.js';
 import type { StatsHistory } from './stats-history.js';
@@ -36,6 +36,8 @@ const jobRoom = (id: number): string => `job:${id}`;
 
 /** What dashboards were last told about a tube. */
 interface TubeMark {
+  /** Which tube of that name (a tube removed and made again is another one). */
+  serial: number;
   /** The last TubeDto sent (null: none yet). */
   sent: TubeDto | null;
   stateChanges: number[];
@@ -206,7 +208,9 @@ export class LiveUpdates {
   private start(): void {
     const baseline = whenReady(this.ops.tubes(), (tubes) => {
       const now = this.ops.now();
-      for (const tube of tubes) this.tubeMarks.set(tube.name, { sent: tubeDto(tube, now), stateChanges: [...tube.stateChanges], sweep: 0 });
+      for (const tube of tubes) {
+        this.tubeMarks.set(tube.name, { serial: tube.serial, sent: tubeDto(tube, now), stateChanges: [...tube.stateChanges], sweep: 0 });
+      }
     });
     if (baseline instanceof Promise) baseline.catch(() => undefined); // the first sweep sends everything then
     this.offDraining = this.ops.onDraining(() => this.io.emit('server:draining'));
@@ -226,17 +230,20 @@ export class LiveUpdates {
   private readonly sweep = (): void => {
     if (this.sweeping) return;
     this.sweeping = true;
-    const done = whenReady(this.ops.tubes(), (tubes) => {
-      this.sweepTubes(tubes);
-      return this.sweepJobs();
-    });
+    let done: Pending<void> = undefined;
+    try {
+      done = whenReady(this.ops.tubes(), (tubes) => {
+        this.sweepTubes(tubes);
+        return this.sweepJobs();
+      });
+    } finally {
+      if (!(done instanceof Promise)) this.sweeping = false;
+    }
     if (done instanceof Promise) {
       done.then(
         () => (this.sweeping = false),
         () => (this.sweeping = false), // a store that cannot answer now is asked again next time
       );
-    } else {
-      this.sweeping = false;
     }
   };
 
@@ -246,8 +253,9 @@ export class LiveUpdates {
     const updated: TubeDto[] = [];
     for (const tube of tubes) {
       let mark = this.tubeMarks.get(tube.name);
-      if (mark === undefined) {
-        mark = { sent: null, stateChanges: [0, 0, 0, 0], sweep };
+      if (mark === undefined || mark.serial !== tube.serial) {
+        // A new tube, or one removed and made again since the last sweep: everything is news.
+        mark = { serial: tube.serial, sent: null, stateChanges: [0, 0, 0, 0], sweep };
         this.tubeMarks.set(tube.name, mark);
       }
       mark.sweep = sweep;
@@ -288,13 +296,23 @@ export class LiveUpdates {
     return whenReady(visited, () => this.sendJobs(changed));
   }
 
-  private sendJobs(ids: number[]): Pending<void> {
-    if (ids.length === 0) return;
-    const id = ids.pop()!;
-    return whenReady(this.ops.job(id), (job) => {
-      if (job !== undefined) this.io.to(jobRoom(id)).emit('job:updated', jobDto(job, this.ops.now()));
-      return this.sendJobs(ids);
-    });
+  /** Sends each changed job in turn: a loop while the store answers at once (thousands may have changed). */
+  private sendJobs(ids: number[], from = 0): Pending<void> {
+    for (let i = from; i < ids.length; i++) {
+      const id = ids[i]!;
+      const job = this.ops.job(id);
+      if (job instanceof Promise) {
+        return job.then((j) => {
+          this.emitJob(id, j);
+          return this.sendJobs(ids, i + 1);
+        });
+      }
+      this.emitJob(id, job);
+    }
+  }
+
+  private emitJob(id: number, job: JobSnapshot | undefined): void {
+    if (job !== undefined) this.io.to(jobRoom(id)).emit('job:updated', jobDto(job, this.ops.now()));
   }
 
   /** The states whose job lists changed since the last sweep (and takes note of them). */

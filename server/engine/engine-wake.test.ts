@@ -61,6 +61,36 @@ describe('sleep: a wake-up without a job', () => {
     expect(sleeper.reserve(0)).toEqual({ kind: 'timed-out' });
   });
 
+  it('follows the watch list while asleep: a tube watched later wakes it, an ignored one does not', () => {
+    const w = h.open();
+    w.watch('later');
+    w.ignore('default');
+    const other = h.open();
+    other.watch('gone');
+    h.engine.sleep(other.session);
+    expect(h.engine.sleep(w.session)).toBe(false);
+    w.watch('fresh');
+    producer.use('fresh');
+    producer.put();
+    expect(w.delegate.drain()).toEqual([{ kind: 'woken' }]);
+    expect(h.engine.sleep(w.session)).toBe(true); // the job is still ready
+    unwrap(h.engine.delete(null, 1));
+    expect(h.engine.sleep(w.session)).toBe(false);
+    w.ignore('fresh');
+    producer.put();
+    expect(w.delegate.drain()).toEqual([]);
+    // Ignoring a tube while asleep leaves no trace in it: a job there reserves nothing for this session.
+    other.ignore('gone');
+    const r = h.open();
+    r.watch('gone');
+    expect(r.reserve(null)).toEqual({ kind: 'waiting' });
+    producer.use('gone');
+    const job = producer.put();
+    expect(r.delegate.drain()).toEqual([{ kind: 'reserved', jobId: job.id }]);
+    expect(other.delegate.drain()).toEqual([]);
+    expect(h.problems(20)).toEqual([]);
+  });
+
   it('is cancelled by a reserve, by a half-close (without TIMED_OUT) and by the end of the session', () => {
     const a = h.open();
     h.engine.sleep(a.session);
@@ -143,6 +173,35 @@ describe('job watchers', () => {
 });
 
 describe('the job-size limit', () => {
+  it('holds only a new body to it: a job kept from a run with a larger -z can still be edited', () => {
+    const small = new Harness({ maxJobSize: 2 });
+    // What a restart with a smaller -z recovers from the binlog.
+    small.engine.restoreJob(
+      {
+        id: 1,
+        tube: 'default',
+        state: 'ready',
+        priority: 0,
+        delayMs: 0,
+        ttrMs: 60_000,
+        createdAt: small.now(),
+        deadlineAt: 0,
+        buriedSeq: 0,
+        reserves: 0,
+        timeouts: 0,
+        releases: 0,
+        buries: 0,
+        kicks: 0,
+        body: Buffer.from('1234'),
+      },
+      0,
+    );
+    small.engine.finishRestore(2);
+    expect(small.engine.editJob(1, { priority: 7 }).ok).toBe(true);
+    expect(small.engine.editJob(1, { tube: 'elsewhere' }).ok).toBe(true);
+    expect(small.engine.editJob(1, { body: Buffer.from('123') })).toEqual({ ok: false, code: 'JOB_TOO_BIG' });
+  });
+
   it('refuses a put or an edit with a body over maxJobSize, and takes one of exactly that size', () => {
     const small = new Harness({ maxJobSize: 4 });
     const c = small.open();

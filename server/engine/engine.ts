@@ -103,6 +103,8 @@ export class Engine {
     (s, i) => (s.tickIndex = i),
   );
   private readonly sessions = new Set<Session>();
+  /** Engines whose memory counts against this one's budgets (see shareBudgetWith). */
+  private readonly budgetPeers: Engine[] = [];
   /** Who waits for news of a job (Gearman clients attached to a handle), by job id. */
   private readonly watchers = new Map<number, Set<JobWatcher>>();
   private nextJobId = 1;
@@ -210,13 +212,21 @@ export class Engine {
 
   // ---- sessions ------------------------------------------------------------------------------
 
-  openSession(delegate: SessionDelegate): Session {
+  /**
+   * A new session, using the default tube and watching it; with `watchNothing` it watches no
+   * tube at first and may ignore its last one (a Gearman worker registers its functions).
+   */
+  openSession(delegate: SessionDelegate, options: { watchNothing?: boolean } = {}): Session {
     const session = new Session(this.nextSessionId++, delegate);
     this.sessions.add(session);
     session.used = this.defaultTube;
     this.defaultTube.using++;
-    session.watched.add(this.defaultTube);
-    this.defaultTube.watching++;
+    if (options.watchNothing === true) {
+      session.mayWatchNothing = true;
+    } else {
+      session.watched.add(this.defaultTube);
+      this.defaultTube.watching++;
+    }
     this.stats.currentConnections++;
     this.stats.totalConnections++;
     return session;
@@ -277,22 +287,36 @@ export class Engine {
   watch(session: Session, name: string): Result<number> {
     if (!this.hasRoomForTube(name)) return fail('OUT_OF_MEMORY');
     const tube = this.findOrCreateTube(name);
-    if (session.watched.add(tube)) tube.watching++;
+    if (session.watched.add(tube)) {
+      tube.watching++;
+      // A session can change its watch list while it waits only to be woken (a Gearman worker
+      // asleep registers another function); a blocked reserve reads no commands.
+      if (session.waiting) {
+        tube.waiting.add(session);
+        this.refreshAwaited(tube);
+        this.processQueue();
+      }
+    }
     return ok(session.watched.size);
   }
 
   /** protocol: beanstalkd answers use and watch with OUT_OF_MEMORY when it cannot make the tube. */
   private hasRoomForTube(name: string): boolean {
-    return this.tubesByName.has(name) || this.recordHeapBytes + TUBE_RECORD_HEAP_BYTES <= this.maxRecordHeapBytes;
+    if (this.tubesByName.has(name)) return true;
+    return this.sharedRecordBytes() + TUBE_RECORD_HEAP_BYTES <= this.maxRecordHeapBytes;
   }
 
   /** Removes a tube from the watch list; the last watched tube cannot be ignored. */
   ignore(session: Session, name: string): Result<number> {
     const tube = this.tubesByName.get(name);
     if (tube === undefined || !session.watched.has(tube)) return ok(session.watched.size);
-    if (session.watched.size < 2) return fail('NOT_IGNORED');
+    if (session.watched.size < 2 && !session.mayWatchNothing) return fail('NOT_IGNORED');
     session.watched.delete(tube);
     tube.watching--;
+    if (session.waiting) {
+      tube.waiting.delete(session);
+      this.refreshAwaited(tube);
+    }
     this.maybeRemoveTube(tube);
     return ok(session.watched.size);
   }
@@ -355,9 +379,32 @@ export class Engine {
     return this.jobs.size * JOB_RECORD_HEAP_BYTES + this.tubesByName.size * TUBE_RECORD_HEAP_BYTES;
   }
 
+  /**
+   * Counts `other`'s bodies and records against this engine's budgets and this engine's against
+   * `other`'s: engines in one process (beanstalkd's and Gearman's jobs) share its memory.
+   */
+  shareBudgetWith(other: Engine): void {
+    this.budgetPeers.push(other);
+    other.budgetPeers.push(this);
+  }
+
   /** True when one more job with a body of `bytes` fits both memory budgets. */
   hasRoomFor(bytes: number): boolean {
-    return this.bodyBytes + bytes <= this.maxJobBytes && this.recordHeapBytes + JOB_RECORD_HEAP_BYTES <= this.maxRecordHeapBytes;
+    // Plain sums, no object: this runs for every put.
+    let bodyBytes = this.bodyBytes + bytes;
+    let recordBytes = this.recordHeapBytes + JOB_RECORD_HEAP_BYTES;
+    for (const peer of this.budgetPeers) {
+      bodyBytes += peer.bodyBytes;
+      recordBytes += peer.recordHeapBytes;
+    }
+    return bodyBytes <= this.maxJobBytes && recordBytes <= this.maxRecordHeapBytes;
+  }
+
+  /** Bytes of records held by this engine and those it shares its budget with. */
+  private sharedRecordBytes(): number {
+    let recordBytes = this.recordHeapBytes;
+    for (const peer of this.budgetPeers) recordBytes += peer.recordHeapBytes;
+    return recordBytes;
   }
 
   setDraining(): void {
@@ -523,6 +570,24 @@ export class Engine {
     return ok(job);
   }
 
+  /**
+   * Makes a job reserved by `session` run out `holdMs` from now (Infinity: never), whatever its
+   * TTR: a Gearman worker's CAN_DO_TIMEOUT for the job's function.
+   */
+  hold(session: Session, id: number, holdMs: number): Result<Job> {
+    const job = this.reservedBy(session, id);
+    if (job === undefined) return fail('NOT_FOUND');
+    job.deadlineAt = this.clock.now() + holdMs;
+    session.reservedByDeadline.update(job.heapIndex);
+    this.schedule(session);
+    return ok(job);
+  }
+
+  /** True when `session` holds job `id`. */
+  holds(session: Session, id: number): boolean {
+    return this.reservedBy(session, id) !== undefined;
+  }
+
   /** Restarts the TTR of a job reserved by `session`. */
   touch(session: Session, id: number): Result<Job> {
     const job = this.reservedBy(session, id);
@@ -633,7 +698,8 @@ export class Engine {
     if (job === undefined) return fail('NOT_FOUND');
     if (job.state === 'reserved') return fail('JOB_RESERVED');
     const bodyLength = edit.body?.length ?? job.bodyLength;
-    if (bodyLength > this.maxJobSize) return fail('JOB_TOO_BIG');
+    // Only a new body is held to -z: a job kept from a run with a larger -z can still be edited.
+    if (edit.body !== undefined && edit.body.length > this.maxJobSize) return fail('JOB_TOO_BIG');
     if (bodyLength > job.bodyLength && !this.hasRoomFor(bodyLength - job.bodyLength)) return fail('OUT_OF_MEMORY');
     const tubeName = edit.tube ?? job.tube.name;
     if (!this.journal.canRewrite(tubeName.length, bodyLength)) return fail('OUT_OF_MEMORY');

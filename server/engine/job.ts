@@ -43,6 +43,11 @@ export class Job implements BodyHolder {
     readonly createdAt: number,
   ) {}
 
+  /** The name of the job's tube (a Gearman function). */
+  get tubeName(): string {
+    return this.tube.name;
+  }
+
   /** The buffer holding the body, at `bodyOffset` (read-only to everyone but the body store). */
   get bodyBuf(): Buffer {
     return this.slab.buf;

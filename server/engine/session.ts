@@ -31,6 +31,8 @@ export class Session {
   /** The same jobs by TTR deadline. */
   readonly reservedByDeadline = new IndexedHeap<Job>(deadlineLess, setHeapIndex);
   waiting = false;
+  /** May watch no tube at all (a Gearman worker before its first CAN_DO). */
+  mayWatchNothing = false;
   /** Waiting only to be woken (`Engine.sleep`), not for a job. */
   wakeOnly = false;
   /**

@@ -4,8 +4,12 @@ import { JobList } from './job-list.js';
 import { OrderedSet } from './ordered-set.js';
 import type { Session } from './session.js';
 
+let tubesMade = 0;
+
 /** A named queue: its ready heap, delay heap, buried FIFO and the sessions using or watching it. */
 export class Tube {
+  /** Tells apart two tubes of the same name, one removed and one made later. */
+  readonly serial = ++tubesMade;
   readonly ready = new IndexedHeap<Job>(readyLess, setHeapIndex);
   readonly delayed = new IndexedHeap<Job>(deadlineLess, setHeapIndex);
   /** Buried jobs, oldest first. */

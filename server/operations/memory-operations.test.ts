@@ -52,7 +52,7 @@ function client(): ClientOperations {
 
 function putVia(c: ClientOperations, ttrMs = 60_000, text = 'x'): number {
   const id = value(c.admitPut(text.length));
-  return value(c.put(id, { priority: 0, delayMs: 0, ttrMs, body: body(text) }));
+  return value(c.put(id, { priority: 0, delayMs: 0, ttrMs, body: body(text) })).id;
 }
 
 describe('rules the operations own', () => {

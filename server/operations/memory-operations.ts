@@ -5,6 +5,7 @@ import { fail, ok } from '../engine/results.js';
 import type {
   ClientDelegate,
   ClientOperations,
+  ConnectOptions,
   CountedCommand,
   Durability,
   JobBytes,
@@ -24,6 +25,7 @@ import type {
   ServerCounts,
   SessionView,
   TubeCounts,
+  TubeName,
 } from './operations.js';
 import { ttrWithFloor } from './rules.js';
 import { SLICE, sliced } from './sliced.js';
@@ -75,8 +77,8 @@ export class MemoryOperations implements Operations {
     return this.engine.now();
   }
 
-  connect(delegate: ClientDelegate, peer: string): ClientOperations {
-    return new MemoryClient(this.engine, delegate, peer, this.onActivity);
+  connect(delegate: ClientDelegate, peer: string, options: ConnectOptions = {}): ClientOperations {
+    return new MemoryClient(this.engine, delegate, peer, options, this.onActivity);
   }
 
   // ---- reads -----------------------------------------------------------------------------------
@@ -222,6 +224,8 @@ export class MemoryOperations implements Operations {
     const engine = this.engine;
     const from = engine.tube(tubeName);
     if (from === undefined) return fail('NOT_FOUND');
+    // Moving into the same tube would requeue the same jobs over and over: it moves nothing.
+    if (to === tubeName) return ok(0);
     let firstFailure: Result<number> | null = null;
     let moved = 0;
     const step = (max: number): number => {
@@ -267,10 +271,11 @@ class MemoryClient implements ClientOperations {
     private readonly engine: Engine,
     delegate: ClientDelegate,
     peer: string,
+    options: ConnectOptions,
     private readonly onActivity: () => void,
   ) {
     // The engine's records satisfy the delegate's read-only JobBytes; no adapter per job.
-    this.session = engine.openSession(delegate);
+    this.session = engine.openSession(delegate, options);
     this.session.peer = peer;
     this.request = { tube: this.session.used, priority: 0, delayMs: 0, ttrMs: 0, body: EMPTY_BODY, bodyOwned: false, id: 0 };
   }
@@ -287,9 +292,9 @@ class MemoryClient implements ClientOperations {
     return this.session.watched.values().map((t) => t.name);
   }
 
-  use(tube: string): Result<string> {
-    const r = this.engine.use(this.session, tube);
-    return r.ok ? ok(r.value.name) : fail(r.code);
+  use(tube: string): Result<TubeName> {
+    // The engine's own result: its tube record is a TubeName, so no second object per use.
+    return this.engine.use(this.session, tube);
   }
 
   watch(tube: string): Result<number> {
@@ -311,7 +316,7 @@ class MemoryClient implements ClientOperations {
   /** The request handed to the engine, reused: the engine copies what it keeps. */
   private readonly request: PutRequest;
 
-  put(id: number, job: NewJob): Result<number> {
+  put(id: number, job: NewJob): Result<JobBytes> {
     const request = this.request;
     request.tube = this.session.used;
     request.id = id;
@@ -322,7 +327,7 @@ class MemoryClient implements ClientOperations {
     request.bodyOwned = job.bodyOwned === true;
     const result = this.engine.put(request);
     request.body = EMPTY_BODY; // do not pin the caller's buffer
-    return result.ok ? ok(id) : fail(result.code);
+    return result; // the engine's job record is the JobBytes: no second object per put
   }
 
   reserve(timeoutMs: number | null): ReserveOutcome {
@@ -374,6 +379,14 @@ class MemoryClient implements ClientOperations {
     this.engine.setHold(this.session, holdMs);
   }
 
+  hold(id: number, holdMs: number): Result<void> {
+    return voidOf(this.engine.hold(this.session, id, holdMs));
+  }
+
+  holds(id: number): boolean {
+    return this.engine.holds(this.session, id);
+  }
+
   halfClose(): void {
     this.engine.halfClose(this.session);
   }
@@ -408,6 +421,7 @@ function kickSliced(engine: Engine, tube: Tube, bound: number, onActivity: () =>
 export function tubeCounts(tube: Tube): TubeCounts {
   return {
     name: tube.name,
+    serial: tube.serial,
     urgent: tube.urgent,
     ready: tube.ready.size,
     reserved: tube.reserved,

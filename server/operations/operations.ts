@@ -40,9 +40,16 @@ export type QueuedState = 'ready' | 'delayed' | 'buried';
  */
 export interface JobBytes {
   readonly id: number;
+  /** The job's tube (a Gearman function). */
+  readonly tubeName: string;
   readonly bodyBuf: Buffer;
   readonly bodyOffset: number;
   readonly bodyLength: number;
+}
+
+/** A tube's name (the in-memory store answers with its tube record behind this read-only shape). */
+export interface TubeName {
+  readonly name: string;
 }
 
 /** Everything about a job except its body. Times are epoch ms; durations ms. */
@@ -79,6 +86,8 @@ export interface JobSnapshot extends JobView {
 /** A tube's counts. */
 export interface TubeCounts {
   name: string;
+  /** Differs between a tube and one of the same name made after it was removed. */
+  serial: number;
   /** Ready jobs with priority below URGENT_BELOW. */
   urgent: number;
   ready: number;
@@ -149,7 +158,10 @@ export interface JobPage {
   next: string | null;
 }
 
-/** What a new job needs; durations in ms. The TTR floor is applied behind this interface. */
+/**
+ * What a new job needs; durations in ms. The TTR floor is applied behind this interface. A
+ * store reads it before the call returns: the caller may reuse the object and its body's memory.
+ */
 export interface NewJob {
   priority: number;
   delayMs: number;
@@ -182,6 +194,10 @@ export type ReserveOutcome =
   | { kind: 'timed-out' }
   | { kind: 'waiting' };
 
+export interface ConnectOptions {
+  watchNothing?: boolean;
+}
+
 /** How a client is told what it waited for (a front door's connection implements it). */
 export interface ClientDelegate {
   /** A blocked reserve got this job. */
@@ -198,8 +214,8 @@ export interface ClientOperations {
   /** The tube it puts into. */
   usedTube(): string;
   watchedTubes(): string[];
-  /** Fails with OUT_OF_MEMORY when a new tube would not fit. */
-  use(tube: string): Pending<Result<string>>;
+  /** Fails with OUT_OF_MEMORY when a new tube would not fit. Answers with the tube's name. */
+  use(tube: string): Pending<Result<TubeName>>;
   /** Returns how many tubes are watched. */
   watch(tube: string): Pending<Result<number>>;
   /** NOT_IGNORED for the last watched tube. */
@@ -210,8 +226,8 @@ export interface ClientOperations {
    * protocol may need to answer before other checks.)
    */
   admitPut(bytes: number): Result<number>;
-  /** Puts into the used tube under the id `admitPut` gave. */
-  put(id: number, job: NewJob): Pending<Result<number>>;
+  /** Puts into the used tube under the id `admitPut` gave; answers with the job (its id, its body). */
+  put(id: number, job: NewJob): Pending<Result<JobBytes>>;
   /** `timeoutMs` null waits for ever. */
   reserve(timeoutMs: number | null): Pending<ReserveOutcome>;
   reserveJob(id: number): Pending<Result<JobBytes>>;
@@ -231,6 +247,10 @@ export interface ClientOperations {
   sleep(): Pending<boolean>;
   /** How long reservations last from now on (ms): -1 the job's TTR, Infinity until released. */
   setHold(holdMs: number): void;
+  /** Makes a job this client holds run out `holdMs` from now (Gearman's CAN_DO_TIMEOUT). */
+  hold(id: number, holdMs: number): Pending<Result<void>>;
+  /** True when this client holds job `id`. */
+  holds(id: number): Pending<boolean>;
   /** The peer sends nothing more: a blocked reserve gives up. */
   halfClose(): void;
   /** Ends the client: its reserved jobs go back to ready (in slices), its tubes are let go. */
@@ -251,8 +271,12 @@ export interface Operations {
   /** The store's clock (epoch ms). */
   now(): number;
 
-  /** A new client; `peer` says who it is (an address) in the dashboard's connection list. */
-  connect(delegate: ClientDelegate, peer: string): ClientOperations;
+  /**
+   * A new client; `peer` says who it is (an address) in the dashboard's connection list. It uses
+   * and watches the default tube, or with `watchNothing` watches no tube until it asks (and may
+   * ignore its last one).
+   */
+  connect(delegate: ClientDelegate, peer: string, options?: ConnectOptions): ClientOperations;
 
   peek(id: number): Pending<JobBytes | undefined>;
   job(id: number): Pending<JobSnapshot | undefined>;

@@ -53,6 +53,8 @@ export class ClientLink {
   private endWhenFlushed = false;
   /** Counts pauses asked for by the door, so a settled operation knows whether its reply paused again. */
   private pauses = 0;
+  /** Operations whose answers are awaited: input stays paused until the last one is replied to. */
+  private inFlight = 0;
   private reader!: LinkReader;
 
   constructor(
@@ -95,17 +97,24 @@ export class ClientLink {
     if (!isPending(value)) return reply(value);
     this.pauseInput();
     const pauses = this.pauses;
+    this.inFlight++;
     value.then(
       (settled) => {
+        this.inFlight--;
         if (this.finished) return;
         this.guard(() => {
           reply(settled);
           // The reply may itself have paused input (a reserve that waits): then it stays paused.
-          if (this.pauses === pauses) this.resumeSoon();
+          // Nor does input resume while replies wait for the socket: onDrain resumes it then.
+          if (this.pauses === pauses && !this.pausedForOutput) this.resumeSoon();
         });
       },
       (err: unknown) => {
-        if (this.finished) return;
+        this.inFlight--;
+        if (this.finished) {
+          this.ctx.log.debug({ err }, 'an operation failed after its client had gone');
+          return;
+        }
         this.guard(() => {
           throw err;
         });
@@ -124,7 +133,9 @@ export class ClientLink {
     // Whatever paused the parser, it resumes now (a later reply pauses it again if need be).
     this.pausedForOutput = false;
     process.nextTick(() => {
-      if (!this.finished) this.guard(() => this.reader.resume());
+      // While an answer is awaited, later commands must not overtake its reply: the settle
+      // resumes input once it has replied.
+      if (!this.finished && this.inFlight === 0) this.guard(() => this.reader.resume());
     });
   }
 

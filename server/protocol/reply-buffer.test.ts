@@ -28,7 +28,7 @@ function setup(durability: Durability = immediateDurability): { out: ReplyBuffer
 }
 
 /** A body at an offset inside a larger buffer, as a store holds it. */
-function body(text: string | Buffer): Omit<JobBytes, 'id'> {
+function body(text: string | Buffer): Pick<JobBytes, 'bodyBuf' | 'bodyOffset' | 'bodyLength'> {
   const bytes = typeof text === 'string' ? Buffer.from(text, 'latin1') : text;
   const bodyBuf = Buffer.concat([Buffer.from('before'), bytes, Buffer.from('after')]);
   return { bodyBuf, bodyOffset: 6, bodyLength: bytes.length };

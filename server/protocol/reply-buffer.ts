@@ -58,7 +58,7 @@ export class ReplyBuffer {
   }
 
   /** `WORD id bytes\r\n<body>\r\n` (RESERVED, FOUND), copied from where the store holds the body. */
-  job(word: Buffer, id: number, body: Omit<JobBytes, 'id'>): void {
+  job(word: Buffer, id: number, body: Pick<JobBytes, 'bodyBuf' | 'bodyOffset' | 'bodyLength'>): void {
     const n = body.bodyLength;
     const at = this.reserve(word.length + decimalLength(id) + 1 + decimalLength(n) + 2 + n + 2);
     const slab = this.slab;

@@ -10,6 +10,7 @@ import type {
   Result,
   ServerCounts,
   TubeCounts,
+  TubeName,
 } from '../../operations/operations.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
 import { parseCommand, type Command } from './commands.js';
@@ -41,6 +42,12 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
     job: { priority: 0, delayMs: 0, ttrMs: 0, body: NO_BODY, bodyOwned: false },
   };
   private replyAfterSkip: Buffer = REPLY.JOB_TOO_BIG;
+  /**
+   * The pending reserve was already answered through the delegate. With a store that answers
+   * later, a job (or a half-close) can end the wait before the 'waiting' answer itself arrives;
+   * that answer must then not pause input again.
+   */
+  private reserveAnswered = false;
 
   constructor(
     socket: Socket,
@@ -91,16 +98,19 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
   // ---- ClientDelegate (a blocked reserve ends) -----------------------------------------------
 
   reserved(job: JobBytes): void {
+    this.reserveAnswered = true;
     this.sendJob(WORD.RESERVED, job);
     this.link.resumeSoon();
   }
 
   timedOut(): void {
+    this.reserveAnswered = true;
     this.send(REPLY.TIMED_OUT);
     this.link.resumeSoon();
   }
 
   deadlineSoon(): void {
+    this.reserveAnswered = true;
     this.send(REPLY.DEADLINE_SOON);
     this.link.resumeSoon();
   }
@@ -147,9 +157,11 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
         return link.settle(client.peekBuried(), this.onFound);
       case 'reserve':
         ops.count('reserve');
+        this.reserveAnswered = false;
         return link.settle(client.reserve(null), this.onReserve);
       case 'reserve-with-timeout':
         ops.count('reserve-with-timeout');
+        this.reserveAnswered = false;
         // protocol (1.12): a negative timeout waits forever, like reserve.
         return link.settle(client.reserve(cmd.timeout < 0 ? null : cmd.timeout * 1000), this.onReserve);
       case 'reserve-job':
@@ -235,8 +247,8 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
 
   // ---- replies (bound once per connection, so settling a result allocates nothing) -------------
 
-  private readonly onInserted = (r: Result<number>): void => {
-    if (r.ok) this.sendWordNumber(WORD.INSERTED, r.value);
+  private readonly onInserted = (r: Result<JobBytes>): void => {
+    if (r.ok) this.sendWordNumber(WORD.INSERTED, r.value.id);
     else this.send(failureReply(r.code));
   };
 
@@ -255,7 +267,8 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
         return this.send(REPLY.TIMED_OUT);
       case 'waiting':
         // protocol: a client blocked in reserve is not read from until the reserve ends.
-        return this.link.pauseInput();
+        if (!this.reserveAnswered) this.link.pauseInput();
+        return;
     }
   };
 
@@ -272,8 +285,8 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
   private readonly onPaused = (r: Result<unknown>): void => this.sendResult(r, REPLY.PAUSED);
   private readonly onKicked = (n: number): void => this.sendWordNumber(WORD.KICKED, n);
 
-  private readonly onUsing = (r: Result<string>): void => {
-    if (r.ok) this.sendWordText(WORD.USING, r.value);
+  private readonly onUsing = (r: Result<TubeName>): void => {
+    if (r.ok) this.sendWordText(WORD.USING, r.value.name);
     else this.send(failureReply(r.code));
   };
 
