@@ -119,7 +119,7 @@ function serverArgv(opts: TargetOptions, port: number, adminPort: number | null,
   }
   const nodeFlags = opts.cpuProfile === null ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfile.dir, '--cpu-prof-name', opts.cpuProfile.name];
   const admin = adminPort === null ? ['--no-admin'] : ['--admin-listen', HOST, '--admin-port', String(adminPort)];
-  return { exe: process.execPath, args: [...nodeFlags, BEANPOLE_BIN, ...flags, ...admin] };
+  return { exe: process.execPath, args: [...nodeFlags, BEANPOLE_BIN, ...flags, ...admin, '--no-gearman'] };
 }
 
 /** Starts one server and waits until it accepts connections (and its dashboard too, if asked). */

@@ -16,13 +16,32 @@ const DEFAULTS: ServerOptions = {
   verbosity: 0,
   maxJobBytes: null,
   admin: { listen: '127.0.0.1', port: 11380, token: null, readOnly: false, allowedHosts: [] },
+  gearman: { listen: '0.0.0.0', port: 4730 },
 };
 
 function run(changes: Partial<ServerOptions>, warnings: string[] = []): CliResult {
-  return { kind: 'run', options: { ...DEFAULTS, ...changes }, warnings };
+  // Gearman listens where -l does (unless a UNIX socket), when not told otherwise.
+  const listen = changes.listen ?? DEFAULTS.listen;
+  const gearman = { listen: listen.startsWith('unix:') ? '0.0.0.0' : listen, port: 4730 };
+  return { kind: 'run', options: { ...DEFAULTS, gearman, ...changes }, warnings };
 }
 
 const CLAMP_WARNING = `maximum job size was set to ${MAX_JOB_SIZE_LIMIT}`;
+
+describe('parseCommandLine: the Gearman flags', () => {
+  it('serves Gearman on 4730 at the -l address by default, or 0.0.0.0 when -l is a UNIX socket', () => {
+    expect(parseCommandLine(['-l', '127.0.0.1'])).toStrictEqual(run({ listen: '127.0.0.1', gearman: { listen: '127.0.0.1', port: 4730 } }));
+    expect(parseCommandLine(['-l', 'unix:/tmp/s'])).toStrictEqual(run({ listen: 'unix:/tmp/s', gearman: { listen: '0.0.0.0', port: 4730 } }));
+  });
+
+  it('takes --gearman-port, --gearman-listen and --no-gearman', () => {
+    expect(parseCommandLine(['--gearman-port', '0'])).toStrictEqual(run({ gearman: { listen: '0.0.0.0', port: 0 } }));
+    expect(parseCommandLine(['--gearman-listen', '::1', '--gearman-port=4731'])).toStrictEqual(run({ gearman: { listen: '::1', port: 4731 } }));
+    expect(parseCommandLine(['--no-gearman'])).toStrictEqual(run({ gearman: null }));
+    expect(parseCommandLine(['--gearman-port', '70000'])).toStrictEqual({ kind: 'usage-error', message: 'invalid Gearman port: 70000' });
+    expect(USAGE).toContain('--gearman-port PORT');
+  });
+});
 
 describe('parseCommandLine: the admin flags', () => {
   const admin = DEFAULTS.admin!;

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_BINLOG_SIZE, DEFAULT_MAX_JOB_SIZE, MAX_JOB_SIZE_LIMIT } from '../shared/limits.js';
-import { hostName } from './host-name.js';
+import { hostName, isLoopback } from './host-name.js';
 
 /** Everything the command line sets. */
 export interface ServerOptions {
@@ -17,7 +17,17 @@ export interface ServerOptions {
   maxJobBytes: number | null;
   /** The dashboard and admin API; null with --no-admin. */
   admin: AdminOptions | null;
+  /** The Gearman port; null with --no-gearman. */
+  gearman: GearmanOptions | null;
 }
+
+export interface GearmanOptions {
+  listen: string;
+  /** 0 picks a free port (the log line says which). */
+  port: number;
+}
+
+export const DEFAULT_GEARMAN_PORT = 4730;
 
 export interface AdminOptions {
   listen: string;
@@ -81,6 +91,12 @@ Dashboard and admin API (HTTP + socket.io):
                         and [::1] always work)
  --admin-read-only      reject every change made through the dashboard
  --no-admin             no dashboard and no admin API
+
+Gearman protocol (binary and text admin, same jobs engine):
+ --gearman-port PORT    port (default 4730; 0 picks a free one)
+ --gearman-listen ADDR  listen address (default: the -l address, or 0.0.0.0
+                        when -l is a UNIX socket)
+ --no-gearman           no Gearman port
 `;
 
 const OPTIONS = {
@@ -104,6 +120,9 @@ const OPTIONS = {
   'admin-allowed-hosts': { type: 'string' },
   'admin-read-only': { type: 'boolean' },
   'no-admin': { type: 'boolean' },
+  'gearman-port': { type: 'string' },
+  'gearman-listen': { type: 'string' },
+  'no-gearman': { type: 'boolean' },
 } as const;
 
 const U64_MAX = 18446744073709551615n;
@@ -135,6 +154,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
     verbosity: 0,
     maxJobBytes: null,
     admin: null,
+    gearman: null,
   };
   const admin: AdminOptions = {
     listen: DEFAULT_ADMIN_LISTEN,
@@ -144,6 +164,9 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
     allowedHosts: [],
   };
   let noAdmin = false;
+  let noGearman = false;
+  let gearmanListen: string | null = null;
+  let gearmanPort = DEFAULT_GEARMAN_PORT;
   const warnings: string[] = [];
   try {
     for (const token of tokens) {
@@ -221,6 +244,15 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
         case 'no-admin':
           noAdmin = true;
           break;
+        case 'gearman-port':
+          gearmanPort = integer(value, 'Gearman port', 0, 65535);
+          break;
+        case 'gearman-listen':
+          gearmanListen = value;
+          break;
+        case 'no-gearman':
+          noGearman = true;
+          break;
       }
     }
     // The flag wins over the variable; an empty variable means no token (set but blank in a shell).
@@ -233,12 +265,11 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
     throw err;
   }
   if (!noAdmin) options.admin = admin;
+  if (!noGearman) {
+    const listen = gearmanListen ?? (options.listen.startsWith('unix:') ? '0.0.0.0' : options.listen);
+    options.gearman = { listen, port: gearmanPort };
+  }
   return { kind: 'run', options, warnings };
-}
-
-/** True for addresses only this machine can reach. */
-export function isLoopback(address: string): boolean {
-  return address === 'localhost' || address === '::1' || /^127\.\d+\.\d+\.\d+$/.test(address);
 }
 
 /**

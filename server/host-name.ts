@@ -13,3 +13,9 @@ export function hostName(host: string): string | null {
   if (m[1] !== undefined) return isIPv6(m[1]) ? m[1].toLowerCase() : null;
   return m[2]!.toLowerCase();
 }
+
+/** True for a loopback address or name (an IPv4-mapped IPv6 loopback too, as a socket reports it). */
+export function isLoopback(address: string): boolean {
+  const plain = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return plain === 'localhost' || plain === '::1' || /^127\.\d+\.\d+\.\d+$/.test(plain);
+}

@@ -13,6 +13,8 @@ import { machineFacts, memoryBudget } from './memory-budget.js';
 import { Binlog } from './persistence/binlog.js';
 import { BINLOG_EXIT_CODE, BinlogDirError, openBinlog, type OpenedBinlog } from './persistence/open-binlog.js';
 import { BeanstalkServer } from './protocol/beanstalk/server.js';
+import { GearmanRegistry } from './protocol/gearman/registry.js';
+import { GearmanServer } from './protocol/gearman/server.js';
 import { PrivilegeError, becomeUser, fileOwner, lookUpUser, withUserIds } from './privileges.js';
 import type { ServerInfo } from './server-info.js';
 import { MemoryOperations } from './operations/memory-operations.js';
@@ -63,11 +65,31 @@ async function main(argv: string[]): Promise<void> {
   // Every front door calls these operations, never the engine.
   const ops = new MemoryOperations({ engine, durability, onActivity: scheduler.poke });
   const beanstalk = new BeanstalkServer({ ops, info, log, onActivity: scheduler.poke, durability });
+  // Gearman's jobs live in an engine of their own: ids, tubes (functions) and stats that
+  // beanstalkd clients never see, under the same memory budget.
+  const gearmanEngine = new Engine({ clock: systemClock, ...budget, maxJobSize: options.maxJobSize });
+  engine.shareBudgetWith(gearmanEngine);
+  const gearmanScheduler = new Scheduler(gearmanEngine);
+  const gearmanOps = new MemoryOperations({ engine: gearmanEngine, durability: immediateDurability, onActivity: gearmanScheduler.poke });
+  const gearman =
+    options.gearman === null
+      ? null
+      : new GearmanServer({
+          ops: gearmanOps,
+          registry: new GearmanRegistry(gearmanOps, os.hostname()),
+          log,
+          onActivity: gearmanScheduler.poke,
+          durability: immediateDurability,
+          version: VERSION,
+          pid: process.pid,
+          shutdown: (graceful) => (graceful ? drainThenShutdown() : shutdown('gearman shutdown')),
+        });
   // Handlers go in before listening: Node's default SIGUSR1 action would open the inspector.
   process.on('SIGPIPE', () => undefined);
   process.on('SIGUSR1', () => {
     log.info('SIGUSR1: entering drain mode; puts now get DRAINING');
     engine.setDraining();
+    gearmanEngine.setDraining();
   });
   let admin: AdminShell | null = null;
   let stopping = false;
@@ -76,14 +98,26 @@ async function main(argv: string[]): Promise<void> {
     stopping = true;
     log.info({ signal }, 'shutting down');
     scheduler.stop();
+    gearmanScheduler.stop();
     // Everything appended is written and fsynced first; that also releases held replies. A
     // failure here is logged, never thrown: the process still exits, and recovery copes.
     if (persisted !== null) {
       bestEffort(log, 'binlog: closing failed', () => binlog!.close());
       bestEffort(log, 'binlog: releasing the directory lock failed', () => persisted.lock.release());
     }
-    void Promise.all([beanstalk.close(), admin?.close()]).then(() => process.exit(0));
+    void Promise.all([beanstalk.close(), gearman?.close(), admin?.close()]).then(() => process.exit(0));
     setTimeout(() => process.exit(0), 2000).unref();
+  };
+  /** Gearman's `shutdown graceful`: no new jobs, then stop once no worker holds one. */
+  const drainThenShutdown = (): void => {
+    log.info('shutdown graceful: draining; stopping once no job is running');
+    engine.setDraining();
+    gearmanEngine.setDraining();
+    const check = setInterval(() => {
+      if (engine.stats.reserved + gearmanEngine.stats.reserved > 0) return;
+      clearInterval(check);
+      shutdown('gearman shutdown graceful');
+    }, 100);
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
@@ -117,6 +151,16 @@ async function main(argv: string[]): Promise<void> {
     // so no binlog file is ever created as root.
     if (user !== null) privileged(log, () => becomeUser(user));
     log.info({ address: where, version: VERSION }, `beanstalkd protocol listening on ${where}`);
+    if (gearman !== null) {
+      const { listen, port } = options.gearman!;
+      try {
+        const at = await gearman.listen(listen, port);
+        log.info({ address: at }, `Gearman protocol listening on ${at}`);
+      } catch (err) {
+        // As for the dashboard: the beanstalkd side keeps serving without it.
+        log.warn({ err: (err as Error).message }, 'Gearman port not started: cannot listen on its address (use --gearman-port or --no-gearman)');
+      }
+    }
     const jobs = Math.floor(budget.maxRecordHeapBytes / JOB_RECORD_HEAP_BYTES);
     log.info({ ...budget }, `memory budget: ${jobs} jobs on the heap, ${budget.maxJobBytes} bytes of bodies`);
   } catch (err) {

@@ -1066,7 +1066,7 @@ describe('admin security', () => {
     const port = await freePort();
     const env = { ...process.env };
     delete env.BEANPOLE_ADMIN_TOKEN;
-    const child = spawn(process.execPath, [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', String(port), '--admin-listen', '0.0.0.0', '--admin-port', '0'], {
+    const child = spawn(process.execPath, [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', String(port), '--no-gearman', '--admin-listen', '0.0.0.0', '--admin-port', '0'], {
       stdio: ['ignore', 'ignore', 'pipe'],
       env,
     });

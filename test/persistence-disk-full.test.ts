@@ -100,7 +100,7 @@ class NamespacedServer {
   ) {
     const script = [
       'mount -t tmpfs -o size="$2" tmpfs "$1" || exit 97',
-      'for run in 1 2; do "$3" "$4" -l 127.0.0.1 -p "$5" --no-admin -b "$1" -s "$6"; echo "[server exited with $?]" >&2; done',
+      'for run in 1 2; do "$3" "$4" -l 127.0.0.1 -p "$5" --no-admin --no-gearman -b "$1" -s "$6"; echo "[server exited with $?]" >&2; done',
     ].join('\n');
     this.shell = spawn(
       'unshare',

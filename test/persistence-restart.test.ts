@@ -672,7 +672,7 @@ async function runToExit(
   user: { uid?: number; gid?: number } = {},
 ): Promise<{ code: number | null; signal: string | null; stderr: string }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', String(port), '--no-admin', ...args], {
+  const child = spawn(process.execPath, [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', String(port), '--no-admin', '--no-gearman', ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
     ...user,
   });

@@ -49,7 +49,7 @@ function binlogDir(ownedByUser: boolean): string {
 /** Runs the server to its exit with `args`; returns the status and what it wrote to stderr. */
 async function runToExit(args: string[]): Promise<{ code: number | null; stderr: string }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', String(port), '--no-admin', ...args], {
+  const child = spawn(process.execPath, [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', String(port), '--no-admin', '--no-gearman', ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

@@ -166,7 +166,9 @@ export async function startProcessServer(
     const cmd = kind === 'beanpole' ? process.execPath : 'beanstalkd';
     // Tests never touch the default dashboard port: Beanpole runs without it unless asked.
     const adminArgs = kind === 'beanpole' && !args.some((a) => a.startsWith('--admin') || a === '--no-admin') ? ['--no-admin'] : [];
-    const argv = [...(kind === 'beanpole' ? [BEANPOLE_BIN] : []), ...listenArgs, ...adminArgs, ...args];
+    // Nor the default Gearman port: without a Gearman flag, Beanpole runs without it.
+    const gearmanArgs = kind === 'beanpole' && !args.some((a) => a.startsWith('--gearman') || a === '--no-gearman') ? ['--no-gearman'] : [];
+    const argv = [...(kind === 'beanpole' ? [BEANPOLE_BIN] : []), ...listenArgs, ...adminArgs, ...gearmanArgs, ...args];
     const child = spawn(cmd, argv, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
     let err = '';
     child.stderr!.setEncoding('utf8');

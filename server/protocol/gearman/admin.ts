@@ -1,0 +1,142 @@
+import { isLoopback } from '../../host-name.js';
+import type { JobState, Operations } from '../../operations/operations.js';
+import type { GearmanRegistry } from './registry.js';
+
+export interface AdminContext {
+  ops: Operations;
+  registry: GearmanRegistry;
+  version: string;
+  pid: number;
+  /** `shutdown` (graceful: drain first). */
+  shutdown: (graceful: boolean) => void;
+}
+
+/** Jobs read per page by `show jobs`. */
+const PAGE = 500;
+const END = '.\n';
+
+/**
+ * One line of Gearman's text admin protocol, answered in gearmand's formats: tab-separated
+ * `status` lines and `workers` lines ending with `.`, `OK ...` or `ERR code text` lines. Words
+ * are case-insensitive. `shutdown`, `maxqueue` and `cancel job` change the server, so they are
+ * taken only from loopback peers. Returns the reply's text, or null for none.
+ */
+export async function runAdminCommand(words: string[], ctx: AdminContext, peer: string): Promise<string | null> {
+  const command = words[0]!.toLowerCase();
+  const local = isLoopback(peer.replace(/:\d+$/, ''));
+  switch (command) {
+    case 'status':
+      return status(ctx.ops);
+    case 'workers':
+      return workers(ctx.registry);
+    case 'version':
+      return `OK ${ctx.version}\n`;
+    case 'getpid':
+      return `OK ${ctx.pid}\n`;
+    case 'maxqueue':
+      if (!local) return refused();
+      return maxQueue(words, ctx.registry);
+    case 'shutdown': {
+      if (!local) return refused();
+      const graceful = words[1]?.toLowerCase() === 'graceful';
+      if (words.length > 2 || (words.length === 2 && !graceful)) return err('INVALID_ARGUMENT', 'Unknown shutdown option');
+      // The reply leaves before the process goes: shutdown runs on a later turn.
+      setImmediate(() => ctx.shutdown(graceful));
+      return 'OK\n';
+    }
+    case 'show':
+      if (words[1]?.toLowerCase() === 'jobs' && words.length === 2) return showJobs(ctx);
+      if (words[1]?.toLowerCase() === 'unique' && words[2]?.toLowerCase() === 'jobs' && words.length === 3) return showUniqueJobs(ctx);
+      return unknown(words[0]!);
+    case 'cancel':
+      if (words[1]?.toLowerCase() !== 'job' || words.length !== 3) return unknown(words[0]!);
+      if (!local) return refused();
+      return cancelJob(words[2]!, ctx);
+    default:
+      return unknown(words[0]!);
+  }
+}
+
+function err(code: string, text: string): string {
+  return `ERR ${code} ${text.replace(/ /g, '+')}\r\n`;
+}
+
+/** gearmand runs the command word into its text, without a separator. */
+const unknown = (word: string): string => err('UNKNOWN_COMMAND', `Unknown server command${word}`);
+const UNKNOWN_JOB = 'ERR UNKNOWN_JOB\r\n';
+const refused = (): string => err('PERMISSION_DENIED', 'Only from a loopback address');
+
+/** `FUNCTION\tTOTAL\tRUNNING\tAVAILABLE_WORKERS` per function; total counts queued and running jobs. */
+async function status(ops: Operations): Promise<string> {
+  let out = '';
+  for (const t of await ops.tubes()) {
+    const total = t.ready + t.delayed + t.reserved + t.buried;
+    // The realm's default tube exists whether or not anyone uses the function "default".
+    if (total === 0 && t.watching === 0 && t.name === 'default') continue;
+    out += `${t.name}\t${total}\t${t.reserved}\t${t.watching}\n`;
+  }
+  return out + END;
+}
+
+/** `FD IP CLIENT_ID : FUNCTION ...` per connection. */
+function workers(registry: GearmanRegistry): string {
+  let out = '';
+  for (const w of registry.workers()) out += `${w.fd} ${w.address} ${w.clientId} :${w.functions.map((f) => ` ${f}`).join('')}\n`;
+  return out + END;
+}
+
+/** `maxqueue FN` lifts the limit; `maxqueue FN N` sets it (gearmand also takes one N per priority: the first counts). */
+function maxQueue(words: string[], registry: GearmanRegistry): string {
+  const fn = words[1];
+  if (fn === undefined) return err('INVALID_ARGUMENTS', 'An incomplete set of arguments was sent to this command maxqueue');
+  const n = words[2] === undefined ? 0 : Number(words[2]);
+  if (!Number.isSafeInteger(n)) return err('INVALID_ARGUMENTS', 'The max queue size is not a number');
+  if (n > 0) registry.maxQueue.set(fn, n);
+  else registry.maxQueue.delete(fn);
+  return 'OK\r\n';
+}
+
+/** Every queued or running job, tube by tube and state by state, a page at a time. */
+async function eachJob(ctx: AdminContext, visit: (id: number, state: JobState, reserves: number) => void): Promise<void> {
+  const states: JobState[] = ['ready', 'delayed', 'reserved'];
+  for (const name of await ctx.ops.tubeNames()) {
+    for (const state of states) {
+      let cursor: string | null = null;
+      do {
+        const page = await ctx.ops.listJobs(name, state, PAGE, cursor);
+        if (page === undefined) break;
+        for (const job of page.jobs) visit(job.id, state, job.reserves);
+        cursor = page.next;
+      } while (cursor !== null);
+    }
+  }
+}
+
+/** `handle\tretries\tignore_job\tjob_queued` per job, as gearmand lists them. */
+async function showJobs(ctx: AdminContext): Promise<string> {
+  let out = '';
+  await eachJob(ctx, (id, state, reserves) => {
+    // Retries: times the job was handed out before this run (gearmand counts requeues).
+    const retries = Math.max(0, reserves - (state === 'reserved' ? 1 : 0));
+    out += `${ctx.registry.handles.handle(id)}\t${retries}\t0\t${state === 'reserved' ? 0 : 1}\n`;
+  });
+  return out + END;
+}
+
+/** One line per job: its unique id, empty for a job without one (as gearmand lists them). */
+async function showUniqueJobs(ctx: AdminContext): Promise<string> {
+  let out = '';
+  await eachJob(ctx, (id) => {
+    out += `${ctx.registry.uniqueIdOf(id)?.toString('latin1') ?? ''}\n`;
+  });
+  return out + END;
+}
+
+/** Deletes a queued job; a running one is left to its worker. */
+async function cancelJob(handle: string, ctx: AdminContext): Promise<string> {
+  const id = ctx.registry.handles.idOf(handle);
+  if (id === null) return UNKNOWN_JOB;
+  const deleted = await ctx.ops.delete(id);
+  if (deleted.ok) return 'OK\r\n';
+  return deleted.code === 'JOB_RESERVED' ? err('JOB_RUNNING', 'Job is running') : UNKNOWN_JOB;
+}

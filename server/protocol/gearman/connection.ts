@@ -1,0 +1,424 @@
+import type { Socket } from 'node:net';
+import type {
+  ClientDelegate,
+  ClientOperations,
+  JobBytes,
+  JobSnapshot,
+  JobUpdate,
+  JobWatcher,
+  Operations,
+  ReserveOutcome,
+  Result,
+} from '../../operations/operations.js';
+import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
+import { runAdminCommand, type AdminContext } from './admin.js';
+import { encodePacket, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
+import { GearmanParser, type GearmanFrameHandler, type Magic } from './parser.js';
+import type { GearmanRegistry } from './registry.js';
+import { NOOP, NO_JOB, OPTION_EXCEPTIONS, errorPacket, type GearmanError } from './replies.js';
+import { nextCronTime, parseCronTime } from './schedule.js';
+
+/** Longest function name taken (gearmand takes 512; a binlog record keeps up to 255 bytes). */
+export const MAX_FUNCTION_BYTES = 255;
+/** Longest unique id (gearmand's GEARMAN_MAX_UNIQUE_SIZE). */
+export const MAX_UNIQUE_BYTES = 64;
+/** Room for a packet's arguments besides the job data, over `-z`. */
+const ARGUMENT_ROOM = 1024;
+
+export interface GearmanContext extends LinkContext, AdminContext {
+  ops: Operations;
+  registry: GearmanRegistry;
+}
+
+/** Engine priorities for Gearman's three levels: HIGH before NORMAL before LOW, FIFO within each. */
+const PRIORITY = { high: 0, normal: 1, low: 2 } as const;
+
+interface Submit {
+  priority: number;
+  background: boolean;
+  /** Argument count: 3 for plain submits, 4 for EPOCH, 8 for SCHED. */
+  args: number;
+  when: 'now' | 'epoch' | 'sched';
+}
+
+const SUBMITS: Readonly<Record<number, Submit>> = {
+  [PACKET.SUBMIT_JOB]: { priority: PRIORITY.normal, background: false, args: 3, when: 'now' },
+  [PACKET.SUBMIT_JOB_BG]: { priority: PRIORITY.normal, background: true, args: 3, when: 'now' },
+  [PACKET.SUBMIT_JOB_HIGH]: { priority: PRIORITY.high, background: false, args: 3, when: 'now' },
+  [PACKET.SUBMIT_JOB_HIGH_BG]: { priority: PRIORITY.high, background: true, args: 3, when: 'now' },
+  [PACKET.SUBMIT_JOB_LOW]: { priority: PRIORITY.low, background: false, args: 3, when: 'now' },
+  [PACKET.SUBMIT_JOB_LOW_BG]: { priority: PRIORITY.low, background: true, args: 3, when: 'now' },
+  [PACKET.SUBMIT_JOB_EPOCH]: { priority: PRIORITY.normal, background: true, args: 4, when: 'epoch' },
+  [PACKET.SUBMIT_JOB_SCHED]: { priority: PRIORITY.normal, background: true, args: 8, when: 'sched' },
+};
+
+/** WORK_* packets a worker sends, and whether each ends the job. */
+const WORK_RESULTS: Readonly<Record<number, boolean>> = {
+  [PACKET.WORK_DATA]: false,
+  [PACKET.WORK_WARNING]: false,
+  [PACKET.WORK_STATUS]: false,
+  [PACKET.WORK_COMPLETE]: true,
+  [PACKET.WORK_FAIL]: true,
+  [PACKET.WORK_EXCEPTION]: true,
+};
+
+/** Response types: a client that sends one as a request gets INVALID_COMMAND. */
+const KIND_OF_UPDATE: Readonly<Record<number, string>> = Object.fromEntries(
+  Object.keys(WORK_RESULTS).map((t) => [t, String(t)]),
+);
+
+let nextFd = 1;
+
+/**
+ * One Gearman client or worker (the protocol does not tell them apart): packets go through the
+ * push parser, each request becomes operations on the Gearman realm's store, and replies and
+ * forwarded WORK_* packets leave in order through the shared ClientLink. Text admin lines on
+ * the same connection are answered by admin.ts.
+ */
+export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, LinkOwner {
+  readonly fd = nextFd++;
+  readonly client: ClientOperations;
+  private readonly link: ClientLink;
+  private readonly parser: GearmanParser;
+  private readonly ops: Operations;
+  private readonly registry: GearmanRegistry;
+  private clientId = '-';
+  private exceptions = false;
+  /** CAN_DO_TIMEOUT per function (ms). */
+  private readonly timeouts = new Map<string, number>();
+  /** Foreground jobs this client waits on. */
+  private readonly waitingOn = new Set<number>();
+  private readonly unlist: () => void;
+
+  constructor(
+    socket: Socket,
+    private readonly ctx: GearmanContext,
+  ) {
+    this.ops = ctx.ops;
+    this.registry = ctx.registry;
+    this.link = new ClientLink(socket, this, ctx, errorPacket('INTERNAL'));
+    // A worker watches only the functions it registers, and holds a job until it reports or leaves.
+    this.client = this.ops.connect(this, this.link.peer, { watchNothing: true });
+    this.client.setHold(Number.POSITIVE_INFINITY);
+    this.parser = new GearmanParser(this, this.ops.maxJobSize + ARGUMENT_ROOM);
+    this.unlist = this.registry.list(() => ({
+      fd: this.fd,
+      address: socket.remoteAddress ?? 'unix',
+      clientId: this.clientId,
+      functions: this.client.watchedTubes(),
+    }));
+    this.link.start(this.parser);
+  }
+
+  destroy(): void {
+    this.link.destroy();
+  }
+
+  // ---- GearmanFrameHandler ---------------------------------------------------------------------
+
+  packet(magic: Magic, type: number, data: Buffer): void {
+    if (magic === 'RES') return this.sendError('INVALID_MAGIC');
+    const count = REQUEST_ARGS[type];
+    if (count === undefined) return this.sendError('INVALID_COMMAND');
+    const args = splitArgs(data, count);
+    if (args === null) return this.sendError('INVALID_PACKET');
+    const submit = SUBMITS[type];
+    if (submit !== undefined) return this.submit(submit, args);
+    if (WORK_RESULTS[type] !== undefined) return this.workResult(type, data, args[0]!, args);
+    switch (type) {
+      case PACKET.CAN_DO:
+        return this.canDo(args[0]!, null);
+      case PACKET.CAN_DO_TIMEOUT:
+        return this.canDo(args[0]!, args[1]!);
+      case PACKET.CANT_DO: {
+        const fn = args[0]!.toString('latin1');
+        this.timeouts.delete(fn);
+        return this.link.settle(this.client.ignore(fn), this.onIgnored);
+      }
+      case PACKET.RESET_ABILITIES:
+        this.timeouts.clear();
+        for (const fn of this.client.watchedTubes()) this.link.settle(this.client.ignore(fn), this.onIgnored);
+        return;
+      case PACKET.PRE_SLEEP:
+        return this.link.settle(this.client.sleep(), this.onSlept);
+      case PACKET.GRAB_JOB:
+        return this.link.settle(this.client.reserve(0), this.onGrabbed);
+      case PACKET.GRAB_JOB_UNIQ:
+      case PACKET.GRAB_JOB_ALL:
+        // GRAB_JOB_ALL is answered with JOB_ASSIGN_UNIQ, as gearmand does when there is no reducer.
+        return this.link.settle(this.client.reserve(0), this.onGrabbedUniq);
+      case PACKET.GET_STATUS:
+        return this.getStatus(args[0]!);
+      case PACKET.ECHO_REQ:
+        return this.send(encodePacket(PACKET.ECHO_RES, [args[0]!]));
+      case PACKET.OPTION_REQ:
+        if (args[0]!.toString('latin1') !== 'exceptions') return this.sendError('UNKNOWN_OPTION');
+        this.exceptions = true;
+        return this.send(OPTION_EXCEPTIONS);
+      case PACKET.SET_CLIENT_ID:
+        this.clientId = args[0]!.length > 0 ? args[0]!.toString('latin1').replace(/\s/g, '_') : '-';
+        return;
+      case PACKET.ALL_YOURS:
+        return;
+      default:
+        return this.sendError('INVALID_COMMAND');
+    }
+  }
+
+  oversized(): void {
+    this.sendError('TOO_LARGE');
+  }
+
+  badMagic(): void {
+    // gearmand closes such a connection without a word.
+    this.link.pauseInput();
+    this.link.finish();
+  }
+
+  adminLine(line: string): void {
+    const words = line.trim().split(/\s+/).filter((w) => w.length > 0);
+    if (words.length === 0) return;
+    const peer = this.link.peer;
+    this.link.settle(runAdminCommand(words, this.ctx, peer), this.onAdminReply);
+  }
+
+  adminOverlong(): void {
+    this.sendText('ERR line_too_long Line+is+too+long\r\n');
+  }
+
+  // ---- ClientDelegate --------------------------------------------------------------------------
+
+  /** Never called: a Gearman worker only ever grabs without waiting. */
+  reserved(): void {}
+  timedOut(): void {}
+  deadlineSoon(): void {}
+
+  /** A job is ready for a function this sleeping worker can do. */
+  woken(): void {
+    this.send(NOOP);
+  }
+
+  // ---- the foreground jobs this client waits on -------------------------------------------------
+
+  private readonly watcher: JobWatcher = {
+    update: (jobId, update) => this.jobUpdate(jobId, update),
+    ended: (jobId) => this.jobEnded(jobId),
+  };
+
+  private jobUpdate(jobId: number, update: JobUpdate): void {
+    const type = Number(update.kind);
+    if (type === PACKET.WORK_EXCEPTION && !this.exceptions) {
+      // A client that did not ask for exceptions is told the job failed, as gearmand does.
+      const handle = this.registry.handles.handle(jobId);
+      this.send(encodePacket(PACKET.WORK_FAIL, [Buffer.concat([Buffer.from(handle, 'latin1'), ZERO])]));
+    } else {
+      this.send(packetWithData(type, update.data));
+    }
+    if (WORK_RESULTS[type] === true) this.waitingOn.delete(jobId);
+  }
+
+  private jobEnded(jobId: number): void {
+    // Gone without a result (cancelled, or deleted from the dashboard): the client is told it failed.
+    if (!this.waitingOn.delete(jobId)) return;
+    this.send(encodePacket(PACKET.WORK_FAIL, [this.registry.handles.handle(jobId)]));
+  }
+
+  // ---- LinkOwner -------------------------------------------------------------------------------
+
+  halfClosed(): void {
+    this.client.halfClose();
+  }
+
+  /**
+   * The connection is over: a job this worker held goes back to its queue (at its head: ids are
+   * FIFO), and a foreground job nobody waits for any more is dropped if it has not started.
+   */
+  ended(): void {
+    this.unlist();
+    for (const id of this.waitingOn) {
+      const remaining = this.ops.detachWatcher(id, this.watcher) - (this.registry.watches(id) ? 1 : 0);
+      if (remaining > 0) continue;
+      let queued = false;
+      const seen = this.ops.visitJobs([id], (_, view) => (queued = view !== undefined && view.state !== 'reserved'));
+      const drop = (): void => {
+        if (queued) void this.ops.delete(id);
+      };
+      if (seen instanceof Promise) void seen.then(drop);
+      else drop();
+    }
+    this.waitingOn.clear();
+    const closing = this.client.close();
+    this.ctx.onActivity();
+    if (closing instanceof Promise) closing.catch((err: unknown) => this.ctx.log.error({ err }, 'ending a Gearman session failed'));
+  }
+
+  // ---- requests --------------------------------------------------------------------------------
+
+  private submit(kind: Submit, args: Buffer[]): void {
+    const fnBytes = args[0]!;
+    const unique = args[1]!;
+    // An empty function name is a name like any other, as in gearmand.
+    if (fnBytes.length > MAX_FUNCTION_BYTES) return this.sendError('BAD_FUNCTION');
+    if (unique.length > MAX_UNIQUE_BYTES) return this.sendError('BAD_UNIQUE');
+    const fn = fnBytes.toString('latin1');
+    let delayMs = 0;
+    if (kind.when !== 'now') {
+      const runAt = kind.when === 'epoch' ? epochMs(args[2]!) : cronMs(args.slice(2, 7), this.ops.now());
+      if (runAt === null) return this.sendError('BAD_TIME');
+      delayMs = Math.max(0, runAt - this.ops.now());
+    }
+    const data = args[kind.args - 1]!;
+    if (unique.length > 0) {
+      const existing = this.registry.jobForUnique(fn, unique);
+      if (existing !== undefined) return this.attachTo(existing, kind.background);
+    }
+    const limit = this.registry.maxQueue.get(fn);
+    if (limit !== undefined && limit > 0) {
+      return this.link.settle(this.ops.tube(fn), (tube) => {
+        if (tube !== undefined && tube.ready + tube.delayed >= limit) return this.sendError('QUEUE_FULL');
+        this.put(fn, unique, data, kind, delayMs);
+      });
+    }
+    this.put(fn, unique, data, kind, delayMs);
+  }
+
+  private put(fn: string, unique: Buffer, data: Buffer, kind: Submit, delayMs: number): void {
+    const result = this.ops.put(fn, { priority: kind.priority, delayMs, ttrMs: 0, body: data });
+    this.link.settle(result, (r: Result<JobSnapshot>) => {
+      if (!r.ok) return this.sendError(r.code === 'DRAINING' ? 'DRAINING' : r.code === 'JOB_TOO_BIG' ? 'TOO_LARGE' : 'NO_MEMORY');
+      const id = r.value.id;
+      if (unique.length > 0) this.registry.rememberUnique(id, fn, unique);
+      if (!kind.background) this.watchJob(id);
+      this.send(encodePacket(PACKET.JOB_CREATED, [this.registry.handles.handle(id)]));
+    });
+  }
+
+  /** A submit whose unique id matches a job already queued or running: it gets that job's handle. */
+  private attachTo(id: number, background: boolean): void {
+    if (!background) this.watchJob(id);
+    this.send(encodePacket(PACKET.JOB_CREATED, [this.registry.handles.handle(id)]));
+  }
+
+  private watchJob(id: number): void {
+    if (this.waitingOn.has(id)) return;
+    if (this.ops.attachWatcher(id, this.watcher)) this.waitingOn.add(id);
+  }
+
+  private canDo(fnBytes: Buffer, timeout: Buffer | null): void {
+    if (fnBytes.length > MAX_FUNCTION_BYTES) return this.sendError('BAD_FUNCTION');
+    const fn = fnBytes.toString('latin1');
+    const ms = timeout === null ? 0 : Number(timeout.toString('latin1'));
+    if (Number.isSafeInteger(ms) && ms > 0) this.timeouts.set(fn, ms);
+    else this.timeouts.delete(fn);
+    this.link.settle(this.client.watch(fn), this.onWatched);
+  }
+
+  private workResult(type: number, data: Buffer, handle: Buffer, args: Buffer[]): void {
+    const id = this.registry.handles.idOf(handle);
+    const notFound: GearmanError = type === PACKET.WORK_DATA || type === PACKET.WORK_WARNING ? 'NO_SUCH_JOB' : 'JOB_NOT_FOUND';
+    if (id === null) return this.sendError(notFound);
+    this.link.settle(this.client.holds(id), (held) => {
+      if (!held) return this.sendError(notFound);
+      if (type === PACKET.WORK_STATUS) this.registry.setStatus(id, args[1]!, args[2]!);
+      // Forwarded byte for byte to every client waiting on the job, in the order they arrive.
+      this.ops.report(id, { kind: KIND_OF_UPDATE[type]!, data: Buffer.from(data) });
+      if (WORK_RESULTS[type] === true) this.link.settle(this.client.delete(id), this.onFinished);
+    });
+  }
+
+  private getStatus(handle: Buffer): void {
+    const id = this.registry.handles.idOf(handle);
+    const reply = (known: boolean, running: boolean): void => {
+      const status = id === null ? undefined : this.registry.statusOfJob(id);
+      this.send(
+        encodePacket(PACKET.STATUS_RES, [
+          handle,
+          known ? '1' : '0',
+          running ? '1' : '0',
+          status?.numerator ?? '0',
+          status?.denominator ?? '0',
+        ]),
+      );
+    };
+    if (id === null) return reply(false, false);
+    let state: string | null = null;
+    const visited = this.ops.visitJobs([id], (_, view) => (state = view?.state ?? null));
+    this.link.settle(visited, () => reply(state !== null, state === 'reserved'));
+  }
+
+  // ---- replies (bound once per connection) -----------------------------------------------------
+
+  private readonly onWatched = (r: Result<number>): void => {
+    if (!r.ok) this.sendError('NO_MEMORY');
+  };
+
+  private readonly onIgnored = (): void => undefined;
+
+  private readonly onFinished = (): void => undefined;
+
+  private readonly onSlept = (readyNow: boolean): void => {
+    if (readyNow) this.send(NOOP);
+  };
+
+  private readonly onGrabbed = (outcome: ReserveOutcome): void => this.assign(outcome, false);
+  private readonly onGrabbedUniq = (outcome: ReserveOutcome): void => this.assign(outcome, true);
+
+  private assign(outcome: ReserveOutcome, uniq: boolean): void {
+    if (outcome.kind !== 'reserved') return this.send(NO_JOB);
+    const job = outcome.job;
+    const timeout = this.timeouts.get(job.tubeName);
+    if (timeout !== undefined) this.link.settle(this.client.hold(job.id, timeout), this.onFinished);
+    const handle = this.registry.handles.handle(job.id);
+    const data = bodyOf(job);
+    if (uniq) {
+      const unique = this.registry.uniqueIdOf(job.id) ?? EMPTY;
+      this.send(encodePacket(PACKET.JOB_ASSIGN_UNIQ, [handle, job.tubeName, unique, data]));
+    } else {
+      this.send(encodePacket(PACKET.JOB_ASSIGN, [handle, job.tubeName, data]));
+    }
+  }
+
+  private readonly onAdminReply = (text: string | null): void => {
+    if (text !== null) this.sendText(text);
+  };
+
+  // ---- output ----------------------------------------------------------------------------------
+
+  private send(packet: Buffer): void {
+    if (this.link.finished) return;
+    this.link.out.bytes(packet);
+    this.link.flushSoon();
+  }
+
+  private sendText(text: string): void {
+    this.send(Buffer.from(text, 'latin1'));
+  }
+
+  private sendError(error: GearmanError): void {
+    this.send(errorPacket(error));
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+const ZERO = Buffer.from([0]);
+
+function bodyOf(job: JobBytes): Buffer {
+  return job.bodyBuf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength);
+}
+
+/** A packet of `type` whose data is `data` as is (a WORK_* packet forwarded to a client). */
+function packetWithData(type: number, data: Buffer): Buffer {
+  return encodePacket(type, [data]);
+}
+
+/** SUBMIT_JOB_EPOCH's time: decimal seconds since the epoch, in ms; null when it does not parse. */
+function epochMs(text: Buffer): number | null {
+  const s = text.toString('latin1');
+  if (!/^\d{1,12}$/.test(s)) return null;
+  return Number(s) * 1000;
+}
+
+function cronMs(fields: Buffer[], now: number): number | null {
+  const time = parseCronTime(fields.map((f) => f.toString('latin1')));
+  return time === null ? null : nextCronTime(time, now);
+}

@@ -1,0 +1,115 @@
+/**
+ * Gearman packet types (the protocol document's table, plus GRAB_JOB_ALL and JOB_ASSIGN_ALL,
+ * which libgearman and the stock `gearman` worker use) and how many NUL-separated arguments
+ * each request carries: the last one is raw bytes and may contain NULs.
+ */
+export const PACKET = {
+  CAN_DO: 1,
+  CANT_DO: 2,
+  RESET_ABILITIES: 3,
+  PRE_SLEEP: 4,
+  NOOP: 6,
+  SUBMIT_JOB: 7,
+  JOB_CREATED: 8,
+  GRAB_JOB: 9,
+  NO_JOB: 10,
+  JOB_ASSIGN: 11,
+  WORK_STATUS: 12,
+  WORK_COMPLETE: 13,
+  WORK_FAIL: 14,
+  GET_STATUS: 15,
+  ECHO_REQ: 16,
+  ECHO_RES: 17,
+  SUBMIT_JOB_BG: 18,
+  ERROR: 19,
+  STATUS_RES: 20,
+  SUBMIT_JOB_HIGH: 21,
+  SET_CLIENT_ID: 22,
+  CAN_DO_TIMEOUT: 23,
+  ALL_YOURS: 24,
+  WORK_EXCEPTION: 25,
+  OPTION_REQ: 26,
+  OPTION_RES: 27,
+  WORK_DATA: 28,
+  WORK_WARNING: 29,
+  GRAB_JOB_UNIQ: 30,
+  JOB_ASSIGN_UNIQ: 31,
+  SUBMIT_JOB_HIGH_BG: 32,
+  SUBMIT_JOB_LOW: 33,
+  SUBMIT_JOB_LOW_BG: 34,
+  SUBMIT_JOB_SCHED: 35,
+  SUBMIT_JOB_EPOCH: 36,
+  GRAB_JOB_ALL: 39,
+  JOB_ASSIGN_ALL: 40,
+} as const;
+
+export type PacketName = keyof typeof PACKET;
+
+/** Arguments of each request type a client or worker may send (the last takes the rest). */
+export const REQUEST_ARGS: Readonly<Record<number, number>> = {
+  [PACKET.CAN_DO]: 1,
+  [PACKET.CANT_DO]: 1,
+  [PACKET.RESET_ABILITIES]: 0,
+  [PACKET.PRE_SLEEP]: 0,
+  [PACKET.SUBMIT_JOB]: 3,
+  [PACKET.SUBMIT_JOB_BG]: 3,
+  [PACKET.SUBMIT_JOB_HIGH]: 3,
+  [PACKET.SUBMIT_JOB_HIGH_BG]: 3,
+  [PACKET.SUBMIT_JOB_LOW]: 3,
+  [PACKET.SUBMIT_JOB_LOW_BG]: 3,
+  [PACKET.SUBMIT_JOB_SCHED]: 8,
+  [PACKET.SUBMIT_JOB_EPOCH]: 4,
+  [PACKET.GRAB_JOB]: 0,
+  [PACKET.GRAB_JOB_UNIQ]: 0,
+  [PACKET.GRAB_JOB_ALL]: 0,
+  [PACKET.WORK_STATUS]: 3,
+  [PACKET.WORK_COMPLETE]: 2,
+  [PACKET.WORK_FAIL]: 1,
+  [PACKET.WORK_EXCEPTION]: 2,
+  [PACKET.WORK_DATA]: 2,
+  [PACKET.WORK_WARNING]: 2,
+  [PACKET.GET_STATUS]: 1,
+  [PACKET.ECHO_REQ]: 1,
+  [PACKET.SET_CLIENT_ID]: 1,
+  [PACKET.CAN_DO_TIMEOUT]: 2,
+  [PACKET.ALL_YOURS]: 0,
+  [PACKET.OPTION_REQ]: 1,
+};
+
+/**
+ * Splits a packet's data into `count` arguments (views of `data`): the first count-1 end at a
+ * NUL, the last is the rest. Null when a separator is missing.
+ */
+export function splitArgs(data: Buffer, count: number): Buffer[] | null {
+  if (count === 0) return [];
+  const args: Buffer[] = [];
+  let at = 0;
+  for (let i = 0; i < count - 1; i++) {
+    const nul = data.indexOf(0, at);
+    if (nul < 0) return null;
+    args.push(data.subarray(at, nul));
+    at = nul + 1;
+  }
+  args.push(data.subarray(at));
+  return args;
+}
+
+const RES_MAGIC = Buffer.from('\0RES');
+
+/** A response packet: `\0RES`, type, size, then the arguments joined by NULs. */
+export function encodePacket(type: number, args: readonly (Buffer | string)[]): Buffer {
+  const parts = args.map((a) => (typeof a === 'string' ? Buffer.from(a, 'latin1') : a));
+  let size = parts.length > 0 ? parts.length - 1 : 0;
+  for (const p of parts) size += p.length;
+  const out = Buffer.allocUnsafe(12 + size);
+  RES_MAGIC.copy(out, 0);
+  out.writeUInt32BE(type, 4);
+  out.writeUInt32BE(size, 8);
+  let at = 12;
+  parts.forEach((p, i) => {
+    if (i > 0) out[at++] = 0;
+    p.copy(out, at);
+    at += p.length;
+  });
+  return out;
+}

@@ -1,0 +1,245 @@
+/**
+ * Push parser for the Gearman wire format: `write(chunk)` in, binary packets and text admin
+ * lines out, with no socket. Each message is told apart by its first byte, as gearmand does: a
+ * NUL starts a binary packet (`\0REQ` or `\0RES`, a big-endian u32 type, a big-endian u32 data
+ * size, then the data); anything else starts an admin line ending in `\n` (a `\r` before it is
+ * dropped).
+ *
+ * Limits are checked before anything is buffered: a packet whose declared size is over
+ * `maxDataBytes` is reported (`oversized`) and its data discarded as it arrives, and an admin
+ * line longer than MAX_ADMIN_LINE is discarded up to its end. Data is handed out as a view of
+ * the caller's chunk when it arrived whole (valid only during the callback) and as a buffer
+ * assembled here otherwise (`owned`).
+ */
+
+/** Longest admin line kept; longer ones are answered as errors (`adminOverlong`). */
+export const MAX_ADMIN_LINE = 8192;
+export const HEADER_BYTES = 12;
+
+/** `\0REQ` (a request) or `\0RES` (a response, which a client must not send). */
+export type Magic = 'REQ' | 'RES';
+
+export interface GearmanFrameHandler {
+  /** A whole packet; `data` is valid only during the call unless `owned`. */
+  packet(magic: Magic, type: number, data: Buffer, owned: boolean): void;
+  /** A packet declared `size` data bytes, over the limit; its data is being discarded. */
+  oversized(magic: Magic, type: number, size: number): void;
+  /** The 4 bytes after a NUL were neither REQ nor RES: nothing more is parsed. */
+  badMagic(): void;
+  /** An admin line without its line end. */
+  adminLine(line: string): void;
+  /** An admin line over MAX_ADMIN_LINE bytes was discarded up to its end. */
+  adminOverlong(): void;
+}
+
+type Mode = 'start' | 'header' | 'data' | 'skip' | 'text' | 'overlong' | 'stopped';
+
+const LF = 10;
+const CR = 13;
+
+export class GearmanParser {
+  private mode: Mode = 'start';
+  private readonly header = Buffer.allocUnsafe(HEADER_BYTES);
+  private headerFilled = 0;
+  private magic: Magic = 'REQ';
+  private type = 0;
+  private dataLength = 0;
+  private dataBuffer: Buffer | null = null;
+  private dataFilled = 0;
+  private skipLeft = 0;
+  /** Pieces of an admin line that began in an earlier chunk. */
+  private textParts: Buffer[] = [];
+  private textLength = 0;
+  /** Chunks not parsed yet (while paused), and the read offset into the first. */
+  private readonly queue: Buffer[] = [];
+  private queueOffset = 0;
+  private queuedBytes = 0;
+  private isPaused = false;
+  private running = false;
+
+  constructor(
+    private readonly handler: GearmanFrameHandler,
+    /** Largest data part of a packet accepted (bytes). */
+    private readonly maxDataBytes: number,
+  ) {}
+
+  /**
+   * Bytes received but not parsed yet: what flow control bounds. Packet data being assembled is
+   * not counted: its buffer has the declared size (which the limit bounds) and only more input
+   * can complete it.
+   */
+  get buffered(): number {
+    return this.queuedBytes + this.textLength;
+  }
+
+  get paused(): boolean {
+    return this.isPaused;
+  }
+
+  write(chunk: Buffer): void {
+    if (chunk.length === 0 || this.mode === 'stopped') return;
+    this.queue.push(chunk);
+    this.queuedBytes += chunk.length;
+    this.run();
+  }
+
+  /** Stops handing out frames after the current callback; `resume` continues. */
+  pause(): void {
+    this.isPaused = true;
+  }
+
+  resume(): void {
+    this.isPaused = false;
+    this.run();
+  }
+
+  private run(): void {
+    if (this.running) return; // a callback called resume(): the outer loop carries on
+    this.running = true;
+    try {
+      while (!this.isPaused && this.queue.length > 0) {
+        if (this.mode === 'stopped') {
+          this.queue.length = 0;
+          this.queuedBytes = 0;
+          this.queueOffset = 0;
+          break;
+        }
+        const chunk = this.queue[0]!;
+        const start = this.queueOffset;
+        const end = this.step(chunk, start);
+        this.queuedBytes -= end - start;
+        if (end >= chunk.length) {
+          this.queue.shift();
+          this.queueOffset = 0;
+        } else {
+          this.queueOffset = end;
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /** Parses one message (or part of one) from chunk[offset..]; returns the new offset. */
+  private step(chunk: Buffer, offset: number): number {
+    switch (this.mode) {
+      case 'start':
+        this.mode = chunk[offset] === 0 ? 'header' : 'text';
+        return offset;
+      case 'header':
+        return this.readHeader(chunk, offset);
+      case 'data':
+        return this.readData(chunk, offset);
+      case 'skip': {
+        const n = Math.min(this.skipLeft, chunk.length - offset);
+        this.skipLeft -= n;
+        if (this.skipLeft === 0) this.mode = 'start';
+        return offset + n;
+      }
+      case 'text':
+      case 'overlong':
+        return this.readText(chunk, offset);
+      case 'stopped':
+        return chunk.length;
+    }
+  }
+
+  private readHeader(chunk: Buffer, offset: number): number {
+    let header: Buffer;
+    let at: number;
+    let end: number;
+    if (this.headerFilled === 0 && chunk.length - offset >= HEADER_BYTES) {
+      // Fast path: the whole header is in this chunk, read in place.
+      header = chunk;
+      at = offset;
+      end = offset + HEADER_BYTES;
+    } else {
+      const n = Math.min(HEADER_BYTES - this.headerFilled, chunk.length - offset);
+      chunk.copy(this.header, this.headerFilled, offset, offset + n);
+      this.headerFilled += n;
+      if (this.headerFilled < HEADER_BYTES) return offset + n;
+      this.headerFilled = 0;
+      header = this.header;
+      at = 0;
+      end = offset + n;
+    }
+    // "\0REQ" = 00 52 45 51, "\0RES" = 00 52 45 53
+    if (header[at + 1] !== 0x52 || header[at + 2] !== 0x45 || (header[at + 3] !== 0x51 && header[at + 3] !== 0x53)) {
+      this.mode = 'stopped';
+      this.handler.badMagic();
+      return chunk.length;
+    }
+    this.magic = header[at + 3] === 0x51 ? 'REQ' : 'RES';
+    this.type = header.readUInt32BE(at + 4);
+    const size = header.readUInt32BE(at + 8);
+    if (size > this.maxDataBytes) {
+      this.skipLeft = size;
+      this.mode = size === 0 ? 'start' : 'skip';
+      this.handler.oversized(this.magic, this.type, size);
+      return end;
+    }
+    this.dataLength = size;
+    this.dataBuffer = null;
+    this.dataFilled = 0;
+    this.mode = 'data';
+    if (size === 0) {
+      this.mode = 'start';
+      this.handler.packet(this.magic, this.type, EMPTY, false);
+    }
+    return end;
+  }
+
+  private readData(chunk: Buffer, offset: number): number {
+    const available = chunk.length - offset;
+    if (this.dataBuffer === null) {
+      if (available >= this.dataLength) {
+        const end = offset + this.dataLength;
+        this.mode = 'start';
+        this.handler.packet(this.magic, this.type, chunk.subarray(offset, end), false);
+        return end;
+      }
+      this.dataBuffer = Buffer.allocUnsafe(this.dataLength);
+      this.dataFilled = 0;
+    }
+    const n = Math.min(available, this.dataLength - this.dataFilled);
+    chunk.copy(this.dataBuffer, this.dataFilled, offset, offset + n);
+    this.dataFilled += n;
+    if (this.dataFilled === this.dataLength) {
+      const data = this.dataBuffer;
+      this.dataBuffer = null;
+      this.mode = 'start';
+      this.handler.packet(this.magic, this.type, data, true);
+    }
+    return offset + n;
+  }
+
+  private readText(chunk: Buffer, offset: number): number {
+    const lf = chunk.indexOf(LF, offset);
+    const end = lf < 0 ? chunk.length : lf;
+    if (this.mode === 'text') {
+      if (this.textLength + (end - offset) > MAX_ADMIN_LINE) {
+        this.mode = 'overlong';
+        this.textParts = [];
+        this.textLength = 0;
+      } else if (end > offset) {
+        this.textParts.push(Buffer.from(chunk.subarray(offset, end)));
+        this.textLength += end - offset;
+      }
+    }
+    if (lf < 0) return chunk.length;
+    const overlong = this.mode === 'overlong';
+    let line = this.textParts.length === 1 ? this.textParts[0]! : Buffer.concat(this.textParts, this.textLength);
+    this.textParts = [];
+    this.textLength = 0;
+    this.mode = 'start';
+    if (overlong) {
+      this.handler.adminOverlong();
+    } else {
+      if (line.length > 0 && line[line.length - 1] === CR) line = line.subarray(0, line.length - 1);
+      this.handler.adminLine(line.toString('latin1'));
+    }
+    return lf + 1;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
