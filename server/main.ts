@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +14,7 @@ import { machineFacts, memoryBudget } from './memory-budget.js';
 import { Binlog } from './persistence/binlog.js';
 import { BINLOG_EXIT_CODE, BinlogDirError, openBinlog, type OpenedBinlog } from './persistence/open-binlog.js';
 import { BeanstalkServer } from './protocol/beanstalk/server.js';
+import { MAX_UNIQUE_BYTES } from './protocol/gearman/connection.js';
 import { GearmanRegistry } from './protocol/gearman/registry.js';
 import { GearmanServer } from './protocol/gearman/server.js';
 import { PrivilegeError, becomeUser, fileOwner, lookUpUser, withUserIds } from './privileges.js';
@@ -41,16 +43,36 @@ async function main(argv: string[]): Promise<void> {
   for (const w of warnings) log.warn(w);
 
   const user = options.user === null ? null : privileged(log, () => lookUpUser(options.user!));
-  const binlog = options.binlogDir === null ? null : createBinlog(options, options.binlogDir, log, fileOwner(user));
+  const binlogDir = options.binlogDir;
+  const binlog = binlogDir === null ? null : createBinlog(options, binlogDir, log, fileOwner(user));
+  // Gearman's background jobs are journaled by a binlog of their own in DIR/gearman: the same
+  // format, group commit and crash guarantees, and ids of their own, as beanstalkd never sees them.
+  const gearmanDir = binlogDir === null ? null : path.join(binlogDir, GEARMAN_BINLOG_DIR);
+  const gearmanBinlog = gearmanDir === null ? null : createBinlog(options, gearmanDir, log, fileOwner(user));
   const budget = memoryBudget(options.maxJobBytes, machineFacts());
   const engine = new Engine({ clock: systemClock, ...budget, maxJobSize: options.maxJobSize, journal: binlog ?? nullJournal });
+  // Gearman's jobs live in an engine of their own: ids, tubes (functions) and stats that
+  // beanstalkd clients never see, under the same memory budget. A body keeps its unique id in
+  // front of the data (gearman/job-body.ts), so -z is the data's limit.
+  const gearmanEngine = new Engine({
+    clock: systemClock,
+    ...budget,
+    maxJobSize: options.maxJobSize + MAX_UNIQUE_BYTES + 1,
+    journal: gearmanBinlog ?? nullJournal,
+  });
+  engine.shareBudgetWith(gearmanEngine);
   // With -u, the directory is opened as USER: a directory USER cannot write stops the start here
   // (as beanstalkd refuses to start), and every file the binlog creates belongs to USER.
-  const open = (): OpenedBinlog => openPersistence(options.binlogDir!, binlog!, engine, log);
-  const persisted = binlog === null ? null : user === null ? open() : privileged(log, () => withUserIds(user, open));
+  const open = (): OpenedBinlog[] => [
+    openPersistence(binlogDir!, binlog!, engine, log),
+    openPersistence(makeDirectory(gearmanDir!, log), gearmanBinlog!, gearmanEngine, log),
+  ];
+  const persisted = binlog === null ? [] : user === null ? open() : privileged(log, () => withUserIds(user, open));
   const scheduler = new Scheduler(engine);
+  const gearmanScheduler = new Scheduler(gearmanEngine);
   // Restored delayed jobs may already be due (downtime counts): serve them before anyone asks.
   scheduler.poke();
+  gearmanScheduler.poke();
   const noBinlog = { oldestIndex: 0, currentIndex: 0, recordsMigrated: 0, recordsWritten: 0, maxSize: options.binlogSize };
   const info: ServerInfo = {
     version: VERSION,
@@ -65,21 +87,20 @@ async function main(argv: string[]): Promise<void> {
   // Every front door calls these operations, never the engine.
   const ops = new MemoryOperations({ engine, durability, onActivity: scheduler.poke });
   const beanstalk = new BeanstalkServer({ ops, info, log, onActivity: scheduler.poke, durability });
-  // Gearman's jobs live in an engine of their own: ids, tubes (functions) and stats that
-  // beanstalkd clients never see, under the same memory budget.
-  const gearmanEngine = new Engine({ clock: systemClock, ...budget, maxJobSize: options.maxJobSize });
-  engine.shareBudgetWith(gearmanEngine);
-  const gearmanScheduler = new Scheduler(gearmanEngine);
-  const gearmanOps = new MemoryOperations({ engine: gearmanEngine, durability: immediateDurability, onActivity: gearmanScheduler.poke });
+  const gearmanDurability = gearmanBinlog ?? immediateDurability;
+  const gearmanOps = new MemoryOperations({ engine: gearmanEngine, durability: gearmanDurability, onActivity: gearmanScheduler.poke });
+  const registry = new GearmanRegistry(gearmanOps, os.hostname());
+  // Unique ids of restored jobs coalesce again.
+  await registry.restore();
   const gearman =
     options.gearman === null
       ? null
       : new GearmanServer({
           ops: gearmanOps,
-          registry: new GearmanRegistry(gearmanOps, os.hostname()),
+          registry,
           log,
           onActivity: gearmanScheduler.poke,
-          durability: immediateDurability,
+          durability: gearmanDurability,
           version: VERSION,
           pid: process.pid,
           shutdown: (graceful) => (graceful ? drainThenShutdown() : shutdown('gearman shutdown')),
@@ -101,9 +122,10 @@ async function main(argv: string[]): Promise<void> {
     gearmanScheduler.stop();
     // Everything appended is written and fsynced first; that also releases held replies. A
     // failure here is logged, never thrown: the process still exits, and recovery copes.
-    if (persisted !== null) {
-      bestEffort(log, 'binlog: closing failed', () => binlog!.close());
-      bestEffort(log, 'binlog: releasing the directory lock failed', () => persisted.lock.release());
+    for (const [i, journal] of [binlog, gearmanBinlog].entries()) {
+      if (journal === null || persisted[i] === undefined) continue;
+      bestEffort(log, 'binlog: closing failed', () => journal.close());
+      bestEffort(log, 'binlog: releasing the directory lock failed', () => persisted[i]!.lock.release());
     }
     void Promise.all([beanstalk.close(), gearman?.close(), admin?.close()]).then(() => process.exit(0));
     setTimeout(() => process.exit(0), 2000).unref();
@@ -202,6 +224,20 @@ function createBinlog(options: ServerOptions, dir: string, log: Logger, owner: {
       process.exit(1);
     },
   });
+}
+
+/** Where Gearman's binlog lives inside `-b DIR`. */
+const GEARMAN_BINLOG_DIR = 'gearman';
+
+/** Creates `dir` if it is missing (as USER with -u); exits like an unusable -b directory when it cannot. */
+function makeDirectory(dir: string, log: Logger): string {
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    log.fatal({ dir, err: (err as Error).message }, `binlog directory is not usable: cannot create ${dir}: ${(err as Error).message}`);
+    process.exit(BINLOG_EXIT_CODE);
+  }
+  return dir;
 }
 
 /** -b DIR: lock and replay the binlog, or exit like beanstalkd when the directory is unusable. */

@@ -5,7 +5,7 @@ import { EngineEvents } from './events.js';
 import { IndexedHeap } from './heap.js';
 import { JobIndex } from './job-index.js';
 import { JOB_RECORD_HEAP_BYTES, TUBE_RECORD_HEAP_BYTES } from './record-costs.js';
-import { Job, deadlineLess, readyLess, setDelayIndex, type JobImage, type JobState } from './job.js';
+import { Job, TRANSIENT_FILE, deadlineLess, readyLess, setDelayIndex, type JobImage, type JobState } from './job.js';
 import { nullJournal, type Journal } from './journal.js';
 import { OrderedSet } from './ordered-set.js';
 import { fail, ok, type ReserveOutcome, type Result } from './results.js';
@@ -46,6 +46,11 @@ export interface PutRequest {
   bodyOwned?: boolean;
   /** An id taken earlier with `allocateJobId` (the protocol takes it before the body arrives). */
   id?: number;
+  /**
+   * Kept in memory only, never journaled: a job that cannot outlive its submitter (a Gearman
+   * foreground job), so a restart must not bring it back.
+   */
+  transient?: boolean;
 }
 
 export type KickKind = 'buried' | 'delayed';
@@ -244,10 +249,10 @@ export class Engine {
       if (n >= budget) return false;
       // The job is already ready on disk; the record only keeps its reserves counter, so it is
       // skipped rather than failing the disconnect when the binlog has no room.
-      const recorded = this.journal.canUpdate(1);
+      const recorded = this.journalOf(job).canUpdate(1);
       this.removeReserved(session, job);
       this.enqueueReady(job, 'reserved');
-      if (recorded) this.journal.update(job);
+      if (recorded) this.journalOf(job).update(job);
     }
     // protocol: beanstalkd clears the watch list by always removing the first item, which
     // decides the order in which unreferenced tubes leave list-tubes.
@@ -431,7 +436,8 @@ export class Engine {
       job.deadlineAt = now + request.delayMs;
     }
     this.bodies.place(job, request.body, request.bodyOwned === true);
-    if (!this.journal.put(job)) {
+    if (request.transient === true) job.file = TRANSIENT_FILE;
+    if (!this.journalOf(job).put(job)) {
       this.bodies.release(job);
       return fail('OUT_OF_MEMORY');
     }
@@ -517,11 +523,11 @@ export class Engine {
     // A buried or delayed job taken this way must come back ready after a restart, like any
     // reserved job, so the change is recorded (a reserve from ready needs no record).
     const record = from !== 'ready';
-    if (record && !this.journal.canUpdate(1)) return fail('INTERNAL_ERROR');
+    if (record && !this.journalOf(job).canUpdate(1)) return fail('INTERNAL_ERROR');
     this.detach(job);
     this.markWorker(session);
     this.reserveFor(session, job, this.clock.now(), from);
-    if (record) this.journal.update(job);
+    if (record) this.journalOf(job).update(job);
     return ok(job);
   }
 
@@ -529,7 +535,7 @@ export class Engine {
   delete(session: Session | null, id: number): Result<Job> {
     const job = this.jobs.get(id);
     if (job === undefined || (job.state === 'reserved' && job.reservedBy !== session)) return fail('NOT_FOUND');
-    if (!this.journal.delete(job)) return fail('INTERNAL_ERROR');
+    if (!this.journalOf(job).delete(job)) return fail('INTERNAL_ERROR');
     const from = job.state;
     if (from === 'reserved') {
       const holder = job.reservedBy!;
@@ -546,7 +552,7 @@ export class Engine {
   release(session: Session, id: number, priority: number, delayMs: number): Result<Job> {
     const job = this.reservedBy(session, id);
     if (job === undefined) return fail('NOT_FOUND');
-    if (!this.journal.canUpdate(1)) return fail('INTERNAL_ERROR');
+    if (!this.journalOf(job).canUpdate(1)) return fail('INTERNAL_ERROR');
     this.removeReserved(session, job);
     this.schedule(session);
     job.priority = priority;
@@ -554,19 +560,19 @@ export class Engine {
     job.releases++;
     if (delayMs > 0) this.enqueueDelayed(job, 'reserved', this.clock.now() + delayMs);
     else this.enqueueReady(job, 'reserved');
-    this.journal.update(job);
+    this.journalOf(job).update(job);
     return ok(job);
   }
 
   bury(session: Session, id: number, priority: number): Result<Job> {
     const job = this.reservedBy(session, id);
     if (job === undefined) return fail('NOT_FOUND');
-    if (!this.journal.canUpdate(1)) return fail('INTERNAL_ERROR');
+    if (!this.journalOf(job).canUpdate(1)) return fail('INTERNAL_ERROR');
     this.removeReserved(session, job);
     this.schedule(session);
     job.priority = priority;
     this.buryJob(job, 'reserved');
-    this.journal.update(job);
+    this.journalOf(job).update(job);
     return ok(job);
   }
 
@@ -624,7 +630,7 @@ export class Engine {
     let n = 0;
     while (n < max) {
       const job = kind === 'buried' ? tube.firstBuried() : tube.delayed.peek();
-      if (job === undefined || !this.journal.canUpdate(1)) break;
+      if (job === undefined || !this.journalOf(job).canUpdate(1)) break;
       this.kickOne(job);
       n++;
     }
@@ -639,7 +645,7 @@ export class Engine {
   kickJob(id: number): Result<Job> {
     const job = this.jobs.get(id);
     if (job === undefined || (job.state !== 'buried' && job.state !== 'delayed')) return fail('NOT_FOUND');
-    if (!this.journal.canUpdate(1)) return fail('INTERNAL_ERROR');
+    if (!this.journalOf(job).canUpdate(1)) return fail('INTERNAL_ERROR');
     this.kickOne(job);
     return ok(job);
   }
@@ -649,7 +655,7 @@ export class Engine {
     this.detach(job);
     job.kicks++;
     this.enqueueReady(job, from);
-    this.journal.update(job);
+    this.journalOf(job).update(job);
   }
 
   // ---- news of a job (Gearman's WORK_* packets) ---------------------------------------------
@@ -702,7 +708,7 @@ export class Engine {
     if (edit.body !== undefined && edit.body.length > this.maxJobSize) return fail('JOB_TOO_BIG');
     if (bodyLength > job.bodyLength && !this.hasRoomFor(bodyLength - job.bodyLength)) return fail('OUT_OF_MEMORY');
     const tubeName = edit.tube ?? job.tube.name;
-    if (!this.journal.canRewrite(tubeName.length, bodyLength)) return fail('OUT_OF_MEMORY');
+    if (!this.journalOf(job).canRewrite(tubeName.length, bodyLength)) return fail('OUT_OF_MEMORY');
     const oldTubeBytes = job.tube.name.length;
     const oldBodyBytes = job.bodyLength;
     const from = job.state;
@@ -737,7 +743,7 @@ export class Engine {
       if (this.events.has('job:moved')) this.events.emit('job:moved', { job, from: oldTube, state: from });
       this.maybeRemoveTube(oldTube);
     }
-    this.journal.rewrite(job, oldTubeBytes, oldBodyBytes);
+    this.journalOf(job).rewrite(job, oldTubeBytes, oldBodyBytes);
     return ok(job);
   }
 
@@ -866,10 +872,10 @@ export class Engine {
       this.stats.jobTimeouts++;
       job.timeouts++;
       // Best effort, as for a disconnect: on disk the job is already ready.
-      const recorded = this.journal.canUpdate(1);
+      const recorded = this.journalOf(job).canUpdate(1);
       this.removeReserved(session, job);
       this.enqueueReady(job, 'reserved');
-      if (recorded) this.journal.update(job);
+      if (recorded) this.journalOf(job).update(job);
     }
     if (soon && session.waiting) {
       this.stopWaiting(session);
@@ -1084,6 +1090,11 @@ export class Engine {
       }
       if (this.bodies.isSparse(next.value)) this.bodies.move(next.value);
     }
+  }
+
+  /** The journal for `job`: none for a transient one. */
+  private journalOf(job: Job): Journal {
+    return job.file === TRANSIENT_FILE ? nullJournal : this.journal;
   }
 
   private changed(job: Job, from: JobState | null): void {

@@ -2,6 +2,9 @@ import type { Tube } from './tube.js';
 import type { Session } from './session.js';
 import { bodyView, type BodyHolder, type BodySlab } from './body-store.js';
 
+/** `Job.file` of a job that is never journaled (PutRequest.transient). */
+export const TRANSIENT_FILE = -1;
+
 /** Where a job is. `deleted` jobs are gone from every index. */
 export type JobState = 'ready' | 'reserved' | 'delayed' | 'buried';
 
@@ -20,7 +23,7 @@ export class Job implements BodyHolder {
   kicks = 0;
   /** Orders buried jobs across restarts: set from a counter each time the job is buried. */
   buriedSeq = 0;
-  /** Binlog segment holding the job's full record (0 without persistence). */
+  /** Binlog segment holding the job's full record (0 without persistence; TRANSIENT_FILE never). */
   file = 0;
   reservedBy: Session | null = null;
   /** Position in the tube's ready or delay heap, or in the reserving session's heap. */

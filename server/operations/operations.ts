@@ -172,6 +172,8 @@ export interface NewJob {
    * the store may keep it instead of copying it. False for a view of shared memory.
    */
   bodyOwned?: boolean;
+  /** Kept in memory only, never journaled (a Gearman foreground job dies with its clients). */
+  transient?: boolean;
 }
 
 /** What an operator may change in a job no worker holds; durations in ms. */

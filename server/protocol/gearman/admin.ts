@@ -1,5 +1,6 @@
 import { isLoopback } from '../../host-name.js';
 import type { JobState, Operations } from '../../operations/operations.js';
+import { uniqueEnd } from './job-body.js';
 import type { GearmanRegistry } from './registry.js';
 
 export interface AdminContext {
@@ -97,7 +98,7 @@ function maxQueue(words: string[], registry: GearmanRegistry): string {
 }
 
 /** Every queued or running job, tube by tube and state by state, a page at a time. */
-async function eachJob(ctx: AdminContext, visit: (id: number, state: JobState, reserves: number) => void): Promise<void> {
+async function eachJob(ctx: AdminContext, visit: (id: number, state: JobState, reserves: number, body: Buffer) => void): Promise<void> {
   const states: JobState[] = ['ready', 'delayed', 'reserved'];
   for (const name of await ctx.ops.tubeNames()) {
     for (const state of states) {
@@ -105,7 +106,7 @@ async function eachJob(ctx: AdminContext, visit: (id: number, state: JobState, r
       do {
         const page = await ctx.ops.listJobs(name, state, PAGE, cursor);
         if (page === undefined) break;
-        for (const job of page.jobs) visit(job.id, state, job.reserves);
+        for (const job of page.jobs) visit(job.id, state, job.reserves, job.body);
         cursor = page.next;
       } while (cursor !== null);
     }
@@ -126,8 +127,8 @@ async function showJobs(ctx: AdminContext): Promise<string> {
 /** One line per job: its unique id, empty for a job without one (as gearmand lists them). */
 async function showUniqueJobs(ctx: AdminContext): Promise<string> {
   let out = '';
-  await eachJob(ctx, (id) => {
-    out += `${ctx.registry.uniqueIdOf(id)?.toString('latin1') ?? ''}\n`;
+  await eachJob(ctx, (_id, _state, _reserves, body) => {
+    out += `${body.toString('latin1', 0, uniqueEnd(body, 0, body.length))}\n`;
   });
   return out + END;
 }

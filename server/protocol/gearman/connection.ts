@@ -12,6 +12,7 @@ import type {
 } from '../../operations/operations.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
 import { runAdminCommand, type AdminContext } from './admin.js';
+import { jobBody, uniqueEnd } from './job-body.js';
 import { encodePacket, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
 import { GearmanParser, type GearmanFrameHandler, type Magic } from './parser.js';
 import type { GearmanRegistry } from './registry.js';
@@ -123,7 +124,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     const args = splitArgs(data, count);
     if (args === null) return this.sendError('INVALID_PACKET');
     const submit = SUBMITS[type];
-    if (submit !== undefined) return this.submit(submit, args);
+    if (submit !== undefined) return this.submit(submit, args, data);
     if (WORK_RESULTS[type] !== undefined) return this.workResult(type, data, args[0]!, args);
     switch (type) {
       case PACKET.CAN_DO:
@@ -254,7 +255,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   // ---- requests --------------------------------------------------------------------------------
 
-  private submit(kind: Submit, args: Buffer[]): void {
+  private submit(kind: Submit, args: Buffer[], packetData: Buffer): void {
     const fnBytes = args[0]!;
     const unique = args[1]!;
     // An empty function name is a name like any other, as in gearmand.
@@ -267,7 +268,8 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       if (runAt === null) return this.sendError('BAD_TIME');
       delayMs = Math.max(0, runAt - this.ops.now());
     }
-    const data = args[kind.args - 1]!;
+    // The job's body is `unique NUL data` (job-body.ts): for a plain submit, a view of the packet.
+    const body = kind.when === 'now' ? packetData.subarray(fnBytes.length + 1) : jobBody(unique, args[kind.args - 1]!);
     if (unique.length > 0) {
       const existing = this.registry.jobForUnique(fn, unique);
       if (existing !== undefined) return this.attachTo(existing, kind.background);
@@ -276,14 +278,15 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     if (limit !== undefined && limit > 0) {
       return this.link.settle(this.ops.tube(fn), (tube) => {
         if (tube !== undefined && tube.ready + tube.delayed >= limit) return this.sendError('QUEUE_FULL');
-        this.put(fn, unique, data, kind, delayMs);
+        this.put(fn, unique, body, kind, delayMs);
       });
     }
-    this.put(fn, unique, data, kind, delayMs);
+    this.put(fn, unique, body, kind, delayMs);
   }
 
-  private put(fn: string, unique: Buffer, data: Buffer, kind: Submit, delayMs: number): void {
-    const result = this.ops.put(fn, { priority: kind.priority, delayMs, ttrMs: 0, body: data });
+  private put(fn: string, unique: Buffer, body: Buffer, kind: Submit, delayMs: number): void {
+    // A foreground job dies with its clients, so it is never journaled: a restart must not run it.
+    const result = this.ops.put(fn, { priority: kind.priority, delayMs, ttrMs: 0, body, transient: !kind.background });
     this.link.settle(result, (r: Result<JobSnapshot>) => {
       if (!r.ok) return this.sendError(r.code === 'DRAINING' ? 'DRAINING' : r.code === 'JOB_TOO_BIG' ? 'TOO_LARGE' : 'NO_MEMORY');
       const id = r.value.id;
@@ -369,12 +372,14 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     const timeout = this.timeouts.get(job.tubeName);
     if (timeout !== undefined) this.link.settle(this.client.hold(job.id, timeout), this.onFinished);
     const handle = this.registry.handles.handle(job.id);
-    const data = bodyOf(job);
+    const start = job.bodyOffset;
+    const end = start + job.bodyLength;
     if (uniq) {
-      const unique = this.registry.uniqueIdOf(job.id) ?? EMPTY;
-      this.send(encodePacket(PACKET.JOB_ASSIGN_UNIQ, [handle, job.tubeName, unique, data]));
+      // The body is already `unique NUL data`, as JOB_ASSIGN_UNIQ lays them out.
+      this.send(encodePacket(PACKET.JOB_ASSIGN_UNIQ, [handle, job.tubeName, job.bodyBuf.subarray(start, end)]));
     } else {
-      this.send(encodePacket(PACKET.JOB_ASSIGN, [handle, job.tubeName, data]));
+      const dataStart = Math.min(uniqueEnd(job.bodyBuf, start, end) + 1, end);
+      this.send(encodePacket(PACKET.JOB_ASSIGN, [handle, job.tubeName, job.bodyBuf.subarray(dataStart, end)]));
     }
   }
 
@@ -399,12 +404,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   }
 }
 
-const EMPTY = Buffer.alloc(0);
 const ZERO = Buffer.from([0]);
-
-function bodyOf(job: JobBytes): Buffer {
-  return job.bodyBuf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength);
-}
 
 /** A packet of `type` whose data is `data` as is (a WORK_* packet forwarded to a client). */
 function packetWithData(type: number, data: Buffer): Buffer {

@@ -1,5 +1,6 @@
-import type { JobUpdate, JobWatcher, Operations } from '../../operations/operations.js';
+import type { JobState, JobUpdate, JobWatcher, Operations } from '../../operations/operations.js';
 import { JobHandles } from './handles.js';
+import { uniqueEnd } from './job-body.js';
 
 /** What WORK_STATUS last said of a job: the two numbers as the worker sent them. */
 export interface WorkStatus {
@@ -25,8 +26,8 @@ export class GearmanRegistry implements JobWatcher {
   readonly handles: JobHandles;
   /** `function \0 unique` -> job id. */
   private readonly byUnique = new Map<string, number>();
-  /** job id -> its unique id and function (only for jobs that have a unique id). */
-  private readonly uniqueOf = new Map<number, { fn: string; unique: Buffer }>();
+  /** job id -> its `function \0 unique` key (only for jobs that have a unique id). */
+  private readonly keyOf = new Map<number, string>();
   private readonly statusOf = new Map<number, WorkStatus>();
   /** Jobs the registry watches (it attaches once per job). */
   private readonly watching = new Set<number>();
@@ -41,20 +42,37 @@ export class GearmanRegistry implements JobWatcher {
     this.handles = new JobHandles(host);
   }
 
+  /**
+   * After a restart: the unique ids of the jobs the binlog brought back coalesce again (each
+   * body starts with its unique id, job-body.ts).
+   */
+  async restore(): Promise<void> {
+    for (const fn of await this.ops.tubeNames()) {
+      for (const state of RESTORED_STATES) {
+        let cursor: string | null = null;
+        do {
+          const page = await this.ops.listJobs(fn, state, RESTORE_PAGE, cursor);
+          if (page === undefined) break;
+          for (const job of page.jobs) {
+            const end = uniqueEnd(job.body, 0, job.body.length);
+            if (end > 0) this.rememberUnique(job.id, fn, job.body.subarray(0, end));
+          }
+          cursor = page.next;
+        } while (cursor !== null);
+      }
+    }
+  }
+
   /** The job already queued or running for this function and unique id, if any. */
   jobForUnique(fn: string, unique: Buffer): number | undefined {
     return this.byUnique.get(uniqueKey(fn, unique));
   }
 
   rememberUnique(id: number, fn: string, unique: Buffer): void {
-    const copy = Buffer.from(unique);
-    this.byUnique.set(uniqueKey(fn, copy), id);
-    this.uniqueOf.set(id, { fn, unique: copy });
+    const key = uniqueKey(fn, unique);
+    this.byUnique.set(key, id);
+    this.keyOf.set(id, key);
     this.watch(id);
-  }
-
-  uniqueIdOf(id: number): Buffer | undefined {
-    return this.uniqueOf.get(id)?.unique;
   }
 
   setStatus(id: number, numerator: Buffer, denominator: Buffer): void {
@@ -88,10 +106,9 @@ export class GearmanRegistry implements JobWatcher {
   ended(jobId: number): void {
     this.watching.delete(jobId);
     this.statusOf.delete(jobId);
-    const u = this.uniqueOf.get(jobId);
-    if (u !== undefined) {
-      this.uniqueOf.delete(jobId);
-      const key = uniqueKey(u.fn, u.unique);
+    const key = this.keyOf.get(jobId);
+    if (key !== undefined) {
+      this.keyOf.delete(jobId);
       if (this.byUnique.get(key) === jobId) this.byUnique.delete(key);
     }
   }
@@ -102,6 +119,10 @@ export class GearmanRegistry implements JobWatcher {
     else this.ended(id); // already gone
   }
 }
+
+/** A restart brings jobs back ready or delayed (never reserved). */
+const RESTORED_STATES: readonly JobState[] = ['ready', 'delayed'];
+const RESTORE_PAGE = 500;
 
 function uniqueKey(fn: string, unique: Buffer): string {
   return `${fn}\0${unique.toString('latin1')}`;
