@@ -17,6 +17,7 @@ import { BeanstalkServer } from './protocol/beanstalk/server.js';
 import { MAX_UNIQUE_BYTES } from './protocol/gearman/connection.js';
 import { GearmanRegistry } from './protocol/gearman/registry.js';
 import { GearmanServer } from './protocol/gearman/server.js';
+import { GearmanView } from './protocol/gearman/view.js';
 import { PrivilegeError, becomeUser, fileOwner, lookUpUser, withUserIds } from './privileges.js';
 import type { ServerInfo } from './server-info.js';
 import { MemoryOperations } from './operations/memory-operations.js';
@@ -149,6 +150,7 @@ async function main(argv: string[]): Promise<void> {
     admin = new AdminShell({
       ops,
       info,
+      gearman: gearman === null ? null : { view: new GearmanView(gearmanOps, registry), ops: gearmanOps, onActivity: gearmanScheduler.poke },
       log,
       options: options.admin,
       uiDir: path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'ui'),

@@ -13,6 +13,9 @@ export const API = {
   jobBody: (id: number) => `/api/jobs/${id}/body`,
   jobKick: (id: number) => `/api/jobs/${id}/kick`,
   connections: '/api/connections',
+  gearman: '/api/gearman',
+  gearmanJobs: (fn: string) => `/api/gearman/functions/${encodeURIComponent(fn)}/jobs`,
+  gearmanJob: (handle: string) => `/api/gearman/jobs/${encodeURIComponent(handle)}`,
 } as const;
 
 /** Bodies longer than this come with GET /api/jobs/:id only in part; the rest is fetched on demand. */

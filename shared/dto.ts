@@ -111,6 +111,60 @@ export interface SnapshotDto {
   history: StatsTickDto[];
 }
 
+/** One Gearman function, as gearmand's `status` counts it. */
+export interface GearmanFunctionDto {
+  name: string;
+  /** Jobs waiting for a worker (delayed ones included). */
+  queued: number;
+  /** Jobs a worker holds. */
+  running: number;
+  /** Connected workers that registered the function, busy or idle. */
+  workers: number;
+}
+
+/** One Gearman connection, as gearmand's `workers` lists it. */
+export interface GearmanWorkerDto {
+  /** A number for this connection (gearmand shows its file descriptor). */
+  id: number;
+  address: string;
+  /** What SET_CLIENT_ID said, or `-`. */
+  clientId: string;
+  functions: string[];
+}
+
+/** The Gearman section's live picture (pushed as `gearman:updated`). */
+export interface GearmanSnapshotDto {
+  functions: GearmanFunctionDto[];
+  workers: GearmanWorkerDto[];
+}
+
+export type GearmanJobState = 'queued' | 'scheduled' | 'running';
+export const GEARMAN_JOB_STATES: readonly GearmanJobState[] = ['queued', 'scheduled', 'running'];
+
+/** A Gearman job (background, or foreground while its client waits). */
+export interface GearmanJobDto {
+  handle: string;
+  function: string;
+  /** The client's unique id (text when UTF-8, as the body), empty when none. */
+  unique: string;
+  state: GearmanJobState;
+  priority: 'high' | 'normal' | 'low';
+  /** When a scheduled job runs (epoch ms), else null. */
+  runAt: number | null;
+  ageSeconds: number;
+  /** Times a worker took it (a requeue after a worker left or timed out makes it more than 1). */
+  grabs: number;
+  /** The last WORK_STATUS, as the worker sent it; null before any. */
+  status: { numerator: string; denominator: string } | null;
+  /** The job's data (what the worker receives). */
+  body: BodyDto;
+}
+
+export interface GearmanJobPageDto {
+  jobs: GearmanJobDto[];
+  next: string | null;
+}
+
 /** Error body of every 4xx/5xx answer. */
 export interface ApiErrorDto {
   error: string;

@@ -1,4 +1,4 @@
-import type { JobDto, JobStateName, SnapshotDto, StatsTickDto, TubeDto } from './dto.js';
+import type { GearmanSnapshotDto, JobDto, JobStateName, SnapshotDto, StatsTickDto, TubeDto } from './dto.js';
 
 /** Acknowledgement of a client request: ok, or why not. */
 export type Ack = (result: { ok: true } | { ok: false; error: string }) => void;
@@ -18,6 +18,8 @@ export interface ServerToClientEvents {
   'job:updated': (job: JobDto) => void;
   'job:deleted': (id: number) => void;
   'server:draining': () => void;
+  /** The Gearman functions and workers, when they changed since the last batch (and on connect). */
+  'gearman:updated': (snapshot: GearmanSnapshotDto) => void;
 }
 
 /** Dashboard -> server: what it is looking at (socket.io rooms). */

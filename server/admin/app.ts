@@ -8,6 +8,8 @@ import type { AdminConfigDto } from '../../shared/dto.js';
 import type { ClientToServerEvents, ServerToClientEvents } from '../../shared/events.js';
 import type { AdminOptions } from '../cli.js';
 import type { Operations } from '../operations/operations.js';
+import type { GearmanView } from '../protocol/gearman/view.js';
+import { gearmanRoutes } from './gearman-routes.js';
 import type { ServerInfo } from '../server-info.js';
 import { errorHandler } from './errors.js';
 import { LiveUpdates } from './live.js';
@@ -27,9 +29,18 @@ import {
 } from './security.js';
 import type { StatsHistory } from './stats-history.js';
 
+/** The Gearman side, when the server has a Gearman port. */
+export interface AdminGearman {
+  view: GearmanView;
+  /** Its store's operations (for the counters in /metrics). */
+  ops: Operations;
+  onActivity: () => void;
+}
+
 export interface AdminContext {
   ops: Operations;
   info: ServerInfo;
+  gearman: AdminGearman | null;
   log: Logger;
   options: AdminOptions;
   /** The built dashboard (dist/ui); served when it exists. */
@@ -68,13 +79,16 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
   });
   app.get('/metrics', requireToken(options.token), async (_req, res) => {
     const [counts, tubes] = await Promise.all([ops.serverCounts(), ops.tubes()]);
-    res.type('text/plain; version=0.0.4').send(prometheusText(counts, tubes, info));
+    const gearman =
+      ctx.gearman === null ? null : { counts: await ctx.gearman.ops.serverCounts(), snapshot: await ctx.gearman.view.snapshot() };
+    res.type('text/plain; version=0.0.4').send(prometheusText(counts, tubes, info, gearman));
   });
   // The config says whether a token is needed, so it is readable without one.
   app.get('/api/config', (_req, res) => {
     res.json(config);
   });
   app.use('/api', requireToken(options.token), sameOriginForChanges(), readOnlyGuard(options.readOnly));
+  if (ctx.gearman !== null) app.use(gearmanRoutes(ctx.gearman.view, ctx.gearman.onActivity));
   app.use(apiRoutes({ ops, info, config, onActivity: ctx.onActivity }));
   if (existsSync(path.join(ctx.uiDir, 'index.html'))) {
     app.use(express.static(ctx.uiDir, { index: false, maxAge: '1h' }));
@@ -99,7 +113,7 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
     next(new Error('unauthorized'));
   });
   io.on('connection', (socket) => limitSocketEvents(socket));
-  const live = new LiveUpdates(io, ops, info, config, history);
+  const live = new LiveUpdates(io, ops, info, config, history, undefined, ctx.gearman?.view ?? null);
 
   return {
     close: async () => {

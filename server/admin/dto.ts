@@ -1,4 +1,14 @@
-import type { BodyDto, ConnectionDto, JobDto, JobSummaryDto, JobStatsDto, ServerStatsDto, TubeDto } from '../../shared/dto.js';
+import type {
+  BodyDto,
+  ConnectionDto,
+  GearmanJobDto,
+  JobDto,
+  JobSummaryDto,
+  JobStatsDto,
+  ServerStatsDto,
+  TubeDto,
+} from '../../shared/dto.js';
+import type { GearmanJobRecord } from '../protocol/gearman/view.js';
 import { BODY_PREVIEW_BYTES } from '../../shared/api.js';
 import type { JobSnapshot, JobView, ServerCounts, SessionView, TubeCounts } from '../operations/operations.js';
 import { jobTimes, pauseTimeLeft, seconds, serverStatsEntries, type ServerInfo } from '../server-info.js';
@@ -101,5 +111,22 @@ export function connectionDto(session: SessionView): ConnectionDto {
     using: session.using,
     watching: session.watching,
     reserved: session.reserved,
+  };
+}
+
+/** A Gearman job as the dashboard shows it: its data and unique id made safe for JSON like a body. */
+export function gearmanJobDto(job: GearmanJobRecord, now = Date.now()): GearmanJobDto {
+  const unique = bodyDto(job.unique);
+  return {
+    handle: job.handle,
+    function: job.function,
+    unique: unique.encoding === 'utf8' ? unique.text : `base64:${unique.base64}`,
+    state: job.state,
+    priority: job.priority,
+    runAt: job.runAt,
+    ageSeconds: seconds(now - job.createdAt),
+    grabs: job.grabs,
+    status: job.status,
+    body: bodyDto(job.data),
   };
 }

@@ -4,6 +4,7 @@ import type { Ack, ClientToServerEvents, ServerToClientEvents } from '../../shar
 import { whenReady, type JobSnapshot, type JobView, type Operations, type Pending, type TubeCounts } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { jobDto, statsDto, tubeDto } from './dto.js';
+import type { GearmanView } from '../protocol/gearman/view.js';
 import type { StatsHistory } from './stats-history.js';
 
 export type AdminIo = IoServer<ClientToServerEvents, ServerToClientEvents>;
@@ -86,6 +87,8 @@ export class LiveUpdates {
   private views = 0;
   private offDraining: (() => void) | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** The last Gearman snapshot sent, as JSON. */
+  private gearmanSent = '';
   /** A sweep whose reads the store answers later is still running: the next one waits. */
   private sweeping = false;
 
@@ -96,6 +99,8 @@ export class LiveUpdates {
     private readonly config: AdminConfigDto,
     private readonly history: StatsHistory,
     private readonly limits: ViewLimits = { perSocket: MAX_VIEWS_PER_SOCKET, perServer: MAX_VIEWS_PER_SERVER },
+    /** The Gearman side, pushed as `gearman:updated` when it changes (null without a Gearman port). */
+    private readonly gearman: GearmanView | null = null,
   ) {
     io.on('connection', (socket) => this.onConnection(socket));
     history.onSample = (tick) => {
@@ -126,6 +131,8 @@ export class LiveUpdates {
           tubes: t.map((tube) => tubeDto(tube, now)),
           history: this.history.history(),
         });
+        if (this.gearman === null) return;
+        return whenReady(this.gearman.snapshot(), (g) => void socket.emit('gearman:updated', g));
       }),
     );
     if (sent instanceof Promise) sent.catch(() => socket.disconnect());
@@ -234,7 +241,7 @@ export class LiveUpdates {
     try {
       done = whenReady(this.ops.tubes(), (tubes) => {
         this.sweepTubes(tubes);
-        return this.sweepJobs();
+        return whenReady(this.sweepJobs(), () => this.sweepGearman());
       });
     } finally {
       if (!(done instanceof Promise)) this.sweeping = false;
@@ -277,6 +284,18 @@ export class LiveUpdates {
     }
     if (updated.length > 0) this.io.emit('tubes:updated', updated);
     if (removed.length > 0) this.io.emit('tubes:removed', removed);
+  }
+
+  /** Sends the Gearman functions and workers when anything in them changed. */
+  private sweepGearman(): Pending<void> {
+    if (this.gearman === null) return;
+    return whenReady(this.gearman.snapshot(), (snapshot) => {
+      // A few functions and connections: comparing their JSON is simpler than field by field.
+      const text = JSON.stringify(snapshot);
+      if (text === this.gearmanSent) return;
+      this.gearmanSent = text;
+      this.io.emit('gearman:updated', snapshot);
+    });
   }
 
   /** Tells viewers of each job that changed; reads a job's full snapshot only when it did. */

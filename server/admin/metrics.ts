@@ -1,3 +1,4 @@
+import type { GearmanSnapshotDto } from '../../shared/dto.js';
 import { COUNTED_COMMANDS, type ServerCounts, type TubeCounts } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 
@@ -7,7 +8,12 @@ function label(value: string): string {
 }
 
 /** GET /metrics: the server's counters and gauges in the Prometheus text format (0.0.4). */
-export function prometheusText(s: ServerCounts, tubes: readonly TubeCounts[], info: ServerInfo): string {
+export function prometheusText(
+  s: ServerCounts,
+  tubes: readonly TubeCounts[],
+  info: ServerInfo,
+  gearman: { counts: ServerCounts; snapshot: GearmanSnapshotDto } | null = null,
+): string {
   const lines: string[] = [];
   const metric = (name: string, type: 'gauge' | 'counter', help: string, samples: [string, number][]): void => {
     lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
@@ -50,5 +56,21 @@ export function prometheusText(s: ServerCounts, tubes: readonly TubeCounts[], in
     );
   }
   metric('beanpole_tube_jobs', 'gauge', 'Jobs by tube and state.', tubeJobs);
+  if (gearman !== null) {
+    const g = gearman.counts;
+    metric('beanpole_gearman_jobs_created_total', 'counter', 'Gearman jobs submitted since start (coalesced submits not counted).', [['', g.totalJobs]]);
+    metric('beanpole_gearman_connections', 'gauge', 'Open Gearman connections.', [['', g.currentConnections]]);
+    metric('beanpole_gearman_connections_total', 'counter', 'Gearman connections since start.', [['', g.totalConnections]]);
+    metric('beanpole_gearman_timeouts_total', 'counter', 'Gearman jobs requeued after CAN_DO_TIMEOUT ran out.', [['', g.jobTimeouts]]);
+    const fnJobs: [string, number][] = [];
+    const fnWorkers: [string, number][] = [];
+    for (const f of gearman.snapshot.functions) {
+      const n = label(f.name);
+      fnJobs.push([`{function="${n}",state="queued"}`, f.queued], [`{function="${n}",state="running"}`, f.running]);
+      fnWorkers.push([`{function="${n}"}`, f.workers]);
+    }
+    metric('beanpole_gearman_jobs', 'gauge', 'Gearman jobs by function and state.', fnJobs);
+    metric('beanpole_gearman_workers', 'gauge', 'Gearman workers that registered each function.', fnWorkers);
+  }
   return lines.join('\n') + '\n';
 }

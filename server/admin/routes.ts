@@ -7,6 +7,7 @@ import type { Operations, Result } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
 import { ApiError, engineError } from './errors.js';
+import { parseOrThrow as parse } from './validation.js';
 
 export interface RoutesContext {
   ops: Operations;
@@ -98,16 +99,6 @@ const clearQuery = z.object({ state: z.enum(['ready', 'delayed', 'buried']) });
 const isBase64 = (text: string): boolean =>
   /^[A-Za-z0-9+/]*={0,2}$/.test(text) && (text.endsWith('=') ? text.length % 4 === 0 : text.length % 4 !== 1);
 const jobId = z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
-
-function parse<T>(schema: z.ZodType<T>, value: unknown): T {
-  const r = schema.safeParse(value);
-  if (!r.success) {
-    const issue = r.error.issues[0]!;
-    const where = issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
-    throw new ApiError(400, 'BAD_REQUEST', `${where}${issue.message}`);
-  }
-  return r.data;
-}
 
 /** The value of a successful result, or the HTTP error for its failure. */
 function valueOf<T>(result: Result<T>): T {

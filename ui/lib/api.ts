@@ -14,6 +14,9 @@ import type {
   AdminConfigDto,
   ApiErrorDto,
   ConnectionDto,
+  GearmanJobPageDto,
+  GearmanJobState,
+  GearmanSnapshotDto,
   JobDto,
   JobPageDto,
   JobStateName,
@@ -138,6 +141,10 @@ export const api = {
     json<CountResponse>('DELETE', withQuery(API.tubeJobs(name), { state })),
   moveJobs: (name: string, request: MoveJobsRequest) => json<CountResponse>('POST', API.tubeMove(name), request),
   connections: (signal?: AbortSignal) => json<ConnectionDto[]>('GET', API.connections, undefined, signal),
+  gearman: (signal?: AbortSignal) => json<GearmanSnapshotDto>('GET', API.gearman, undefined, signal),
+  gearmanJobs: (fn: string, query: { state: GearmanJobState; limit: number; cursor: string | null }, signal?: AbortSignal) =>
+    json<GearmanJobPageDto>('GET', withQuery(API.gearmanJobs(fn), query), undefined, signal),
+  cancelGearmanJob: (handle: string) => discard('DELETE', API.gearmanJob(handle)),
 };
 
 /** A message for the person: the server's explanation when there is one. */

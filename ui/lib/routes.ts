@@ -1,6 +1,6 @@
 /** The dashboard's pages and their URLs (history API paths; the server serves index.html for them). */
 
-import { JOB_STATES, type JobStateName } from '../../shared/dto.js';
+import { GEARMAN_JOB_STATES, JOB_STATES, type GearmanJobState, type JobStateName } from '../../shared/dto.js';
 import { DEFAULT_TUBE } from '../../shared/limits.js';
 
 export type Route =
@@ -10,6 +10,8 @@ export type Route =
   | { page: 'job'; id: number }
   | { page: 'put'; tube: string }
   | { page: 'connections' }
+  | { page: 'gearman' }
+  | { page: 'gearman-function'; name: string; state: GearmanJobState }
   | { page: 'not-found'; path: string };
 
 /** Largest job id the URL accepts (ids are u64 in beanstalkd; JSON numbers are exact up to 2^53). */
@@ -42,6 +44,14 @@ export function parseRoute(pathname: string, search: string): Route {
   if (path === '/' || path === '') return { page: 'overview' };
   if (path === '/tubes') return { page: 'tubes' };
   if (path === '/connections') return { page: 'connections' };
+  if (path === '/gearman') return { page: 'gearman' };
+  if (path.startsWith('/gearman/functions/')) {
+    // A function name may be empty or hold '/': everything after the prefix is the name.
+    const name = decodeSegment(path.slice('/gearman/functions/'.length));
+    if (name === null) return { page: 'not-found', path };
+    const state = query.get('state');
+    return { page: 'gearman-function', name, state: (GEARMAN_JOB_STATES as readonly (string | null)[]).includes(state) ? (state as GearmanJobState) : 'queued' };
+  }
   if (path === '/put') return { page: 'put', tube: query.get('tube') ?? DEFAULT_TUBE };
   if (path.startsWith('/tubes/')) {
     const name = decodeSegment(path.slice('/tubes/'.length));
@@ -60,6 +70,11 @@ export function parseRoute(pathname: string, search: string): Route {
 export function tubeHref(name: string, state?: JobStateName): string {
   const base = `/tubes/${encodeURIComponent(name)}`;
   return state === undefined || state === 'ready' ? base : `${base}?state=${state}`;
+}
+
+export function gearmanFunctionHref(name: string, state?: GearmanJobState): string {
+  const base = `/gearman/functions/${encodeURIComponent(name)}`;
+  return state === undefined || state === 'queued' ? base : `${base}?state=${state}`;
 }
 
 export function jobHref(id: number): string {
@@ -85,6 +100,10 @@ export function routeTitle(route: Route): string {
       return 'Put a job';
     case 'connections':
       return 'Connections';
+    case 'gearman':
+      return 'Gearman';
+    case 'gearman-function':
+      return `Gearman ${route.name}`;
     case 'not-found':
       return 'Not found';
   }
@@ -97,6 +116,8 @@ export function routeKey(route: Route): string {
       return `tube:${route.name}`;
     case 'job':
       return `job:${route.id}`;
+    case 'gearman-function':
+      return `gearman-function:${route.name}`;
     default:
       return route.page;
   }

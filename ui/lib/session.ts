@@ -3,6 +3,7 @@
 import { ApiError, api, configureApi } from './api.js';
 import { connectSocket, disconnectSocket, onLinkStatus, onServerEvent } from './socket.js';
 import { auth } from './state/auth.svelte.js';
+import { gearman } from './state/gearman.svelte.js';
 import { server } from './state/server.svelte.js';
 
 let started = false;
@@ -24,6 +25,7 @@ export async function startSession(): Promise<void> {
   onServerEvent('stats:ticked', (tick) => server.applyTick(tick));
   onServerEvent('tubes:updated', (tubes) => server.applyTubes(tubes));
   onServerEvent('tubes:removed', (names) => server.removeTubes(names));
+  onServerEvent('gearman:updated', (snapshot) => gearman.apply(snapshot));
   onServerEvent('server:draining', () => {
     server.drainingAnnounced = true;
   });

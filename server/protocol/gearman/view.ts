@@ -1,0 +1,86 @@
+import type { GearmanJobState, GearmanSnapshotDto } from '../../../shared/dto.js';
+import { whenReady, type JobSnapshot, type JobState, type Operations, type Pending, type Result } from '../../operations/operations.js';
+import { uniqueEnd } from './job-body.js';
+import type { GearmanRegistry } from './registry.js';
+
+/** A Gearman job in Gearman's words: handle, function, unique id, data (the admin API makes JSON of it). */
+export interface GearmanJobRecord {
+  handle: string;
+  function: string;
+  unique: Buffer;
+  state: GearmanJobState;
+  priority: 'high' | 'normal' | 'low';
+  runAt: number | null;
+  createdAt: number;
+  grabs: number;
+  status: { numerator: string; denominator: string } | null;
+  data: Buffer;
+}
+
+export interface GearmanJobPage {
+  jobs: GearmanJobRecord[];
+  next: string | null;
+}
+
+const PRIORITIES = ['high', 'normal', 'low'] as const;
+/** The engine state behind each state the dashboard shows. */
+const ENGINE_STATE: Readonly<Record<GearmanJobState, JobState>> = { queued: 'ready', scheduled: 'delayed', running: 'reserved' };
+const GEARMAN_STATE: Readonly<Record<JobState, GearmanJobState>> = { ready: 'queued', delayed: 'scheduled', reserved: 'running', buried: 'queued' };
+
+/**
+ * What the dashboard shows of the Gearman side, read through the same operations as the door:
+ * functions with their queued and running jobs and workers (gearmand's `status`), connections
+ * (`workers`), a function's jobs page by page, one job by handle, and cancelling a queued job.
+ */
+export class GearmanView {
+  constructor(
+    private readonly ops: Operations,
+    private readonly registry: GearmanRegistry,
+  ) {}
+
+  snapshot(): Pending<GearmanSnapshotDto> {
+    return whenReady(this.ops.tubes(), (tubes) => ({
+      functions: tubes
+        .filter((t) => !(t.name === 'default' && t.ready + t.delayed + t.reserved + t.buried === 0 && t.watching === 0))
+        .map((t) => ({ name: t.name, queued: t.ready + t.delayed + t.buried, running: t.reserved, workers: t.watching })),
+      workers: this.registry.workers().map((w) => ({ id: w.fd, address: w.address, clientId: w.clientId, functions: w.functions })),
+    }));
+  }
+
+  /** A page of a function's jobs in `state`; undefined when no such function exists. */
+  jobs(fn: string, state: GearmanJobState, limit: number, cursor: string | null): Pending<GearmanJobPage | undefined> {
+    return whenReady(this.ops.listJobs(fn, ENGINE_STATE[state], limit, cursor), (page) =>
+      page === undefined ? undefined : { jobs: page.jobs.map((j) => this.record(j)), next: page.next },
+    );
+  }
+
+  job(handle: string): Pending<GearmanJobRecord | undefined> {
+    const id = this.registry.handles.idOf(handle);
+    if (id === null) return undefined;
+    return whenReady(this.ops.job(id), (job) => (job === undefined ? undefined : this.record(job)));
+  }
+
+  /** Deletes a queued or scheduled job: NOT_FOUND, or JOB_RESERVED while a worker runs it. */
+  cancel(handle: string): Pending<Result<void>> {
+    const id = this.registry.handles.idOf(handle);
+    if (id === null) return { ok: false, code: 'NOT_FOUND' };
+    return this.ops.delete(id);
+  }
+
+  private record(job: JobSnapshot): GearmanJobRecord {
+    const end = uniqueEnd(job.body, 0, job.body.length);
+    const status = this.registry.statusOfJob(job.id);
+    return {
+      handle: this.registry.handles.handle(job.id),
+      function: job.tube,
+      unique: job.body.subarray(0, end),
+      state: GEARMAN_STATE[job.state],
+      priority: PRIORITIES[job.priority] ?? 'low',
+      runAt: job.state === 'delayed' ? job.deadlineAt : null,
+      createdAt: job.createdAt,
+      grabs: job.reserves,
+      status: status === undefined ? null : { numerator: status.numerator.toString('latin1'), denominator: status.denominator.toString('latin1') },
+      data: job.body.subarray(Math.min(end + 1, job.body.length)),
+    };
+  }
+}

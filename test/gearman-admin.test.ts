@@ -1,0 +1,142 @@
+/**
+ * The Gearman side of the admin API, /metrics and socket.io against the real server: functions
+ * and workers, a function's jobs by state, one job by handle, cancelling (queued only; never in
+ * read-only mode), Gearman counters in /metrics, and live `gearman:updated` pushes.
+ */
+import { io, type Socket } from 'socket.io-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API } from '../shared/api.js';
+import type { GearmanJobDto, GearmanJobPageDto, GearmanSnapshotDto } from '../shared/dto.js';
+import type { ClientToServerEvents, ServerToClientEvents } from '../shared/events.js';
+import { PACKET } from '../server/protocol/gearman/packets.js';
+import { api, startAdminServer, type AdminServerProcess } from './support/admin-server.js';
+import { GearmanTestClient } from './support/gearman-client.js';
+
+let server: AdminServerProcess;
+let readOnly: AdminServerProcess;
+let port: number;
+let readOnlyPort: number;
+const clients: GearmanTestClient[] = [];
+
+async function gearmanPortOf(s: AdminServerProcess): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const m = /Gearman protocol listening on 127\.0\.0\.1:(\d+)/.exec(s.stderr());
+    if (m !== null) return Number(m[1]);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error('no Gearman port in the log');
+}
+
+beforeAll(async () => {
+  const args = ['--gearman-listen', '127.0.0.1', '--gearman-port', '0'];
+  server = await startAdminServer(args);
+  readOnly = await startAdminServer([...args, '--admin-read-only']);
+  port = await gearmanPortOf(server);
+  readOnlyPort = await gearmanPortOf(readOnly);
+});
+
+afterAll(async () => {
+  for (const c of clients) c.destroy();
+  await server.stop();
+  await readOnly.stop();
+});
+
+async function connect(p = port): Promise<GearmanTestClient> {
+  const c = await GearmanTestClient.connect(p);
+  clients.push(c);
+  return c;
+}
+
+async function submit(c: GearmanTestClient, fn: string, unique: string, data: string): Promise<string> {
+  c.request(PACKET.SUBMIT_JOB_BG, fn, unique, data);
+  const [type, handle] = await c.args(1);
+  expect(type).toBe(PACKET.JOB_CREATED);
+  return handle!;
+}
+
+function ok<T>(res: { status: number; json: unknown; text: string }, status = 200): T {
+  expect(res.status, res.text).toBe(status);
+  return res.json as T;
+}
+
+describe('Gearman in the admin API', () => {
+  it('lists functions and workers, pages a function’s jobs by state, and shows a job by handle', async () => {
+    const c = await connect();
+    const h1 = await submit(c, 'api-fn', 'first', '{"a":1}');
+    const h2 = await submit(c, 'api-fn', '', Buffer.from([0xff, 0x00]).toString('latin1'));
+    const w = await connect();
+    w.request(PACKET.SET_CLIENT_ID, 'api-worker');
+    w.request(PACKET.CAN_DO, 'api-fn');
+    w.request(PACKET.GRAB_JOB);
+    await w.packet();
+    w.request(PACKET.WORK_STATUS, h1, '1', '4');
+    w.request(PACKET.ECHO_REQ, 'sync');
+    await w.packet();
+
+    const snapshot = ok<GearmanSnapshotDto>(await api(server.url, API.gearman));
+    expect(snapshot.functions).toContainEqual({ name: 'api-fn', queued: 1, running: 1, workers: 1 });
+    expect(snapshot.workers.some((x) => x.clientId === 'api-worker' && x.functions.includes('api-fn'))).toBe(true);
+
+    const queued = ok<GearmanJobPageDto>(await api(server.url, `${API.gearmanJobs('api-fn')}?state=queued`));
+    expect(queued.jobs.map((j) => j.handle)).toEqual([h2]);
+    expect(queued.jobs[0]!.body).toMatchObject({ encoding: 'base64', base64: '/wA=' });
+    const running = ok<GearmanJobPageDto>(await api(server.url, `${API.gearmanJobs('api-fn')}?state=running`));
+    expect(running.jobs).toMatchObject([{ handle: h1, unique: 'first', state: 'running', grabs: 1, status: { numerator: '1', denominator: '4' } }]);
+    expect(running.jobs[0]!.body).toMatchObject({ encoding: 'utf8', text: '{"a":1}' });
+
+    const one = ok<GearmanJobDto>(await api(server.url, API.gearmanJob(h1)));
+    expect(one).toMatchObject({ handle: h1, function: 'api-fn', priority: 'normal' });
+    expect((await api(server.url, API.gearmanJob('H:nowhere:1'))).status).toBe(404);
+    expect((await api(server.url, `${API.gearmanJobs('api-fn')}?state=bogus`)).status).toBe(400);
+    expect((await api(server.url, API.gearmanJobs('no-such-fn'))).status).toBe(404);
+  });
+
+  it('cancels a queued job, refuses a running one with 409, and refuses any change in read-only mode', async () => {
+    const c = await connect();
+    const queued = await submit(c, 'cancel-fn', '', 'q');
+    const held = await submit(c, 'cancel-fn', '', 'r');
+    const w = await connect();
+    w.request(PACKET.CAN_DO, 'cancel-fn');
+    w.request(PACKET.GRAB_JOB);
+    const [, grabbed] = await w.args(3);
+    const running = grabbed === held ? held : queued;
+    const waiting = grabbed === held ? queued : held;
+    expect((await api(server.url, API.gearmanJob(running), { method: 'DELETE' })).status).toBe(409);
+    expect((await api(server.url, API.gearmanJob(waiting), { method: 'DELETE' })).status).toBe(204);
+    expect((await api(server.url, API.gearmanJob(waiting))).status).toBe(404);
+
+    const rc = await connect(readOnlyPort);
+    const h = await submit(rc, 'ro-fn', '', 'x');
+    expect((await api(readOnly.url, API.gearmanJob(h), { method: 'DELETE' })).status).toBe(403);
+    expect((await api(readOnly.url, API.gearmanJob(h))).status).toBe(200);
+  });
+
+  it('counts Gearman jobs and workers in /metrics', async () => {
+    const c = await connect();
+    await submit(c, 'metric-fn', '', 'm');
+    const res = await api(server.url, '/metrics');
+    expect(res.status).toBe(200);
+    expect(res.text).toContain('beanpole_gearman_jobs{function="metric-fn",state="queued"} 1\n');
+    expect(res.text).toContain('# TYPE beanpole_gearman_jobs_created_total counter');
+    expect(res.text).toMatch(/beanpole_gearman_connections \d+\n/);
+  });
+
+  it('pushes gearman:updated to dashboards when functions or workers change', async () => {
+    const socket: Socket<ServerToClientEvents, ClientToServerEvents> = io(server.url, { transports: ['websocket'], reconnection: false });
+    try {
+      const first = await new Promise<GearmanSnapshotDto>((resolve) => socket.once('gearman:updated', resolve));
+      expect(Array.isArray(first.functions)).toBe(true);
+      const next = new Promise<GearmanSnapshotDto>((resolve) => {
+        const check = (s: GearmanSnapshotDto): void => {
+          if (s.functions.some((f) => f.name === 'live-fn' && f.queued === 1)) resolve(s);
+          else socket.once('gearman:updated', check);
+        };
+        socket.once('gearman:updated', check);
+      });
+      await submit(await connect(), 'live-fn', '', 'l');
+      expect((await next).functions).toContainEqual({ name: 'live-fn', queued: 1, running: 0, workers: 0 });
+    } finally {
+      socket.disconnect();
+    }
+  });
+});

@@ -1,0 +1,266 @@
+/**
+ * Differential tests of the Gearman door: the same conversations, packet for packet, against
+ * Debian's gearmand 1.1.20 and against Beanpole, in the same run; the transcripts of what each
+ * server answered must be equal. Handles differ by host name and counter, so each transcript
+ * names a handle by the order it first appeared in (H#1, H#2 ...). Only conversations whose
+ * answers the protocol document specifies are compared (gearmand's known departures from it,
+ * such as its unenforced `maxqueue`, are covered in gearman.test.ts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PACKET } from '../server/protocol/gearman/packets.js';
+import { GearmanTestClient } from './support/gearman-client.js';
+import { hasGearmand, startGearmand, type Gearmand } from './support/gearmand.js';
+import { freePort, startProcessServer, type ServerProcess } from './support/servers.js';
+
+const HAS_GEARMAND = await hasGearmand();
+
+let beanpole: ServerProcess;
+let beanpolePort: number;
+let gearmand: Gearmand;
+
+beforeAll(async () => {
+  if (!HAS_GEARMAND) return;
+  beanpolePort = await freePort();
+  beanpole = await startProcessServer('beanpole', { tcp: true }, ['--gearman-listen', '127.0.0.1', '--gearman-port', String(beanpolePort)]);
+  gearmand = await startGearmand();
+  // Beanpole's Gearman port opens right after its beanstalkd one.
+  for (let i = 0; i < 200; i++) {
+    const up = await GearmanTestClient.connect(beanpolePort).then(
+      (c) => (c.destroy(), true),
+      () => false,
+    );
+    if (up) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+});
+
+afterAll(async () => {
+  await beanpole?.stop();
+  await gearmand?.stop();
+});
+
+/** One conversation with one server: connections, and the transcript of what came back. */
+class Talk {
+  readonly lines: string[] = [];
+  private readonly handles: string[] = [];
+  private readonly clients: GearmanTestClient[] = [];
+
+  constructor(
+    private readonly port: number,
+    /** Makes function names unique per conversation, so cases never see each other's jobs. */
+    private readonly prefix: string,
+  ) {}
+
+  fn(n = 0): string {
+    return `${this.prefix}-${n}`;
+  }
+
+  async conn(): Promise<GearmanTestClient> {
+    const c = await GearmanTestClient.connect(this.port);
+    this.clients.push(c);
+    return c;
+  }
+
+  /** The n-th handle seen (1-based), as the server spelled it. */
+  handle(n: number): string {
+    return this.handles[n - 1]!;
+  }
+
+  /** Reads one packet and writes it to the transcript with handles and names made comparable. */
+  async read(c: GearmanTestClient, label: string): Promise<void> {
+    const p = await c.packet();
+    let text = p.data.toString('latin1');
+    text = text.replace(/H:[^\0\s]*:\d+/g, (h) => {
+      if (!this.handles.includes(h)) this.handles.push(h);
+      return `H#${this.handles.indexOf(h) + 1}`;
+    });
+    text = text.split(this.prefix).join('F');
+    this.lines.push(`${label} <- ${p.type} ${JSON.stringify(text)}`);
+  }
+
+  /** Waits a moment so packets sent on different connections arrive in the intended order. */
+  async settle(): Promise<void> {
+    await new Promise((r) => setTimeout(r, 30));
+  }
+
+  close(): void {
+    for (const c of this.clients) c.destroy();
+  }
+}
+
+type Conversation = (t: Talk) => Promise<void>;
+
+const CONVERSATIONS: Record<string, Conversation> = {
+  'echo of binary data, and the exceptions option': async (t) => {
+    const c = await t.conn();
+    c.request(PACKET.ECHO_REQ, Buffer.from([0, 1, 2, 0, 255]));
+    await t.read(c, 'c');
+    c.request(PACKET.OPTION_REQ, 'exceptions');
+    await t.read(c, 'c');
+    c.request(PACKET.OPTION_REQ, 'nope');
+    await t.read(c, 'c');
+  },
+  'a response type sent as a request': async (t) => {
+    const c = await t.conn();
+    c.request(PACKET.JOB_CREATED, 'H:x:1');
+    await t.read(c, 'c');
+    c.request(PACKET.NOOP);
+    await t.read(c, 'c');
+    c.request(PACKET.ECHO_RES, 'x');
+    await t.read(c, 'c');
+  },
+  'a background job from submit to completion, with GET_STATUS at each step': async (t) => {
+    const c = await t.conn();
+    const w = await t.conn();
+    c.request(PACKET.SUBMIT_JOB_BG, t.fn(), 'uniq', 'data\0bytes');
+    await t.read(c, 'c');
+    c.request(PACKET.GET_STATUS, t.handle(1));
+    await t.read(c, 'c');
+    w.request(PACKET.CAN_DO, t.fn());
+    w.request(PACKET.GRAB_JOB_UNIQ);
+    await t.read(w, 'w');
+    w.request(PACKET.WORK_STATUS, t.handle(1), '5', '10');
+    await t.settle();
+    c.request(PACKET.GET_STATUS, t.handle(1));
+    await t.read(c, 'c');
+    w.request(PACKET.WORK_COMPLETE, t.handle(1), 'result');
+    await t.settle();
+    c.request(PACKET.GET_STATUS, t.handle(1));
+    await t.read(c, 'c');
+    w.request(PACKET.GRAB_JOB);
+    await t.read(w, 'w');
+  },
+  'a foreground job streams WORK_* packets to its client in order': async (t) => {
+    const c = await t.conn();
+    const w = await t.conn();
+    c.request(PACKET.SUBMIT_JOB, t.fn(), '', 'in');
+    await t.read(c, 'c');
+    w.request(PACKET.CAN_DO, t.fn());
+    w.request(PACKET.GRAB_JOB);
+    await t.read(w, 'w');
+    w.request(PACKET.WORK_DATA, t.handle(1), Buffer.from('chunk\0one'));
+    w.request(PACKET.WORK_WARNING, t.handle(1), 'warn');
+    w.request(PACKET.WORK_STATUS, t.handle(1), '1', '3');
+    w.request(PACKET.WORK_COMPLETE, t.handle(1), 'end');
+    for (let i = 0; i < 4; i++) await t.read(c, 'c');
+  },
+  'priorities: high, normal, low, first in first out within each': async (t) => {
+    const c = await t.conn();
+    const w = await t.conn();
+    const order: [number, string][] = [
+      [PACKET.SUBMIT_JOB_LOW_BG, 'l1'],
+      [PACKET.SUBMIT_JOB_BG, 'n1'],
+      [PACKET.SUBMIT_JOB_HIGH_BG, 'h1'],
+      [PACKET.SUBMIT_JOB_LOW_BG, 'l2'],
+      [PACKET.SUBMIT_JOB_HIGH_BG, 'h2'],
+      [PACKET.SUBMIT_JOB_BG, 'n2'],
+    ];
+    for (const [type, data] of order) {
+      c.request(type, t.fn(), '', data);
+      await t.read(c, 'c');
+    }
+    w.request(PACKET.CAN_DO, t.fn());
+    for (let i = 0; i < 7; i++) {
+      w.request(PACKET.GRAB_JOB);
+      await t.read(w, 'w');
+    }
+  },
+  'two clients with the same unique id share one job and its result': async (t) => {
+    const a = await t.conn();
+    const b = await t.conn();
+    const w = await t.conn();
+    a.request(PACKET.SUBMIT_JOB, t.fn(), 'shared', 'first');
+    await t.read(a, 'a');
+    b.request(PACKET.SUBMIT_JOB, t.fn(), 'shared', 'second');
+    await t.read(b, 'b');
+    w.request(PACKET.CAN_DO, t.fn());
+    w.request(PACKET.GRAB_JOB_UNIQ);
+    await t.read(w, 'w');
+    w.request(PACKET.WORK_COMPLETE, t.handle(1), 'for both');
+    await t.read(a, 'a');
+    await t.read(b, 'b');
+    w.request(PACKET.GRAB_JOB);
+    await t.read(w, 'w');
+  },
+  'a sleeping worker is woken by a job for its function': async (t) => {
+    const w = await t.conn();
+    const c = await t.conn();
+    w.request(PACKET.CAN_DO, t.fn());
+    w.request(PACKET.PRE_SLEEP);
+    await t.settle();
+    c.request(PACKET.SUBMIT_JOB_BG, t.fn(), '', 'x');
+    await t.read(c, 'c');
+    await t.read(w, 'w');
+    w.request(PACKET.GRAB_JOB_ALL);
+    await t.read(w, 'w');
+  },
+  'CANT_DO and RESET_ABILITIES take functions away': async (t) => {
+    const c = await t.conn();
+    const w = await t.conn();
+    c.request(PACKET.SUBMIT_JOB_BG, t.fn(1), '', 'one');
+    await t.read(c, 'c');
+    c.request(PACKET.SUBMIT_JOB_BG, t.fn(2), '', 'two');
+    await t.read(c, 'c');
+    w.request(PACKET.CAN_DO, t.fn(1));
+    w.request(PACKET.CANT_DO, t.fn(1));
+    w.request(PACKET.GRAB_JOB);
+    await t.read(w, 'w');
+    w.request(PACKET.CAN_DO, t.fn(2));
+    w.request(PACKET.RESET_ABILITIES);
+    w.request(PACKET.GRAB_JOB);
+    await t.read(w, 'w');
+    w.request(PACKET.CAN_DO, t.fn(2));
+    w.request(PACKET.GRAB_JOB);
+    await t.read(w, 'w');
+  },
+  'WORK_EXCEPTION with and without the exceptions option': async (t) => {
+    const plain = await t.conn();
+    const keen = await t.conn();
+    const w = await t.conn();
+    keen.request(PACKET.OPTION_REQ, 'exceptions');
+    await t.read(keen, 'keen');
+    plain.request(PACKET.SUBMIT_JOB, t.fn(), '', 'a');
+    await t.read(plain, 'plain');
+    keen.request(PACKET.SUBMIT_JOB, t.fn(), '', 'b');
+    await t.read(keen, 'keen');
+    w.request(PACKET.CAN_DO, t.fn());
+    for (const n of [1, 2]) {
+      w.request(PACKET.GRAB_JOB);
+      await t.read(w, 'w');
+      w.request(PACKET.WORK_EXCEPTION, t.handle(n), 'boom');
+    }
+    await t.read(plain, 'plain');
+    await t.read(keen, 'keen');
+  },
+  'results for a job the worker does not hold': async (t) => {
+    const w = await t.conn();
+    for (const type of [PACKET.WORK_COMPLETE, PACKET.WORK_FAIL, PACKET.WORK_STATUS, PACKET.WORK_DATA, PACKET.WORK_WARNING]) {
+      const args = type === PACKET.WORK_STATUS ? ['H:nowhere:1', '1', '2'] : type === PACKET.WORK_FAIL ? ['H:nowhere:1'] : ['H:nowhere:1', 'x'];
+      w.request(type, ...args);
+      await t.read(w, 'w');
+    }
+  },
+  'GET_STATUS of an unknown handle': async (t) => {
+    const c = await t.conn();
+    c.request(PACKET.GET_STATUS, 'H:nowhere:99');
+    await t.read(c, 'c');
+  },
+};
+
+describe.skipIf(!HAS_GEARMAND)('Gearman: the same conversations against gearmand and Beanpole', () => {
+  let n = 0;
+  it.each(Object.keys(CONVERSATIONS))('%s', async (name) => {
+    const transcripts: string[][] = [];
+    n++;
+    for (const port of [gearmand.port, beanpolePort]) {
+      const talk = new Talk(port, `diff-${process.pid}-${n}-${port}`);
+      try {
+        await CONVERSATIONS[name]!(talk);
+      } finally {
+        talk.close();
+      }
+      transcripts.push(talk.lines);
+    }
+    expect(transcripts[1], 'Beanpole (expected: gearmand)').toEqual(transcripts[0]);
+  });
+});
