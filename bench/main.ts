@@ -9,9 +9,9 @@ import { machineInfo } from './machine.js';
 import { RESULTS_DIR } from './paths.js';
 import { pinningSupport, type PinMode } from './pinning.js';
 import { failureLines, markdownTable, summarize, textTable, type BenchDocument } from './report.js';
-import { runPlan, scenariosFor, type RunPlan } from './runner.js';
+import { runPlan, scenariosFor, targetsOf, type RunPlan } from './runner.js';
 import { PACE_TOLERANCE, PACED_RATE, PACED_RATE_10000_TUBES, SCENARIOS } from './scenarios.js';
-import { beanstalkdPath } from './targets.js';
+import { beanstalkdPath, gearmandPath } from './targets.js';
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -172,6 +172,7 @@ async function main(): Promise<number> {
     scenarios: cli.only === null ? SCENARIOS : SCENARIOS.filter((s) => cli.only!.includes(s.name)),
     rounds: cli.rounds,
     beanstalkd: hasBeanstalkd && !cli.beanpoleOnly && cli.targetPort === null,
+    gearmand: gearmandPath() !== null && !cli.beanpoleOnly && cli.targetPort === null,
     settings: {
       warmupMs: cli.quick ? 500 : 1000,
       windowMs: cli.seconds * 1000,
@@ -184,7 +185,7 @@ async function main(): Promise<number> {
       externalPort: cli.targetPort,
     },
   };
-  const runCount = plan.modes.reduce((n, m) => n + scenariosFor(plan, m).reduce((k, s) => k + (plan.beanstalkd && s.beanstalkd ? 2 : 1), 0), 0) * plan.rounds;
+  const runCount = plan.modes.reduce((n, m) => n + scenariosFor(plan, m).reduce((k, s) => k + targetsOf(plan, s).length, 0), 0) * plan.rounds;
   log(`bench: ${runCount} run${runCount === 1 ? '' : 's'} on ${machine.cpuModel} (${machine.availableParallelism} CPUs), node ${machine.node}, ${machine.beanstalkd ?? 'no beanstalkd'}`);
 
   const { runs, modes, notes } = await runPlan(plan, log);

@@ -30,8 +30,11 @@ export interface SummaryRow {
   better: MetricDef['better'];
   /** Median over the successful rounds, or null when there were none. */
   beanpole: number | null;
+  /** The reference server's median (beanstalkd's, or gearmand's for a Gearman scenario). */
   beanstalkd: number | null;
-  /** beanpole / beanstalkd, or null when either is missing. */
+  /** Which server `beanstalkd` holds. */
+  reference: 'beanstalkd' | 'gearmand';
+  /** beanpole / reference, or null when either is missing. */
   ratio: number | null;
   rounds: { beanpole: number; beanstalkd: number };
 }
@@ -68,8 +71,9 @@ export function summarize(scenarios: readonly Scenario[], runs: readonly RunReco
       for (const def of sc.metrics) {
         const of = (t: TargetKind): number[] =>
           mine.filter((r) => r.target === t && r.error === null && def.key in r.metrics).map((r) => r.metrics[def.key]!);
+        const reference = sc.reference ?? 'beanstalkd';
         const a = of('beanpole');
-        const b = of('beanstalkd');
+        const b = of(reference);
         const ma = median(a);
         const mb = median(b);
         rows.push({
@@ -80,6 +84,7 @@ export function summarize(scenarios: readonly Scenario[], runs: readonly RunReco
           better: def.better,
           beanpole: ma,
           beanstalkd: mb,
+          reference,
           ratio: ma !== null && mb !== null && mb !== 0 ? Math.round((ma / mb) * 100) / 100 : null,
           rounds: { beanpole: a.length, beanstalkd: b.length },
         });
@@ -96,14 +101,14 @@ export function formatNumber(x: number | null): string {
   return (Math.round(x * 10) / 10).toFixed(1);
 }
 
-const HEADERS = ['scenario', 'mode', 'metric', 'Beanpole', 'beanstalkd', 'ratio', 'better'];
+const HEADERS = ['scenario', 'mode', 'metric', 'Beanpole', 'reference', 'ratio', 'better'];
 
 function cells(r: SummaryRow): string[] {
   return [r.scenario, r.mode, r.label, formatNumber(r.beanpole), formatNumber(r.beanstalkd), r.ratio === null ? '-' : r.ratio.toFixed(2), r.better];
 }
 
 const LEGEND =
-  'Medians over rounds. ratio = Beanpole / beanstalkd; "better" says which way favours a server ' +
+  'Medians over rounds. ratio = Beanpole / reference: beanstalkd 1.12, or gearmand for the gearman-* rows; "better" says which way favours a server ' +
   '(for latency and memory, a ratio below 1 means Beanpole uses less).';
 
 /** The summary as a plain aligned table (numbers right-aligned). */

@@ -14,6 +14,8 @@ export interface RunPlan {
   rounds: number;
   /** beanstalkd takes part (installed, and not --beanpole-only). */
   beanstalkd: boolean;
+  /** gearmand takes part in the Gearman scenarios (installed, and not --beanpole-only). */
+  gearmand: boolean;
   settings: RunSettings;
 }
 
@@ -28,6 +30,13 @@ export function scenariosFor(plan: RunPlan, mode: PinMode): Scenario[] {
   return plan.scenarios.filter((s) => mode === 'pinned' || plan.modes.length === 1 || s.unpinned);
 }
 
+/** The servers a scenario runs against: Beanpole, then its reference when that takes part. */
+export function targetsOf(plan: RunPlan, sc: Scenario): TargetKind[] {
+  const reference = sc.reference ?? 'beanstalkd';
+  const available = reference === 'gearmand' ? plan.gearmand : plan.beanstalkd;
+  return available && sc.beanstalkd ? ['beanpole', reference] : ['beanpole'];
+}
+
 /** Runs the plan; `log` gets progress lines and notes. */
 export async function runPlan(plan: RunPlan, log: (line: string) => void): Promise<{ runs: RunRecord[]; modes: ModeRecord[]; notes: string[] }> {
   const runs: RunRecord[] = [];
@@ -40,7 +49,7 @@ export async function runPlan(plan: RunPlan, log: (line: string) => void): Promi
     modes.push({ mode, layout });
     log(`[${mode}] server on CPU ${layout.server ?? 'any'}, generator on CPUs ${layout.generator}`);
     for (const sc of scenariosFor(plan, mode)) {
-      const targets: TargetKind[] = plan.beanstalkd && sc.beanstalkd ? ['beanpole', 'beanstalkd'] : ['beanpole'];
+      const targets = targetsOf(plan, sc);
       for (let round = 1; round <= plan.rounds; round++) {
         for (const target of targets) {
           const started = performance.now();

@@ -63,6 +63,8 @@ export interface Scenario {
   metrics: MetricDef[];
   /** Also run against beanstalkd (when installed). */
   beanstalkd: boolean;
+  /** The server compared with: beanstalkd (the default), or gearmand for a Gearman scenario. */
+  reference?: 'beanstalkd' | 'gearmand';
   /** Also run unpinned. */
   unpinned: boolean;
   run(ctx: RunContext): Promise<RunOutcome>;
@@ -74,6 +76,8 @@ export interface ServerNeeds {
   admin?: boolean;
   /** Distinguishes profiles of several servers started in one run. */
   profileSuffix?: string;
+  /** Beanpole serves Gearman too (Gearman scenarios). */
+  gearman?: boolean;
 }
 
 /** Largest body any scenario puts (4 KiB) with room to spare; beanstalkd's default is 65535 too. */
@@ -95,6 +99,7 @@ export async function withServer<T>(ctx: RunContext, needs: ServerNeeds, fn: (ta
         ? { dir: ctx.settings.cpuProfileDir, name: `${ctx.scenario}-${ctx.mode}-r${ctx.round}${needs.profileSuffix ?? ''}.cpuprofile` }
         : null,
     maxJobSize: MAX_JOB_SIZE,
+    gearman: needs.gearman ?? false,
   };
   const target = await startTarget(opts);
   try {

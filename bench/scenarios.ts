@@ -6,8 +6,9 @@ import os from 'node:os';
 import { openDashboards, type Dashboards } from './load/dashboards.js';
 import type { ConnectionSpec, ConsumerSpec, FillerSpec, ProducerSpec } from './load/plan.js';
 import type { WindowSpec } from './load/run-load.js';
-import { mergeSamples, percentiles } from './load/samples.js';
+import { mergeSamples, microseconds, percentiles } from './load/samples.js';
 import { tubeName } from './load/wire.js';
+import { GEARMAN_SCENARIOS } from './gearman-scenarios.js';
 import type { Target } from './targets.js';
 import { cpuPercents, measure, withServer, type Measured, type MetricDef, type RunContext, type RunOutcome, type Scenario, type ServerNeeds } from './scenario.js';
 
@@ -56,7 +57,7 @@ const DASHBOARD_PHASE_MS = 3000;
 const DASHBOARD_SETTLE_MS = 500;
 
 const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const us = (ns: number): number => Math.round(ns / 100) / 10;
+const us = microseconds;
 const perSec = (n: number, sec: number): number => Math.round(n / sec);
 const oneDecimal = (x: number): number => Math.round(x * 10) / 10;
 const thousands = (n: number): string => n.toLocaleString('en-US');
@@ -401,4 +402,5 @@ export const SCENARIOS: readonly Scenario[] = [
   putScenario('binlog', 'put with a binlog (-b, default fsync every 50 ms)', { binlog: { fsyncMs: null } }, false),
   putScenario('binlog-f0', 'put with a binlog fsynced before every reply (-b -f 0)', { binlog: { fsyncMs: 0 } }, false),
   dashboardsScenario,
+  ...GEARMAN_SCENARIOS,
 ];

@@ -4,7 +4,7 @@
  * fresh temporary folder), and the harness reads its RSS and CPU time from /proc.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +12,8 @@ import { BEANPOLE_BIN, findOnPath } from './paths.js';
 import { commandName, cpuSecondsOf, rssOf } from './procfs.js';
 
 /** Which server. */
-export type TargetKind = 'beanpole' | 'beanstalkd';
+/** Beanpole, and the reference servers it is compared with: beanstalkd, or gearmand for Gearman scenarios. */
+export type TargetKind = 'beanpole' | 'beanstalkd' | 'gearmand';
 
 /** How to start one server for one run. */
 export interface TargetOptions {
@@ -27,6 +28,8 @@ export interface TargetOptions {
   cpuProfile: { dir: string; name: string } | null;
   /** Largest job body (-z). */
   maxJobSize: number;
+  /** Beanpole only: serve Gearman on a free port (otherwise --no-gearman). gearmand always does. */
+  gearman?: boolean;
 }
 
 /** A server the load runs against. */
@@ -36,6 +39,8 @@ export interface Target {
   port: number;
   /** The dashboard port (Beanpole with `admin`), else null. */
   adminPort: number | null;
+  /** The Gearman port (gearmand's own, or Beanpole's with `gearman`), else null. */
+  gearmanPort: number | null;
   /** The server's own PID (never a taskset wrapper), or null for an external server. */
   pid: number | null;
   /** The command line it was started with. */
@@ -49,7 +54,7 @@ export interface Target {
 }
 
 /** Ports this harness must never touch (the defaults of a server someone may be running). */
-const RESERVED_PORTS = new Set([11300, 11380]);
+const RESERVED_PORTS = new Set([11300, 11380, 4730]);
 const HOST = '127.0.0.1';
 const START_TIMEOUT_MS = 10_000;
 const STOP_GRACE_MS = 10_000;
@@ -105,8 +110,25 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
+/** The path of gearmand (Debian's gearman-job-server) when it is installed. */
+export function gearmandPath(): string | null {
+  return findOnPath('gearmand') ?? (existsSync('/usr/sbin/gearmand') ? '/usr/sbin/gearmand' : null);
+}
+
 /** The server's argv (without taskset) for `opts` on `port`. */
-function serverArgv(opts: TargetOptions, port: number, adminPort: number | null, binlogDir: string | null): { exe: string; args: string[] } {
+function serverArgv(
+  opts: TargetOptions,
+  port: number,
+  adminPort: number | null,
+  gearmanPort: number | null,
+  binlogDir: string | null,
+): { exe: string; args: string[] } {
+  if (opts.kind === 'gearmand') {
+    const bin = gearmandPath();
+    if (bin === null) throw new Error('gearmand is not installed');
+    // Single-threaded, as Beanpole is; its log is not wanted.
+    return { exe: bin, args: ['--threads=0', '-L', HOST, '-p', String(port), '-l', '/dev/null', '--verbose=ERROR'] };
+  }
   const flags = ['-l', HOST, '-p', String(port), '-z', String(opts.maxJobSize)];
   if (binlogDir !== null) {
     flags.push('-b', binlogDir);
@@ -119,7 +141,8 @@ function serverArgv(opts: TargetOptions, port: number, adminPort: number | null,
   }
   const nodeFlags = opts.cpuProfile === null ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfile.dir, '--cpu-prof-name', opts.cpuProfile.name];
   const admin = adminPort === null ? ['--no-admin'] : ['--admin-listen', HOST, '--admin-port', String(adminPort)];
-  return { exe: process.execPath, args: [...nodeFlags, BEANPOLE_BIN, ...flags, ...admin, '--no-gearman'] };
+  const gearman = gearmanPort === null ? ['--no-gearman'] : ['--gearman-listen', HOST, '--gearman-port', String(gearmanPort)];
+  return { exe: process.execPath, args: [...nodeFlags, BEANPOLE_BIN, ...flags, ...admin, ...gearman] };
 }
 
 /** Starts one server and waits until it accepts connections (and its dashboard too, if asked). */
@@ -135,7 +158,8 @@ export async function startTarget(opts: TargetOptions): Promise<Target> {
     for (let attempt = 1; ; attempt++) {
       const port = await freePort();
       const adminPort = opts.admin && opts.kind === 'beanpole' ? await freePort() : null;
-      const { exe, args } = serverArgv(opts, port, adminPort, binlogDir);
+      const gearmanPort = opts.kind === 'gearmand' ? port : opts.gearman === true && opts.kind === 'beanpole' ? await freePort() : null;
+      const { exe, args } = serverArgv(opts, port, adminPort, gearmanPort, binlogDir);
       // taskset execs the server, so the child's PID is the server's own.
       const argv = opts.cpus === null ? [exe, ...args] : ['taskset', '-c', opts.cpus, exe, ...args];
       const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -164,7 +188,7 @@ export async function startTarget(opts: TargetOptions): Promise<Target> {
         }
         return false;
       };
-      const up = (await ready(port)) && (adminPort === null || (await ready(adminPort)));
+      const up = (await ready(port)) && (adminPort === null || (await ready(adminPort))) && (gearmanPort === null || (await ready(gearmanPort)));
       if (!up || !status.running) {
         if (status.running) {
           child.kill('SIGKILL');
@@ -187,6 +211,7 @@ export async function startTarget(opts: TargetOptions): Promise<Target> {
         host: HOST,
         port,
         adminPort,
+        gearmanPort,
         pid,
         argv,
         rssBytes: () => rssOf(pid),
@@ -217,6 +242,7 @@ export function externalTarget(port: number): Target {
     host: HOST,
     port,
     adminPort: null,
+    gearmanPort: null,
     pid: null,
     argv: [],
     rssBytes: () => NaN,

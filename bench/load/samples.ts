@@ -52,6 +52,11 @@ export interface Percentiles {
   count: number;
 }
 
+/** Nanoseconds as microseconds with one decimal. */
+export function microseconds(ns: number): number {
+  return Math.round(ns / 100) / 10;
+}
+
 /** Exact percentiles (nearest rank) of `samples`, which is sorted in place. */
 export function percentiles(samples: Float64Array): Percentiles {
   samples.sort();
