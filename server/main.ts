@@ -14,7 +14,7 @@ import { machineFacts, memoryBudget } from './memory-budget.js';
 import { Binlog } from './persistence/binlog.js';
 import { BINLOG_EXIT_CODE, BinlogDirError, openBinlog, type OpenedBinlog } from './persistence/open-binlog.js';
 import { BeanstalkServer } from './protocol/beanstalk/server.js';
-import { MAX_UNIQUE_BYTES } from './protocol/gearman/connection.js';
+import { GEARMAN_JOB_RECORD_BYTES, MAX_UNIQUE_BYTES } from './protocol/gearman/connection.js';
 import { GearmanRegistry } from './protocol/gearman/registry.js';
 import { GearmanServer } from './protocol/gearman/server.js';
 import { GearmanView } from './protocol/gearman/view.js';
@@ -59,6 +59,7 @@ async function main(argv: string[]): Promise<void> {
     clock: systemClock,
     ...budget,
     maxJobSize: options.maxJobSize + MAX_UNIQUE_BYTES + 1,
+    jobRecordBytes: GEARMAN_JOB_RECORD_BYTES,
     journal: gearmanBinlog ?? nullJournal,
   });
   engine.shareBudgetWith(gearmanEngine);

@@ -14,7 +14,8 @@ export const API = {
   jobKick: (id: number) => `/api/jobs/${id}/kick`,
   connections: '/api/connections',
   gearman: '/api/gearman',
-  gearmanJobs: (fn: string) => `/api/gearman/functions/${encodeURIComponent(fn)}/jobs`,
+  /** A function's jobs: GET with `function` (any name, the empty one too), `state`, `limit`, `cursor`. */
+  gearmanJobs: '/api/gearman/jobs',
   gearmanJob: (handle: string) => `/api/gearman/jobs/${encodeURIComponent(handle)}`,
 } as const;
 

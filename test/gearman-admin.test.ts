@@ -77,18 +77,18 @@ describe('Gearman in the admin API', () => {
     expect(snapshot.functions).toContainEqual({ name: 'api-fn', queued: 1, running: 1, workers: 1 });
     expect(snapshot.workers.some((x) => x.clientId === 'api-worker' && x.functions.includes('api-fn'))).toBe(true);
 
-    const queued = ok<GearmanJobPageDto>(await api(server.url, `${API.gearmanJobs('api-fn')}?state=queued`));
+    const queued = ok<GearmanJobPageDto>(await api(server.url, `${API.gearmanJobs}?function=api-fn&state=queued`));
     expect(queued.jobs.map((j) => j.handle)).toEqual([h2]);
     expect(queued.jobs[0]!.body).toMatchObject({ encoding: 'base64', base64: '/wA=' });
-    const running = ok<GearmanJobPageDto>(await api(server.url, `${API.gearmanJobs('api-fn')}?state=running`));
+    const running = ok<GearmanJobPageDto>(await api(server.url, `${API.gearmanJobs}?function=api-fn&state=running`));
     expect(running.jobs).toMatchObject([{ handle: h1, unique: 'first', state: 'running', grabs: 1, status: { numerator: '1', denominator: '4' } }]);
     expect(running.jobs[0]!.body).toMatchObject({ encoding: 'utf8', text: '{"a":1}' });
 
     const one = ok<GearmanJobDto>(await api(server.url, API.gearmanJob(h1)));
     expect(one).toMatchObject({ handle: h1, function: 'api-fn', priority: 'normal' });
     expect((await api(server.url, API.gearmanJob('H:nowhere:1'))).status).toBe(404);
-    expect((await api(server.url, `${API.gearmanJobs('api-fn')}?state=bogus`)).status).toBe(400);
-    expect((await api(server.url, API.gearmanJobs('no-such-fn'))).status).toBe(404);
+    expect((await api(server.url, `${API.gearmanJobs}?function=api-fn&state=bogus`)).status).toBe(400);
+    expect((await api(server.url, `${API.gearmanJobs}?function=no-such-fn`)).status).toBe(404);
   });
 
   it('cancels a queued job, refuses a running one with 409, and refuses any change in read-only mode', async () => {

@@ -239,6 +239,33 @@ describe('Gearman: packets', () => {
     expect((await w.packet()).type).toBe(PACKET.NO_JOB);
   });
 
+  it('keeps a background job that a foreground submit joined when that client leaves', async () => {
+    const f = fn();
+    const c = await connect();
+    const handle = await submit(c, PACKET.SUBMIT_JOB_BG, f, 'bg-first', 'x');
+    const fg = await connect();
+    expect(await submit(fg, PACKET.SUBMIT_JOB, f, 'bg-first', 'y')).toBe(handle);
+    fg.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    const w = await worker(f);
+    expect((await grabUniq(w))[1]).toBe(handle);
+  });
+
+  it('does not run again a foreground job whose client left while it ran and whose worker then left', async () => {
+    const f = fn();
+    const c = await connect();
+    await submit(c, PACKET.SUBMIT_JOB, f, '', 'abandoned');
+    const w1 = await worker(f);
+    await grabUniq(w1);
+    c.destroy();
+    await new Promise((r) => setTimeout(r, 50));
+    w1.destroy();
+    await new Promise((r) => setTimeout(r, 50));
+    const w2 = await worker(f);
+    w2.request(PACKET.GRAB_JOB);
+    expect((await w2.packet()).type).toBe(PACKET.NO_JOB);
+  });
+
   it('answers GET_STATUS with what WORK_STATUS said, from any connection', async () => {
     const f = fn();
     const c = await connect();

@@ -1,5 +1,6 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
+import { API } from '../../shared/api.js';
 import { GEARMAN_JOB_STATES } from '../../shared/dto.js';
 import type { GearmanView } from '../protocol/gearman/view.js';
 import { gearmanJobDto } from './dto.js';
@@ -8,6 +9,7 @@ import { parseOrThrow } from './validation.js';
 
 const MAX_PAGE = 500;
 const listQuery = z.object({
+  function: z.string().max(255),
   state: z.enum(GEARMAN_JOB_STATES as unknown as ['queued', 'scheduled', 'running']).default('queued'),
   limit: z.coerce.number().int().min(1).max(MAX_PAGE).default(50),
   cursor: z
@@ -18,7 +20,6 @@ const listQuery = z.object({
 });
 /** Gearman handles and function names are bytes; the API takes them as Latin-1 text, as the wire does. */
 const handleParam = z.string().min(1).max(63);
-const functionParam = z.string().max(255);
 
 /**
  * The dashboard's Gearman section: functions and workers, a function's jobs by state, one job by
@@ -29,17 +30,16 @@ export function gearmanRoutes(view: GearmanView, onActivity: () => void): Router
   const route = (fn: (req: Request, res: Response) => unknown) => fn;
 
   router.get(
-    '/api/gearman',
+    API.gearman,
     route(async (_req, res) => res.json(await view.snapshot())),
   );
 
   router.get(
-    '/api/gearman/functions/:name/jobs',
+    API.gearmanJobs,
     route(async (req, res) => {
-      const name = parseOrThrow(functionParam, String(req.params.name));
       const q = parseOrThrow(listQuery, req.query);
-      const page = await view.jobs(name, q.state, q.limit, q.cursor ?? null);
-      if (page === undefined) throw new ApiError(404, 'NOT_FOUND', `no Gearman function named ${name}`);
+      const page = await view.jobs(q.function, q.state, q.limit, q.cursor ?? null);
+      if (page === undefined) throw new ApiError(404, 'NOT_FOUND', `no Gearman function named ${q.function}`);
       res.json({ jobs: page.jobs.map(gearmanJobDto), next: page.next });
     }),
   );

@@ -22,6 +22,12 @@ export interface EngineOptions {
   journal?: Journal;
   /** Largest body in bytes (`-z`); a put or edit beyond it fails with JOB_TOO_BIG. */
   maxJobSize?: number;
+  /**
+   * What one job costs on the heap in the record budget (default JOB_RECORD_HEAP_BYTES); a
+   * front door that keeps state of its own per job (Gearman's unique ids and waiting clients)
+   * says how much more.
+   */
+  jobRecordBytes?: number;
   /** Budget in bytes for all job bodies together; a put beyond it fails with OUT_OF_MEMORY. */
   maxJobBytes?: number;
   /**
@@ -86,6 +92,8 @@ export class Engine {
   private readonly maxJobBytes: number;
   /** Largest body in bytes a job may have. */
   readonly maxJobSize: number;
+  /** What one job costs in the record budget (bytes). */
+  private readonly jobRecordBytes: number;
   private readonly maxRecordHeapBytes: number;
   private readonly tubesByName = new Map<string, Tube>();
   /** Tubes in beanstalkd's list order (creation order with swap-remove). */
@@ -121,6 +129,7 @@ export class Engine {
     this.journal = options.journal ?? nullJournal;
     this.maxJobBytes = options.maxJobBytes ?? Number.POSITIVE_INFINITY;
     this.maxJobSize = options.maxJobSize ?? Number.POSITIVE_INFINITY;
+    this.jobRecordBytes = options.jobRecordBytes ?? JOB_RECORD_HEAP_BYTES;
     this.maxRecordHeapBytes = options.maxRecordHeapBytes ?? Number.POSITIVE_INFINITY;
     this.startedAt = this.clock.now();
     this.defaultTube = this.findOrCreateTube(DEFAULT_TUBE);
@@ -381,7 +390,7 @@ export class Engine {
 
   /** What the job and tube records cost on the V8 heap (an estimate; see record-costs.ts). */
   get recordHeapBytes(): number {
-    return this.jobs.size * JOB_RECORD_HEAP_BYTES + this.tubesByName.size * TUBE_RECORD_HEAP_BYTES;
+    return this.jobs.size * this.jobRecordBytes + this.tubesByName.size * TUBE_RECORD_HEAP_BYTES;
   }
 
   /**
@@ -397,7 +406,7 @@ export class Engine {
   hasRoomFor(bytes: number): boolean {
     // Plain sums, no object: this runs for every put.
     let bodyBytes = this.bodyBytes + bytes;
-    let recordBytes = this.recordHeapBytes + JOB_RECORD_HEAP_BYTES;
+    let recordBytes = this.recordHeapBytes + this.jobRecordBytes;
     for (const peer of this.budgetPeers) {
       bodyBytes += peer.bodyBytes;
       recordBytes += peer.recordHeapBytes;

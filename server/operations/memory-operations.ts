@@ -1,5 +1,6 @@
 import { bodyStamp } from '../engine/body-store.js';
 import type { Engine, Job, PutRequest, Session, Tube } from '../engine/engine.js';
+import { TRANSIENT_FILE } from '../engine/job.js';
 import { listJobs } from '../engine/job-pages.js';
 import { fail, ok } from '../engine/results.js';
 import type {
@@ -97,6 +98,14 @@ export class MemoryOperations implements Operations {
       const job = this.engine.job(id);
       visit(id, job === undefined ? undefined : fillView(job, this.scratch));
     }
+  }
+
+  eachJob(visit: (job: JobSnapshot) => void): void {
+    for (const job of this.engine.allJobs()) visit(jobSnapshot(job));
+  }
+
+  watcherCount(id: number): number {
+    return this.engine.watcherCount(id);
   }
 
   tube(name: string): TubeCounts | undefined {
@@ -292,6 +301,10 @@ class MemoryClient implements ClientOperations {
     return this.session.watched.values().map((t) => t.name);
   }
 
+  watchedCount(): number {
+    return this.session.watched.size;
+  }
+
   use(tube: string): Result<TubeName> {
     // The engine's own result: its tube record is a TubeName, so no second object per use.
     return this.engine.use(this.session, tube);
@@ -457,6 +470,7 @@ function emptyView(): JobView {
     kicks: 0,
     bodyLength: 0,
     bodyStamp: 0,
+    transient: false,
   };
 }
 
@@ -477,6 +491,7 @@ function fillView(job: Job, view: JobView): JobView {
   view.kicks = job.kicks;
   view.bodyLength = job.bodyLength;
   view.bodyStamp = bodyStamp(job);
+  view.transient = job.file === TRANSIENT_FILE;
   return view;
 }
 

@@ -63,8 +63,10 @@ export interface JobView {
   createdAt: number;
   /** When a delay ends or a reservation runs out (epoch ms; Infinity: held without a TTR); 0 otherwise. */
   deadlineAt: number;
-  /** Binlog segment holding the job (0 without persistence). */
+  /** Binlog segment holding the job (0 without persistence, -1 for a transient job). */
   file: number;
+  /** Kept in memory only (NewJob.transient): a Gearman foreground job. */
+  transient: boolean;
   reserves: number;
   timeouts: number;
   releases: number;
@@ -216,6 +218,7 @@ export interface ClientOperations {
   /** The tube it puts into. */
   usedTube(): string;
   watchedTubes(): string[];
+  watchedCount(): number;
   /** Fails with OUT_OF_MEMORY when a new tube would not fit. Answers with the tube's name. */
   use(tube: string): Pending<Result<TubeName>>;
   /** Returns how many tubes are watched. */
@@ -288,6 +291,14 @@ export interface Operations {
    * without a snapshot per job.
    */
   visitJobs(ids: Iterable<number>, visit: (id: number, view: JobView | undefined) => void): Pending<void>;
+  /**
+   * Calls `visit` with every job once, in no particular order (one pass, for listings of all
+   * jobs and for rebuilding indexes after a restart). The snapshot's body is a view: read it
+   * during the call.
+   */
+  eachJob(visit: (job: JobSnapshot) => void): Pending<void>;
+  /** How many watchers job `id` has (clients waiting on it and any door's own). */
+  watcherCount(id: number): number;
   tube(name: string): Pending<TubeCounts | undefined>;
   /** Every tube, in list-tubes order. */
   tubes(): Pending<TubeCounts[]>;

@@ -28,13 +28,18 @@ export interface OpenedBinlog {
  * the path and the cause, when the directory or a file in it cannot be used (missing, held by
  * another server, a directory where a file should be, unreadable, no space for a segment).
  */
+/** Room for a record's tube name: beanstalkd's 200 bytes, or a Gearman function's 255. */
+const MAX_NAME_BYTES = Math.max(MAX_TUBE_NAME_LENGTH, 255);
+/** Room beyond -z in a body: a Gearman job keeps its unique id (up to 64 bytes and a NUL) in front. */
+const BODY_PREFIX_BYTES = 65;
+
 export function openBinlog(dir: string, binlog: Binlog, engine: Engine, log: Logger): OpenedBinlog {
   requireDirectory(dir);
   const lock = takeLock(dir);
   try {
     const started = performance.now();
     // Jobs written under an earlier, larger -z are still read back.
-    const recovery = recover(dir, MAX_JOB_SIZE_LIMIT + JOB_RECORD_FIXED_BYTES + MAX_TUBE_NAME_LENGTH, engine);
+    const recovery = recover(dir, MAX_JOB_SIZE_LIMIT + BODY_PREFIX_BYTES + JOB_RECORD_FIXED_BYTES + MAX_NAME_BYTES, engine);
     for (const problem of recovery.problems) log.warn(`binlog: ${problem}`);
     const jobs = engine.finishRestore(recovery.nextId);
     const liveBytes = countLive(recovery.segments, engine.allJobs());

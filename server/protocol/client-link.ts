@@ -67,6 +67,11 @@ export class ClientLink {
     this.out = new ReplyBuffer((bytes) => this.writeOut(bytes), ctx.durability);
   }
 
+  /** Bytes made for this client and not yet taken by the kernel (held replies included). */
+  get backlog(): number {
+    return this.out.pending + this.socket.writableLength;
+  }
+
   /** Who the peer is, for the dashboard's connection list. */
   get peer(): string {
     return this.socket.remoteAddress === undefined ? 'unix' : `${this.socket.remoteAddress}:${this.socket.remotePort}`;

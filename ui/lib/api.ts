@@ -143,7 +143,7 @@ export const api = {
   connections: (signal?: AbortSignal) => json<ConnectionDto[]>('GET', API.connections, undefined, signal),
   gearman: (signal?: AbortSignal) => json<GearmanSnapshotDto>('GET', API.gearman, undefined, signal),
   gearmanJobs: (fn: string, query: { state: GearmanJobState; limit: number; cursor: string | null }, signal?: AbortSignal) =>
-    json<GearmanJobPageDto>('GET', withQuery(API.gearmanJobs(fn), query), undefined, signal),
+    json<GearmanJobPageDto>('GET', withQuery(API.gearmanJobs, { function: fn, ...query }), undefined, signal),
   cancelGearmanJob: (handle: string) => discard('DELETE', API.gearmanJob(handle)),
 };
 

@@ -117,7 +117,8 @@ export function routeKey(route: Route): string {
     case 'job':
       return `job:${route.id}`;
     case 'gearman-function':
-      return `gearman-function:${route.name}`;
+      // A tab is a page of its own: its paging starts afresh.
+      return `gearman-function:${route.name}:${route.state}`;
     default:
       return route.page;
   }

@@ -12,8 +12,6 @@ export interface AdminContext {
   shutdown: (graceful: boolean) => void;
 }
 
-/** Jobs read per page by `show jobs`. */
-const PAGE = 500;
 const END = '.\n';
 
 /**
@@ -24,7 +22,8 @@ const END = '.\n';
  */
 export async function runAdminCommand(words: string[], ctx: AdminContext, peer: string): Promise<string | null> {
   const command = words[0]!.toLowerCase();
-  const local = isLoopback(peer.replace(/:\d+$/, ''));
+  // A UNIX socket peer is on this machine too.
+  const local = peer === 'unix' || isLoopback(peer.replace(/:\d+$/, ''));
   switch (command) {
     case 'status':
       return status(ctx.ops);
@@ -58,6 +57,14 @@ export async function runAdminCommand(words: string[], ctx: AdminContext, peer: 
   }
 }
 
+/**
+ * A name or unique id as one field of a text reply: control bytes (a newline, a tab) would
+ * split a line or end the reply early for admin tools, so each becomes '?'.
+ */
+function printable(text: string): string {
+  return text.replace(/[\x00-\x1f\x7f]/g, '?');
+}
+
 function err(code: string, text: string): string {
   return `ERR ${code} ${text.replace(/ /g, '+')}\r\n`;
 }
@@ -74,7 +81,7 @@ async function status(ops: Operations): Promise<string> {
     const total = t.ready + t.delayed + t.reserved + t.buried;
     // The realm's default tube exists whether or not anyone uses the function "default".
     if (total === 0 && t.watching === 0 && t.name === 'default') continue;
-    out += `${t.name}\t${total}\t${t.reserved}\t${t.watching}\n`;
+    out += `${printable(t.name)}\t${total}\t${t.reserved}\t${t.watching}\n`;
   }
   return out + END;
 }
@@ -82,7 +89,7 @@ async function status(ops: Operations): Promise<string> {
 /** `FD IP CLIENT_ID : FUNCTION ...` per connection. */
 function workers(registry: GearmanRegistry): string {
   let out = '';
-  for (const w of registry.workers()) out += `${w.fd} ${w.address} ${w.clientId} :${w.functions.map((f) => ` ${f}`).join('')}\n`;
+  for (const w of registry.workers()) out += `${w.fd} ${w.address} ${w.clientId} :${w.functions.map((f) => ` ${printable(f)}`).join('')}\n`;
   return out + END;
 }
 
@@ -97,20 +104,9 @@ function maxQueue(words: string[], registry: GearmanRegistry): string {
   return 'OK\r\n';
 }
 
-/** Every queued or running job, tube by tube and state by state, a page at a time. */
+/** Every job, in one pass over the store. */
 async function eachJob(ctx: AdminContext, visit: (id: number, state: JobState, reserves: number, body: Buffer) => void): Promise<void> {
-  const states: JobState[] = ['ready', 'delayed', 'reserved'];
-  for (const name of await ctx.ops.tubeNames()) {
-    for (const state of states) {
-      let cursor: string | null = null;
-      do {
-        const page = await ctx.ops.listJobs(name, state, PAGE, cursor);
-        if (page === undefined) break;
-        for (const job of page.jobs) visit(job.id, state, job.reserves, job.body);
-        cursor = page.next;
-      } while (cursor !== null);
-    }
-  }
+  await ctx.ops.eachJob((job) => visit(job.id, job.state, job.reserves, job.body));
 }
 
 /** `handle\tretries\tignore_job\tjob_queued` per job, as gearmand lists them. */
@@ -128,7 +124,7 @@ async function showJobs(ctx: AdminContext): Promise<string> {
 async function showUniqueJobs(ctx: AdminContext): Promise<string> {
   let out = '';
   await eachJob(ctx, (_id, _state, _reserves, body) => {
-    out += `${body.toString('latin1', 0, uniqueEnd(body, 0, body.length))}\n`;
+    out += `${printable(body.toString('latin1', 0, uniqueEnd(body, 0, body.length)))}\n`;
   });
   return out + END;
 }

@@ -23,6 +23,20 @@ import { nextCronTime, parseCronTime } from './schedule.js';
 export const MAX_FUNCTION_BYTES = 255;
 /** Longest unique id (gearmand's GEARMAN_MAX_UNIQUE_SIZE). */
 export const MAX_UNIQUE_BYTES = 64;
+/** A client that has this many bytes of forwarded results unread is closed. */
+const MAX_FORWARD_BACKLOG = 32 * 1024 * 1024;
+/** Functions one connection may register: a worker's GRAB and PRE_SLEEP cost grows with them. */
+export const MAX_FUNCTIONS_PER_WORKER = 10_000;
+/** Bytes of SET_CLIENT_ID kept (gearmand keeps 64). */
+const MAX_CLIENT_ID_BYTES = 64;
+/**
+ * What a Gearman job costs on the heap in the record budget: the engine's record, plus the
+ * door's unique-id key, its index entries and a waiting client's watcher set.
+ */
+export const GEARMAN_JOB_RECORD_BYTES = 1024;
+/** A leaving client lets go of this many foreground jobs per turn. */
+const LEAVE_SLICE = 1024;
+
 /** Room for a packet's arguments besides the job data, over `-z`. */
 const ARGUMENT_ROOM = 1024;
 
@@ -157,7 +171,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
         this.exceptions = true;
         return this.send(OPTION_EXCEPTIONS);
       case PACKET.SET_CLIENT_ID:
-        this.clientId = args[0]!.length > 0 ? args[0]!.toString('latin1').replace(/\s/g, '_') : '-';
+        this.clientId = args[0]!.length > 0 ? args[0]!.toString('latin1', 0, MAX_CLIENT_ID_BYTES).replace(/[\s\x00-\x1f\x7f]/g, '_') : '-';
         return;
       case PACKET.ALL_YOURS:
         return;
@@ -207,6 +221,13 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   };
 
   private jobUpdate(jobId: number, update: JobUpdate): void {
+    // WORK_* packets come from the worker's connection, so this client's own flow control cannot
+    // hold them back: a client that stops reading them is let go rather than buffered for ever.
+    if (this.link.backlog > MAX_FORWARD_BACKLOG) {
+      if (!this.link.finished) this.ctx.log.warn({ peer: this.link.peer }, 'Gearman client does not read its job results; closing it');
+      this.link.destroy();
+      return;
+    }
     const type = Number(update.kind);
     if (type === PACKET.WORK_EXCEPTION && !this.exceptions) {
       // A client that did not ask for exceptions is told the job failed, as gearmand does.
@@ -236,21 +257,36 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
    */
   ended(): void {
     this.unlist();
-    for (const id of this.waitingOn) {
-      const remaining = this.ops.detachWatcher(id, this.watcher) - (this.registry.watches(id) ? 1 : 0);
-      if (remaining > 0) continue;
-      let queued = false;
-      const seen = this.ops.visitJobs([id], (_, view) => (queued = view !== undefined && view.state !== 'reserved'));
-      const drop = (): void => {
-        if (queued) void this.ops.delete(id);
-      };
-      if (seen instanceof Promise) void seen.then(drop);
-      else drop();
-    }
+    this.letGo([...this.waitingOn]);
     this.waitingOn.clear();
     const closing = this.client.close();
     this.ctx.onActivity();
     if (closing instanceof Promise) closing.catch((err: unknown) => this.ctx.log.error({ err }, 'ending a Gearman session failed'));
+  }
+
+  /**
+   * Stops waiting on `ids`, a slice per turn (a client may wait on many). A foreground job that
+   * nobody waits for any more and that no worker has started is dropped; a background job a
+   * foreground submit had joined stays, as it does in gearmand.
+   */
+  private letGo(ids: number[], from = 0): void {
+    const end = Math.min(ids.length, from + LEAVE_SLICE);
+    for (let i = from; i < end; i++) {
+      const id = ids[i]!;
+      const remaining = this.ops.detachWatcher(id, this.watcher) - (this.registry.watches(id) ? 1 : 0);
+      if (remaining > 0) continue;
+      let drop = false;
+      const seen = this.ops.visitJobs([id], (_, view) => (drop = view !== undefined && view.transient && view.state !== 'reserved'));
+      const dropIt = (): void => {
+        if (drop) void this.ops.delete(id);
+      };
+      if (seen instanceof Promise) void seen.then(dropIt);
+      else dropIt();
+    }
+    if (end < ids.length) {
+      setImmediate(() => this.letGo(ids, end));
+    }
+    this.ctx.onActivity();
   }
 
   // ---- requests --------------------------------------------------------------------------------
@@ -258,8 +294,9 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   private submit(kind: Submit, args: Buffer[], packetData: Buffer): void {
     const fnBytes = args[0]!;
     const unique = args[1]!;
-    // An empty function name is a name like any other, as in gearmand.
-    if (fnBytes.length > MAX_FUNCTION_BYTES) return this.sendError('BAD_FUNCTION');
+    // gearmand takes an empty function name; Beanpole does not (a binlog record's tube name is
+    // never empty, which is one of its checks against damage).
+    if (fnBytes.length === 0 || fnBytes.length > MAX_FUNCTION_BYTES) return this.sendError('BAD_FUNCTION');
     if (unique.length > MAX_UNIQUE_BYTES) return this.sendError('BAD_UNIQUE');
     const fn = fnBytes.toString('latin1');
     let delayMs = 0;
@@ -291,7 +328,10 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       if (!r.ok) return this.sendError(r.code === 'DRAINING' ? 'DRAINING' : r.code === 'JOB_TOO_BIG' ? 'TOO_LARGE' : 'NO_MEMORY');
       const id = r.value.id;
       if (unique.length > 0) this.registry.rememberUnique(id, fn, unique);
-      if (!kind.background) this.watchJob(id);
+      if (!kind.background) {
+        this.registry.rememberForeground(id);
+        this.watchJob(id);
+      }
       this.send(encodePacket(PACKET.JOB_CREATED, [this.registry.handles.handle(id)]));
     });
   }
@@ -308,8 +348,9 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   }
 
   private canDo(fnBytes: Buffer, timeout: Buffer | null): void {
-    if (fnBytes.length > MAX_FUNCTION_BYTES) return this.sendError('BAD_FUNCTION');
+    if (fnBytes.length === 0 || fnBytes.length > MAX_FUNCTION_BYTES) return this.sendError('BAD_FUNCTION');
     const fn = fnBytes.toString('latin1');
+    if (this.client.watchedCount() >= MAX_FUNCTIONS_PER_WORKER) return this.sendError('TOO_MANY_FUNCTIONS');
     const ms = timeout === null ? 0 : Number(timeout.toString('latin1'));
     if (Number.isSafeInteger(ms) && ms > 0) this.timeouts.set(fn, ms);
     else this.timeouts.delete(fn);
@@ -357,7 +398,18 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   private readonly onIgnored = (): void => undefined;
 
-  private readonly onFinished = (): void => undefined;
+  private readonly onHeld = (): void => undefined;
+
+  private readonly onFinished = (r: Result<unknown>): void => {
+    // The result has gone to the clients already; the job stays held until the worker leaves.
+    if (!r.ok) this.ctx.log.warn({ code: r.code }, 'Gearman: a finished job could not be removed');
+  };
+
+  /** A foreground job with no client waiting on it any more. */
+  private abandoned(id: number): boolean {
+    if (!this.registry.isForeground(id)) return false;
+    return this.ops.watcherCount(id) - (this.registry.watches(id) ? 1 : 0) === 0;
+  }
 
   private readonly onSlept = (readyNow: boolean): void => {
     if (readyNow) this.send(NOOP);
@@ -369,8 +421,15 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   private assign(outcome: ReserveOutcome, uniq: boolean): void {
     if (outcome.kind !== 'reserved') return this.send(NO_JOB);
     const job = outcome.job;
+    if (this.abandoned(job.id)) {
+      // A foreground job whose clients all left while it ran, and that came back to the queue
+      // (its worker left or overran): nobody wants its result any more, as gearmand decides at
+      // the next take. It is dropped, and the worker is offered the next job.
+      this.link.settle(this.client.delete(job.id), this.onFinished);
+      return this.link.settle(this.client.reserve(0), uniq ? this.onGrabbedUniq : this.onGrabbed);
+    }
     const timeout = this.timeouts.get(job.tubeName);
-    if (timeout !== undefined) this.link.settle(this.client.hold(job.id, timeout), this.onFinished);
+    if (timeout !== undefined) this.link.settle(this.client.hold(job.id, timeout), this.onHeld);
     const handle = this.registry.handles.handle(job.id);
     const start = job.bodyOffset;
     const end = start + job.bodyLength;

@@ -15,6 +15,8 @@
 /** Longest admin line kept; longer ones are answered as errors (`adminOverlong`). */
 export const MAX_ADMIN_LINE = 8192;
 export const HEADER_BYTES = 12;
+/** Packets up to this size are assembled in a buffer of their size; larger ones piece by piece. */
+const EAGER_BYTES = 64 * 1024;
 
 /** `\0REQ` (a request) or `\0RES` (a response, which a client must not send). */
 export type Magic = 'REQ' | 'RES';
@@ -46,6 +48,8 @@ export class GearmanParser {
   private dataLength = 0;
   private dataBuffer: Buffer | null = null;
   private dataFilled = 0;
+  /** Pieces of a large packet's data, kept as received until it is whole. */
+  private dataParts: Buffer[] | null = null;
   private skipLeft = 0;
   /** Pieces of an admin line that began in an earlier chunk. */
   private textParts: Buffer[] = [];
@@ -191,21 +195,36 @@ export class GearmanParser {
 
   private readData(chunk: Buffer, offset: number): number {
     const available = chunk.length - offset;
-    if (this.dataBuffer === null) {
+    if (this.dataBuffer === null && this.dataParts === null) {
       if (available >= this.dataLength) {
         const end = offset + this.dataLength;
         this.mode = 'start';
         this.handler.packet(this.magic, this.type, chunk.subarray(offset, end), false);
         return end;
       }
-      this.dataBuffer = Buffer.allocUnsafe(this.dataLength);
+      // A large packet is not given its declared size up front (a header and one byte must
+      // not cost a gigabyte): its pieces are kept as they come and joined once it is whole.
+      if (this.dataLength <= EAGER_BYTES) this.dataBuffer = Buffer.allocUnsafe(this.dataLength);
+      else this.dataParts = [];
       this.dataFilled = 0;
     }
     const n = Math.min(available, this.dataLength - this.dataFilled);
-    chunk.copy(this.dataBuffer, this.dataFilled, offset, offset + n);
+    if (this.dataParts !== null) {
+      // Socket chunks are never reused, so a piece is kept as a view, not copied.
+      this.dataParts.push(chunk.subarray(offset, offset + n));
+      this.dataFilled += n;
+      if (this.dataFilled === this.dataLength) {
+        const data = Buffer.concat(this.dataParts, this.dataLength);
+        this.dataParts = null;
+        this.mode = 'start';
+        this.handler.packet(this.magic, this.type, data, true);
+      }
+      return offset + n;
+    }
+    chunk.copy(this.dataBuffer!, this.dataFilled, offset, offset + n);
     this.dataFilled += n;
     if (this.dataFilled === this.dataLength) {
-      const data = this.dataBuffer;
+      const data = this.dataBuffer!;
       this.dataBuffer = null;
       this.mode = 'start';
       this.handler.packet(this.magic, this.type, data, true);

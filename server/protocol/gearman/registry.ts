@@ -1,4 +1,4 @@
-import type { JobState, JobUpdate, JobWatcher, Operations } from '../../operations/operations.js';
+import type { JobUpdate, JobWatcher, Operations } from '../../operations/operations.js';
 import { JobHandles } from './handles.js';
 import { uniqueEnd } from './job-body.js';
 
@@ -31,6 +31,8 @@ export class GearmanRegistry implements JobWatcher {
   private readonly statusOf = new Map<number, WorkStatus>();
   /** Jobs the registry watches (it attaches once per job). */
   private readonly watching = new Set<number>();
+  /** Foreground jobs: they matter only while a client waits on them. */
+  private readonly foreground = new Set<number>();
   /** Queued jobs a function may hold (`maxqueue`); absent: no limit. */
   readonly maxQueue = new Map<string, number>();
   private readonly listings = new Set<() => WorkerListing>();
@@ -47,20 +49,10 @@ export class GearmanRegistry implements JobWatcher {
    * body starts with its unique id, job-body.ts).
    */
   async restore(): Promise<void> {
-    for (const fn of await this.ops.tubeNames()) {
-      for (const state of RESTORED_STATES) {
-        let cursor: string | null = null;
-        do {
-          const page = await this.ops.listJobs(fn, state, RESTORE_PAGE, cursor);
-          if (page === undefined) break;
-          for (const job of page.jobs) {
-            const end = uniqueEnd(job.body, 0, job.body.length);
-            if (end > 0) this.rememberUnique(job.id, fn, job.body.subarray(0, end));
-          }
-          cursor = page.next;
-        } while (cursor !== null);
-      }
-    }
+    await this.ops.eachJob((job) => {
+      const end = uniqueEnd(job.body, 0, job.body.length);
+      if (end > 0) this.rememberUnique(job.id, job.tube, job.body.subarray(0, end));
+    });
   }
 
   /** The job already queued or running for this function and unique id, if any. */
@@ -73,6 +65,15 @@ export class GearmanRegistry implements JobWatcher {
     this.byUnique.set(key, id);
     this.keyOf.set(id, key);
     this.watch(id);
+  }
+
+  rememberForeground(id: number): void {
+    this.foreground.add(id);
+    this.watch(id);
+  }
+
+  isForeground(id: number): boolean {
+    return this.foreground.has(id);
   }
 
   setStatus(id: number, numerator: Buffer, denominator: Buffer): void {
@@ -105,6 +106,7 @@ export class GearmanRegistry implements JobWatcher {
 
   ended(jobId: number): void {
     this.watching.delete(jobId);
+    this.foreground.delete(jobId);
     this.statusOf.delete(jobId);
     const key = this.keyOf.get(jobId);
     if (key !== undefined) {
@@ -119,10 +121,6 @@ export class GearmanRegistry implements JobWatcher {
     else this.ended(id); // already gone
   }
 }
-
-/** A restart brings jobs back ready or delayed (never reserved). */
-const RESTORED_STATES: readonly JobState[] = ['ready', 'delayed'];
-const RESTORE_PAGE = 500;
 
 function uniqueKey(fn: string, unique: Buffer): string {
   return `${fn}\0${unique.toString('latin1')}`;

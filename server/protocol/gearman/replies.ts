@@ -20,8 +20,8 @@ export const ERRORS = {
   QUEUE_FULL: ['JOB_QUEUE_FULL', 'Job queue is full'],
   /** A packet larger than the server takes (`-z` plus room for the arguments). */
   TOO_LARGE: ['ARGUMENT_TOO_LARGE', 'Packet is larger than the server accepts'],
-  /** A function name longer than the server takes. */
-  BAD_FUNCTION: ['INVALID_FUNCTION_NAME', 'Function name is too long'],
+  /** A function name that is empty or longer than the server takes. */
+  BAD_FUNCTION: ['INVALID_FUNCTION_NAME', 'Function name is empty or longer than 255 bytes'],
   /** A unique id over 64 bytes. */
   BAD_UNIQUE: ['INVALID_ARGUMENT', 'Unique id is longer than 64 bytes'],
   /** SUBMIT_JOB_EPOCH or SUBMIT_JOB_SCHED with a time that does not parse. */
@@ -30,6 +30,8 @@ export const ERRORS = {
   DRAINING: ['SHUTDOWN', 'Server is shutting down'],
   NO_MEMORY: ['MEMORY_ALLOCATION_FAILURE', 'Server is out of memory for jobs'],
   INTERNAL: ['UNKNOWN_STATE', 'Internal error'],
+  /** CAN_DO beyond MAX_FUNCTIONS_PER_WORKER. */
+  TOO_MANY_FUNCTIONS: ['TOO_MANY_ARGS', 'Too many functions registered on this connection'],
 } as const;
 
 export type GearmanError = keyof typeof ERRORS;

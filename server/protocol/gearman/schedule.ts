@@ -36,21 +36,26 @@ export function parseCronTime(fields: readonly string[]): CronTime | null {
     values.push(n);
   }
   const [minute = null, hour = null, dayOfMonth = null, month = null, dayOfWeek = null] = values;
+  // A day that no such month has (31 February) never comes: refused here, not searched for.
+  if (dayOfMonth !== null && month !== null && dayOfMonth > DAYS_IN_MONTH[month - 1]!) return null;
   return { minute, hour, dayOfMonth, month, dayOfWeek };
 }
 
-/** Minutes looked at before giving up (a little over four years: Feb 29 on a Monday and so on). */
-const MAX_MINUTES = 4 * 366 * 24 * 60 + 60;
-
+/** Longest month by number (29 February counts: it comes in leap years). */
+const DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 /**
- * The first minute at or after `now` (epoch ms) that matches `time`, in epoch ms; null when none
- * comes within four years (31 February).
+ * Steps of the search before giving up: whole days are skipped, so this covers 28 years of days
+ * (29 February on a Monday comes once in 28) plus a day of minute steps, and
+ * bounds one packet's cost to about a millisecond.
  */
+const MAX_STEPS = 28 * 366 + 24 * 60 + 24;
+
+/** The first minute at or after `now` (epoch ms) that matches `time`, in epoch ms; null when none comes within 28 years. */
 export function nextCronTime(time: CronTime, now: number): number | null {
   const t = new Date(now);
   t.setSeconds(0, 0);
   if (t.getTime() < now) t.setMinutes(t.getMinutes() + 1);
-  for (let n = 0; n < MAX_MINUTES; n++) {
+  for (let n = 0; n < MAX_STEPS; n++) {
     if (matches(time, t)) return t.getTime();
     // Skip whole hours or days that cannot match, so the search stays short.
     if (!dayMatches(time, t)) {
