@@ -7,6 +7,7 @@
  * latencies where a scenario asks for them.
  */
 import net from 'node:net';
+import { encodePacket } from '../../server/protocol/gearman/packets.js';
 import { Reservoir } from './samples.js';
 
 export const GEARMAN = {
@@ -31,19 +32,7 @@ const SAMPLE_CAP = 200_000;
 
 /** A request packet. */
 export function packet(type: number, ...args: (string | Buffer)[]): Buffer {
-  const parts = args.map((a) => (typeof a === 'string' ? Buffer.from(a, 'latin1') : a));
-  const size = parts.reduce((n, p) => n + p.length, 0) + Math.max(0, parts.length - 1);
-  const out = Buffer.allocUnsafe(12 + size);
-  out.write('\0REQ', 0, 'latin1');
-  out.writeUInt32BE(type, 4);
-  out.writeUInt32BE(size, 8);
-  let at = 12;
-  parts.forEach((p, i) => {
-    if (i > 0) out[at++] = 0;
-    p.copy(out, at);
-    at += p.length;
-  });
-  return out;
+  return encodePacket(type, args, 'REQ');
 }
 
 export class GearmanReplyError extends Error {

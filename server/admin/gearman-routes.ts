@@ -5,18 +5,14 @@ import { GEARMAN_JOB_STATES } from '../../shared/dto.js';
 import type { GearmanView } from '../protocol/gearman/view.js';
 import { gearmanJobDto } from './dto.js';
 import { ApiError, engineError } from './errors.js';
-import { parseOrThrow } from './validation.js';
+import { pageCursor, parseOrThrow } from './validation.js';
 
 const MAX_PAGE = 500;
 const listQuery = z.object({
   function: z.string().max(255),
   state: z.enum(GEARMAN_JOB_STATES as unknown as ['queued', 'scheduled', 'running']).default('queued'),
   limit: z.coerce.number().int().min(1).max(MAX_PAGE).default(50),
-  cursor: z
-    .string()
-    .max(64)
-    .regex(/^\d+(?:\.\d+)?(?:_\d+)?$/, 'not a cursor from an earlier page')
-    .optional(),
+  cursor: pageCursor,
 });
 /** Gearman handles and function names are bytes; the API takes them as Latin-1 text, as the wire does. */
 const handleParam = z.string().min(1).max(63);

@@ -7,7 +7,7 @@ import type { Operations, Result } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
 import { ApiError, engineError } from './errors.js';
-import { parseOrThrow as parse } from './validation.js';
+import { pageCursor, parseOrThrow as parse } from './validation.js';
 
 export interface RoutesContext {
   ops: Operations;
@@ -82,13 +82,7 @@ const moveSchema = z.strictObject({
 const listQuery = z.object({
   state: z.enum(['ready', 'delayed', 'buried', 'reserved']),
   limit: z.coerce.number().int().min(1).max(MAX_PAGE).default(50),
-  // The shape listJobs' cursors have (engine/job-pages.ts); anything else is a client error,
-  // not a silent restart from the first page.
-  cursor: z
-    .string()
-    .max(64)
-    .regex(/^\d+(?:\.\d+)?(?:_\d+)?$/, 'not a cursor from an earlier page')
-    .optional(),
+  cursor: pageCursor,
 });
 const clearQuery = z.object({ state: z.enum(['ready', 'delayed', 'buried']) });
 /**

@@ -1,5 +1,15 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { ApiError } from './errors.js';
+
+/**
+ * A page cursor as the operations make them (engine/job-pages.ts); anything else is a client
+ * error, not a silent restart from the first page.
+ */
+export const pageCursor = z
+  .string()
+  .max(64)
+  .regex(/^\d+(?:\.\d+)?(?:_\d+)?$/, 'not a cursor from an earlier page')
+  .optional();
 
 /** The value `schema` makes of `value`, or a 400 naming the first problem. */
 export function parseOrThrow<T>(schema: z.ZodType<T>, value: unknown): T {

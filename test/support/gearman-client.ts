@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { encodePacket } from '../../server/protocol/gearman/packets.js';
 
 /** A Gearman response as read off the wire. */
 export interface Packet {
@@ -127,13 +128,7 @@ export class GearmanTestClient {
 }
 
 export function requestPacket(type: number, ...args: (string | Buffer)[]): Buffer {
-  const parts = args.map((a) => (typeof a === 'string' ? Buffer.from(a, 'latin1') : a));
-  const data = Buffer.concat(parts.flatMap((p, i) => (i === 0 ? [p] : [Buffer.from([0]), p])));
-  const header = Buffer.alloc(12);
-  header.write('\0REQ', 0, 'latin1');
-  header.writeUInt32BE(type, 4);
-  header.writeUInt32BE(data.length, 8);
-  return Buffer.concat([header, data]);
+  return encodePacket(type, args, 'REQ');
 }
 
 /** Splits at the first count-1 NULs. */

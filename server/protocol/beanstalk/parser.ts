@@ -12,6 +12,8 @@
  * line). A body is a view that points into the caller's chunk unless `owned` is true (then it was
  * assembled here).
  */
+import { PushParser } from '../push-parser.js';
+
 export const LINE_WINDOW = 224;
 
 export interface FrameHandler {
@@ -30,23 +32,19 @@ type Mode = 'line' | 'overlong' | 'body' | 'skip';
 const CR = 13;
 const LF = 10;
 
-export class CommandParser {
+export class CommandParser extends PushParser {
   private mode: Mode = 'line';
   /** Bytes of a line window that started in an earlier chunk. */
   private readonly window = Buffer.allocUnsafe(LINE_WINDOW);
   private windowLength = 0;
-  /** Chunks not parsed yet (while paused), and the read offset into the first. */
-  private readonly queue: Buffer[] = [];
-  private queueOffset = 0;
-  private queuedBytes = 0;
-  private isPaused = false;
-  private running = false;
   private bodyLength = 0;
   private bodyBuffer: Buffer | null = null;
   private bodyFilled = 0;
   private skipLeft = 0;
 
-  constructor(private readonly handler: FrameHandler) {}
+  constructor(private readonly handler: FrameHandler) {
+    super();
+  }
 
   /**
    * Bytes received but not parsed yet: what flow control bounds. A body being assembled is not
@@ -57,30 +55,9 @@ export class CommandParser {
     return this.queuedBytes + this.windowLength;
   }
 
-  get paused(): boolean {
-    return this.isPaused;
-  }
-
   /** True when no partial line, body or skip is in progress and nothing is queued. */
   get idle(): boolean {
     return this.mode === 'line' && this.windowLength === 0 && this.queuedBytes === 0;
-  }
-
-  write(chunk: Buffer): void {
-    if (chunk.length === 0) return;
-    this.queue.push(chunk);
-    this.queuedBytes += chunk.length;
-    this.run();
-  }
-
-  /** Stops handing out frames after the current callback; `resume` continues. */
-  pause(): void {
-    this.isPaused = true;
-  }
-
-  resume(): void {
-    this.isPaused = false;
-    this.run();
   }
 
   /** Called from `line`: the next `length` bytes are a body. */
@@ -97,29 +74,7 @@ export class CommandParser {
     this.skipLeft = length;
   }
 
-  private run(): void {
-    if (this.running) return; // a callback called resume(): the outer loop carries on
-    this.running = true;
-    try {
-      while (!this.isPaused && this.queue.length > 0) {
-        const chunk = this.queue[0]!;
-        const start = this.queueOffset;
-        const end = this.step(chunk, start);
-        this.queuedBytes -= end - start;
-        if (end >= chunk.length) {
-          this.queue.shift();
-          this.queueOffset = 0;
-        } else {
-          this.queueOffset = end;
-        }
-      }
-    } finally {
-      this.running = false;
-    }
-  }
-
-  /** Parses one frame (or part of one) from chunk[offset..]; returns the new offset. */
-  private step(chunk: Buffer, offset: number): number {
+  protected step(chunk: Buffer, offset: number): number {
     switch (this.mode) {
       case 'line':
       case 'overlong':

@@ -95,14 +95,18 @@ export function splitArgs(data: Buffer, count: number): Buffer[] | null {
 }
 
 const RES_MAGIC = Buffer.from('\0RES');
+const REQ_MAGIC = Buffer.from('\0REQ');
 
-/** A response packet: `\0RES`, type, size, then the arguments joined by NULs. */
-export function encodePacket(type: number, args: readonly (Buffer | string)[]): Buffer {
+/**
+ * A packet: `\0RES` (a response; `\0REQ` for a request, as clients and the load generator
+ * send), type, size, then the arguments joined by NULs.
+ */
+export function encodePacket(type: number, args: readonly (Buffer | string)[], magic: 'RES' | 'REQ' = 'RES'): Buffer {
   const parts = args.map((a) => (typeof a === 'string' ? Buffer.from(a, 'latin1') : a));
   let size = parts.length > 0 ? parts.length - 1 : 0;
   for (const p of parts) size += p.length;
   const out = Buffer.allocUnsafe(12 + size);
-  RES_MAGIC.copy(out, 0);
+  (magic === 'RES' ? RES_MAGIC : REQ_MAGIC).copy(out, 0);
   out.writeUInt32BE(type, 4);
   out.writeUInt32BE(size, 8);
   let at = 12;

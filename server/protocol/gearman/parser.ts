@@ -12,6 +12,8 @@
  * assembled here otherwise (`owned`).
  */
 
+import { PushParser } from '../push-parser.js';
+
 /** Longest admin line kept; longer ones are answered as errors (`adminOverlong`). */
 export const MAX_ADMIN_LINE = 8192;
 export const HEADER_BYTES = 12;
@@ -39,7 +41,7 @@ type Mode = 'start' | 'header' | 'data' | 'skip' | 'text' | 'overlong' | 'stoppe
 const LF = 10;
 const CR = 13;
 
-export class GearmanParser {
+export class GearmanParser extends PushParser {
   private mode: Mode = 'start';
   private readonly header = Buffer.allocUnsafe(HEADER_BYTES);
   private headerFilled = 0;
@@ -54,18 +56,14 @@ export class GearmanParser {
   /** Pieces of an admin line that began in an earlier chunk. */
   private textParts: Buffer[] = [];
   private textLength = 0;
-  /** Chunks not parsed yet (while paused), and the read offset into the first. */
-  private readonly queue: Buffer[] = [];
-  private queueOffset = 0;
-  private queuedBytes = 0;
-  private isPaused = false;
-  private running = false;
 
   constructor(
     private readonly handler: GearmanFrameHandler,
     /** Largest data part of a packet accepted (bytes). */
     private readonly maxDataBytes: number,
-  ) {}
+  ) {
+    super();
+  }
 
   /**
    * Bytes received but not parsed yet: what flow control bounds. Packet data being assembled is
@@ -76,56 +74,12 @@ export class GearmanParser {
     return this.queuedBytes + this.textLength;
   }
 
-  get paused(): boolean {
-    return this.isPaused;
-  }
-
-  write(chunk: Buffer): void {
-    if (chunk.length === 0 || this.mode === 'stopped') return;
-    this.queue.push(chunk);
-    this.queuedBytes += chunk.length;
-    this.run();
-  }
-
-  /** Stops handing out frames after the current callback; `resume` continues. */
-  pause(): void {
-    this.isPaused = true;
-  }
-
-  resume(): void {
-    this.isPaused = false;
-    this.run();
-  }
-
-  private run(): void {
-    if (this.running) return; // a callback called resume(): the outer loop carries on
-    this.running = true;
-    try {
-      while (!this.isPaused && this.queue.length > 0) {
-        if (this.mode === 'stopped') {
-          this.queue.length = 0;
-          this.queuedBytes = 0;
-          this.queueOffset = 0;
-          break;
-        }
-        const chunk = this.queue[0]!;
-        const start = this.queueOffset;
-        const end = this.step(chunk, start);
-        this.queuedBytes -= end - start;
-        if (end >= chunk.length) {
-          this.queue.shift();
-          this.queueOffset = 0;
-        } else {
-          this.queueOffset = end;
-        }
-      }
-    } finally {
-      this.running = false;
-    }
+  protected override discarding(): boolean {
+    return this.mode === 'stopped';
   }
 
   /** Parses one message (or part of one) from chunk[offset..]; returns the new offset. */
-  private step(chunk: Buffer, offset: number): number {
+  protected step(chunk: Buffer, offset: number): number {
     switch (this.mode) {
       case 'start':
         this.mode = chunk[offset] === 0 ? 'header' : 'text';
