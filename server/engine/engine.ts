@@ -314,8 +314,11 @@ export class Engine {
     return ok(session.watched.size);
   }
 
-  /** protocol: beanstalkd answers use and watch with OUT_OF_MEMORY when it cannot make the tube. */
-  private hasRoomForTube(name: string): boolean {
+  /**
+   * True when tube `name` exists or one more tube fits the record budget. protocol: beanstalkd
+   * answers use and watch with OUT_OF_MEMORY when it cannot make the tube.
+   */
+  hasRoomForTube(name: string): boolean {
     if (this.tubesByName.has(name)) return true;
     return this.sharedRecordBytes() + TUBE_RECORD_HEAP_BYTES <= this.maxRecordHeapBytes;
   }

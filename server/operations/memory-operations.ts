@@ -286,7 +286,7 @@ class MemoryClient implements ClientOperations {
     // The engine's records satisfy the delegate's read-only JobBytes; no adapter per job.
     this.session = engine.openSession(delegate, options);
     this.session.peer = peer;
-    this.request = { tube: this.session.used, priority: 0, delayMs: 0, ttrMs: 0, body: EMPTY_BODY, bodyOwned: false, id: 0 };
+    this.request = { tube: this.session.used, priority: 0, delayMs: 0, ttrMs: 0, body: EMPTY_BODY, bodyOwned: false, id: 0, transient: false };
   }
 
   get id(): number {
@@ -338,9 +338,33 @@ class MemoryClient implements ClientOperations {
     request.ttrMs = ttrWithFloor(job.ttrMs);
     request.body = job.body;
     request.bodyOwned = job.bodyOwned === true;
+    request.transient = false;
     const result = this.engine.put(request);
     request.body = EMPTY_BODY; // do not pin the caller's buffer
     return result; // the engine's job record is the JobBytes: no second object per put
+  }
+
+  submit(tube: string, job: NewJob): Result<JobBytes> {
+    const engine = this.engine;
+    engine.markProducer(this.session);
+    if (engine.isTooBig(job.body.length)) return fail('JOB_TOO_BIG');
+    if (!engine.hasRoomForTube(tube)) return fail('OUT_OF_MEMORY');
+    const target = engine.findOrCreateTube(tube);
+    // The same reused request as put: no object per submit.
+    const request = this.request;
+    request.tube = target;
+    request.id = undefined;
+    request.priority = job.priority;
+    request.delayMs = job.delayMs;
+    request.ttrMs = ttrWithFloor(job.ttrMs);
+    request.body = job.body;
+    request.bodyOwned = job.bodyOwned === true;
+    request.transient = job.transient === true;
+    const result = engine.put(request);
+    request.body = EMPTY_BODY;
+    request.tube = this.session.used;
+    if (!result.ok) engine.dropTubeIfUnused(target);
+    return result;
   }
 
   reserve(timeoutMs: number | null): ReserveOutcome {

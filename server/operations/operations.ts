@@ -233,6 +233,12 @@ export interface ClientOperations {
   admitPut(bytes: number): Result<number>;
   /** Puts into the used tube under the id `admitPut` gave; answers with the job (its id, its body). */
   put(id: number, job: NewJob): Pending<Result<JobBytes>>;
+  /**
+   * Puts into `tube` (created if needed, and dropped again if the put fails) without changing
+   * the used tube: a Gearman submit names its function in every packet. JOB_TOO_BIG, DRAINING,
+   * OUT_OF_MEMORY.
+   */
+  submit(tube: string, job: NewJob): Pending<Result<JobBytes>>;
   /** `timeoutMs` null waits for ever. */
   reserve(timeoutMs: number | null): Pending<ReserveOutcome>;
   reserveJob(id: number): Pending<Result<JobBytes>>;

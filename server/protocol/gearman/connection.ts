@@ -1,16 +1,18 @@
 import type { Socket } from 'node:net';
-import type {
-  ClientDelegate,
-  ClientOperations,
-  JobBytes,
-  JobSnapshot,
-  JobUpdate,
-  JobWatcher,
-  Operations,
-  ReserveOutcome,
-  Result,
+import {
+  isPending,
+  type ClientDelegate,
+  type ClientOperations,
+  type JobBytes,
+  type JobUpdate,
+  type JobWatcher,
+  type NewJob,
+  type Operations,
+  type ReserveOutcome,
+  type Result,
 } from '../../operations/operations.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
+import type { PacketPart } from '../reply-buffer.js';
 import { runAdminCommand, type AdminContext } from './admin.js';
 import { jobBody, uniqueEnd } from './job-body.js';
 import { encodePacket, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
@@ -101,6 +103,8 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   private exceptions = false;
   /** CAN_DO_TIMEOUT per function (ms). */
   private readonly timeouts = new Map<string, number>();
+  /** The submit being made, reused: the store copies what it keeps. */
+  private readonly pendingJob: NewJob = { priority: 0, delayMs: 0, ttrMs: 0, body: NO_BODY, transient: false };
   /** Foreground jobs this client waits on. */
   private readonly waitingOn = new Set<number>();
   private readonly unlist: () => void;
@@ -165,7 +169,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       case PACKET.GET_STATUS:
         return this.getStatus(args[0]!);
       case PACKET.ECHO_REQ:
-        return this.send(encodePacket(PACKET.ECHO_RES, [args[0]!]));
+        return this.sendPacket(PACKET.ECHO_RES, [data]);
       case PACKET.OPTION_REQ:
         if (args[0]!.toString('latin1') !== 'exceptions') return this.sendError('UNKNOWN_OPTION');
         this.exceptions = true;
@@ -234,7 +238,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       const handle = this.registry.handles.handle(jobId);
       this.send(encodePacket(PACKET.WORK_FAIL, [Buffer.concat([Buffer.from(handle, 'latin1'), ZERO])]));
     } else {
-      this.send(packetWithData(type, update.data));
+      this.sendPacket(type, [update.data]);
     }
     if (WORK_RESULTS[type] === true) this.waitingOn.delete(jobId);
   }
@@ -322,24 +326,34 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   }
 
   private put(fn: string, unique: Buffer, body: Buffer, kind: Submit, delayMs: number): void {
+    const job = this.pendingJob;
+    job.priority = kind.priority;
+    job.delayMs = delayMs;
+    job.body = body;
     // A foreground job dies with its clients, so it is never journaled: a restart must not run it.
-    const result = this.ops.put(fn, { priority: kind.priority, delayMs, ttrMs: 0, body, transient: !kind.background });
-    this.link.settle(result, (r: Result<JobSnapshot>) => {
-      if (!r.ok) return this.sendError(r.code === 'DRAINING' ? 'DRAINING' : r.code === 'JOB_TOO_BIG' ? 'TOO_LARGE' : 'NO_MEMORY');
-      const id = r.value.id;
-      if (unique.length > 0) this.registry.rememberUnique(id, fn, unique);
-      if (!kind.background) {
-        this.registry.rememberForeground(id);
-        this.watchJob(id);
-      }
-      this.send(encodePacket(PACKET.JOB_CREATED, [this.registry.handles.handle(id)]));
-    });
+    job.transient = !kind.background;
+    const result = this.client.submit(fn, job);
+    job.body = NO_BODY; // do not pin the packet
+    // The in-memory store answers at once: no closure per submit then.
+    if (isPending(result)) this.link.settle(result, (r) => this.created(r, fn, unique, kind.background));
+    else this.created(result, fn, unique, kind.background);
+  }
+
+  private created(r: Result<JobBytes>, fn: string, unique: Buffer, background: boolean): void {
+    if (!r.ok) return this.sendError(r.code === 'DRAINING' ? 'DRAINING' : r.code === 'JOB_TOO_BIG' ? 'TOO_LARGE' : 'NO_MEMORY');
+    const id = r.value.id;
+    if (unique.length > 0) this.registry.rememberUnique(id, fn, unique);
+    if (!background) {
+      this.registry.rememberForeground(id);
+      this.watchJob(id);
+    }
+    this.sendPacket(PACKET.JOB_CREATED, [this.registry.handles.handle(id)]);
   }
 
   /** A submit whose unique id matches a job already queued or running: it gets that job's handle. */
   private attachTo(id: number, background: boolean): void {
     if (!background) this.watchJob(id);
-    this.send(encodePacket(PACKET.JOB_CREATED, [this.registry.handles.handle(id)]));
+    this.sendPacket(PACKET.JOB_CREATED, [this.registry.handles.handle(id)]);
   }
 
   private watchJob(id: number): void {
@@ -361,13 +375,21 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     const id = this.registry.handles.idOf(handle);
     const notFound: GearmanError = type === PACKET.WORK_DATA || type === PACKET.WORK_WARNING ? 'NO_SUCH_JOB' : 'JOB_NOT_FOUND';
     if (id === null) return this.sendError(notFound);
-    this.link.settle(this.client.holds(id), (held) => {
-      if (!held) return this.sendError(notFound);
-      if (type === PACKET.WORK_STATUS) this.registry.setStatus(id, args[1]!, args[2]!);
-      // Forwarded byte for byte to every client waiting on the job, in the order they arrive.
-      this.ops.report(id, { kind: KIND_OF_UPDATE[type]!, data: Buffer.from(data) });
-      if (WORK_RESULTS[type] === true) this.link.settle(this.client.delete(id), this.onFinished);
-    });
+    const held = this.client.holds(id);
+    if (isPending(held)) {
+      this.link.settle(held, (h) => this.workResultHeld(h, id, type, Buffer.from(data), args, notFound));
+    } else {
+      this.workResultHeld(held, id, type, data, args, notFound);
+    }
+  }
+
+  private workResultHeld(held: boolean, id: number, type: number, data: Buffer, args: Buffer[], notFound: GearmanError): void {
+    if (!held) return this.sendError(notFound);
+    if (type === PACKET.WORK_STATUS) this.registry.setStatus(id, args[1]!, args[2]!);
+    // Forwarded byte for byte to every client waiting on the job, in the order they arrive.
+    // Watchers copy it into their replies during the call, so `data` needs no copy of its own.
+    if (this.ops.watcherCount(id) > 0) this.ops.report(id, { kind: KIND_OF_UPDATE[type]!, data });
+    if (WORK_RESULTS[type] === true) this.link.settle(this.client.delete(id), this.onFinished);
   }
 
   private getStatus(handle: Buffer): void {
@@ -435,10 +457,10 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     const end = start + job.bodyLength;
     if (uniq) {
       // The body is already `unique NUL data`, as JOB_ASSIGN_UNIQ lays them out.
-      this.send(encodePacket(PACKET.JOB_ASSIGN_UNIQ, [handle, job.tubeName, job.bodyBuf.subarray(start, end)]));
+      this.sendPacket(PACKET.JOB_ASSIGN_UNIQ, [handle, job.tubeName, [job.bodyBuf, start, end]]);
     } else {
       const dataStart = Math.min(uniqueEnd(job.bodyBuf, start, end) + 1, end);
-      this.send(encodePacket(PACKET.JOB_ASSIGN, [handle, job.tubeName, job.bodyBuf.subarray(dataStart, end)]));
+      this.sendPacket(PACKET.JOB_ASSIGN, [handle, job.tubeName, [job.bodyBuf, dataStart, end]]);
     }
   }
 
@@ -454,6 +476,12 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     this.link.flushSoon();
   }
 
+  private sendPacket(type: number, parts: readonly PacketPart[]): void {
+    if (this.link.finished) return;
+    this.link.out.packet(type, parts);
+    this.link.flushSoon();
+  }
+
   private sendText(text: string): void {
     this.send(Buffer.from(text, 'latin1'));
   }
@@ -464,11 +492,8 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 }
 
 const ZERO = Buffer.from([0]);
+const NO_BODY = Buffer.alloc(0);
 
-/** A packet of `type` whose data is `data` as is (a WORK_* packet forwarded to a client). */
-function packetWithData(type: number, data: Buffer): Buffer {
-  return encodePacket(type, [data]);
-}
 
 /** SUBMIT_JOB_EPOCH's time: decimal seconds since the epoch, in ms; null when it does not parse. */
 function epochMs(text: Buffer): number | null {

@@ -7,11 +7,13 @@ export const MAX_HANDLE_BYTES = 63;
  */
 export class JobHandles {
   private readonly prefix: string;
+  private readonly prefixBytes: Buffer;
 
   constructor(host: string) {
     // 16 digits cover every safe integer id; "H:" and ":" take three more bytes.
     const room = MAX_HANDLE_BYTES - 3 - 16;
     this.prefix = `H:${host.replace(/[^\x21-\x7e]/g, '_').slice(0, room)}:`;
+    this.prefixBytes = Buffer.from(this.prefix, 'latin1');
   }
 
   handle(id: number): string {
@@ -20,11 +22,18 @@ export class JobHandles {
 
   /** The job id a handle names, or null when it is not one of this server's handles. */
   idOf(handle: Buffer | string): number | null {
-    const text = typeof handle === 'string' ? handle : handle.toString('latin1');
-    if (!text.startsWith(this.prefix)) return null;
-    const digits = text.slice(this.prefix.length);
-    if (!/^[1-9][0-9]{0,15}$/.test(digits)) return null;
-    const id = Number(digits);
+    // Every WORK_* packet names its job: compared and parsed in place, no string made.
+    const buf = typeof handle === 'string' ? Buffer.from(handle, 'latin1') : handle;
+    const plen = this.prefixBytes.length;
+    const digits = buf.length - plen;
+    if (digits < 1 || digits > 16 || buf.compare(this.prefixBytes, 0, plen, 0, plen) !== 0) return null;
+    if (buf[plen] === 0x30) return null; // no leading zero: one spelling per id
+    let id = 0;
+    for (let i = plen; i < buf.length; i++) {
+      const c = buf[i]! - 0x30;
+      if (c < 0 || c > 9) return null;
+      id = id * 10 + c;
+    }
     return Number.isSafeInteger(id) ? id : null;
   }
 }
