@@ -37,6 +37,10 @@ test('functions, workers and queued jobs show live; a queued job is cancelled an
   worker.request(PACKET.ECHO_REQ, 'sync');
   await worker.packet();
 
+  // The overview counts them too.
+  await page.goto('/');
+  await expect(page.getByTestId('gearman-queued-count')).toHaveText('2');
+  await page.getByRole('link', { name: 'Gearman' }).first().click();
   const row = page.getByTestId('gearman-fn-resize');
   await expect(row).toContainText('2');
   await expect(page.getByTestId('gearman-workers')).toContainText('thumbnailer');

@@ -1,0 +1,134 @@
+/**
+ * Real Gearman client libraries, unchanged, against Beanpole and (where installed) against
+ * Debian's gearmand in the same run: the npm `gearman` package (node-gearman) as client and
+ * worker, and Perl's Gearman::Client and Gearman::Worker (Debian's libgearman-client-perl).
+ * Each conversation must give the same results on both servers.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import gearman from 'gearman';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hasGearmand, startGearmand, type Gearmand } from './support/gearmand.js';
+import { freePort, startProcessServer, type ServerProcess } from './support/servers.js';
+
+const run = promisify(execFile);
+const HAS_PERL_CLIENT = await run('perl', ['-MGearman::Client', '-MGearman::Worker', '-e', '1']).then(
+  () => true,
+  () => false,
+);
+
+let beanpole: ServerProcess;
+let beanpolePort: number;
+let gearmand: Gearmand | null = null;
+
+beforeAll(async () => {
+  beanpolePort = await freePort();
+  beanpole = await startProcessServer('beanpole', { tcp: true }, ['--gearman-listen', '127.0.0.1', '--gearman-port', String(beanpolePort)]);
+  if (await hasGearmand()) gearmand = await startGearmand();
+});
+
+afterAll(async () => {
+  await beanpole?.stop();
+  await gearmand?.stop();
+});
+
+function servers(): [string, number][] {
+  return gearmand === null ? [['beanpole', beanpolePort]] : [['beanpole', beanpolePort], ['gearmand', gearmand.port]];
+}
+
+/** Runs `conversation` on each server; the results must be equal and `expected`. */
+async function onEach<T>(expected: T, conversation: (port: number) => Promise<T>): Promise<void> {
+  for (const [name, port] of servers()) expect(await conversation(port), name).toEqual(expected);
+}
+
+/** A node-gearman worker that upper-cases, reporting status and a data chunk first. */
+function npmWorker(port: number, fn: string): { close(): void } {
+  const worker = gearman('127.0.0.1', port);
+  worker.on('JOB_ASSIGN', (job) => {
+    worker.sendWorkStatus(job.handle, '1', '2');
+    worker.sendWorkData(job.handle, 'partial');
+    worker.sendWorkComplete(job.handle, job.payload.toString().toUpperCase());
+    worker.preSleep();
+  });
+  worker.on('NOOP', () => worker.grabJob());
+  worker.connect(() => {
+    worker.addFunction(fn);
+    worker.preSleep();
+  });
+  return worker;
+}
+
+describe('the npm gearman package', () => {
+  it('runs foreground jobs through a worker: data packets and results reach the client', async () => {
+    await onEach(
+      { data: ['partial', 'partial'], results: ['HELLO', 'WORLD'] },
+      (port) =>
+        new Promise((resolve, reject) => {
+          const fn = `npm-upper-${port}`;
+          const worker = npmWorker(port, fn);
+          const client = gearman('127.0.0.1', port, { timeout: 5000 });
+          const data: string[] = [];
+          const results: string[] = [];
+          client.on('error', reject);
+          client.on('WORK_DATA', (job) => data.push(job.payload.toString()));
+          client.on('WORK_COMPLETE', (job) => {
+            results.push(job.payload.toString());
+            if (results.length === 2) {
+              client.close();
+              worker.close();
+              resolve({ data, results: results.sort() });
+            }
+          });
+          client.connect(() => {
+            client.submitJob(fn, 'hello');
+            client.submitJob(fn, 'world', { priority: 'high' });
+          });
+        }),
+    );
+  });
+
+  it('submits a background job and reads its status while it waits', async () => {
+    await onEach({ known: '1', running: '0' }, (port) =>
+      new Promise((resolve, reject) => {
+        const client = gearman('127.0.0.1', port, { timeout: 5000 });
+        client.on('error', reject);
+        client.on('JOB_CREATED', (handle) => client.getJobStatus(handle));
+        client.on('STATUS_RES', (status) => {
+          client.close();
+          resolve({ known: status.known, running: status.running });
+        });
+        client.connect(() => client.submitJob(`npm-bg-${port}`, 'later', { background: true }));
+      }),
+    );
+  });
+});
+
+describe.skipIf(!HAS_PERL_CLIENT)("Perl's Gearman::Client", () => {
+  const workerScript = `
+    use Gearman::Worker;
+    my $w = Gearman::Worker->new(job_servers => ["127.0.0.1:$ARGV[0]"]);
+    $w->register_function($ARGV[1] => sub { scalar reverse $_[0]->arg });
+    $w->work(stop_if => sub { $_[0] >= 3 }) ;
+  `;
+  const clientScript = `
+    use Gearman::Client;
+    my $c = Gearman::Client->new(job_servers => ["127.0.0.1:$ARGV[0]"]);
+    for my $word (qw(alpha beta gamma)) {
+      my $r = $c->do_task($ARGV[1] => $word, { uniq => "u-$word" });
+      print defined $r ? $$r : "undef", "\\n";
+    }
+  `;
+
+  it('runs do_task through a Perl worker', async () => {
+    await onEach('ahpla\nateb\nammag\n', async (port) => {
+      const fn = `perl-rev-${port}`;
+      const worker = spawn('perl', ['-e', workerScript, String(port), fn], { stdio: 'ignore' });
+      try {
+        const { stdout } = await run('perl', ['-e', clientScript, String(port), fn], { timeout: 15_000 });
+        return stdout;
+      } finally {
+        worker.kill();
+      }
+    });
+  });
+});
