@@ -48,7 +48,7 @@ async function main(argv: string[]): Promise<void> {
   const binlog = binlogDir === null ? null : createBinlog(options, binlogDir, log, fileOwner(user));
   // Gearman's background jobs are journaled by a binlog of their own in DIR/gearman: the same
   // format, group commit and crash guarantees, and ids of their own, as beanstalkd never sees them.
-  const gearmanDir = binlogDir === null ? null : path.join(binlogDir, GEARMAN_BINLOG_DIR);
+  const gearmanDir = binlogDir === null || options.gearman === null ? null : path.join(binlogDir, GEARMAN_BINLOG_DIR);
   const gearmanBinlog = gearmanDir === null ? null : createBinlog(options, gearmanDir, log, fileOwner(user));
   const budget = memoryBudget(options.maxJobBytes, machineFacts());
   const engine = new Engine({ clock: systemClock, ...budget, maxJobSize: options.maxJobSize, journal: binlog ?? nullJournal });
@@ -67,7 +67,7 @@ async function main(argv: string[]): Promise<void> {
   // (as beanstalkd refuses to start), and every file the binlog creates belongs to USER.
   const open = (): OpenedBinlog[] => [
     openPersistence(binlogDir!, binlog!, engine, log),
-    openPersistence(makeDirectory(gearmanDir!, log), gearmanBinlog!, gearmanEngine, log),
+    ...(gearmanDir === null ? [] : [openPersistence(makeDirectory(gearmanDir, log), gearmanBinlog!, gearmanEngine, log)]),
   ];
   const persisted = binlog === null ? [] : user === null ? open() : privileged(log, () => withUserIds(user, open));
   const scheduler = new Scheduler(engine);
