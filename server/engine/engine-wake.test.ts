@@ -4,6 +4,7 @@
  * and the job-size limit.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
+import { jobImage } from '../persistence/testing.js';
 import type { JobUpdate, JobWatcher } from './watchers.js';
 import { Harness, unwrap, type Client } from './testing.js';
 
@@ -176,26 +177,7 @@ describe('the job-size limit', () => {
   it('holds only a new body to it: a job kept from a run with a larger -z can still be edited', () => {
     const small = new Harness({ maxJobSize: 2 });
     // What a restart with a smaller -z recovers from the binlog.
-    small.engine.restoreJob(
-      {
-        id: 1,
-        tube: 'default',
-        state: 'ready',
-        priority: 0,
-        delayMs: 0,
-        ttrMs: 60_000,
-        createdAt: small.now(),
-        deadlineAt: 0,
-        buriedSeq: 0,
-        reserves: 0,
-        timeouts: 0,
-        releases: 0,
-        buries: 0,
-        kicks: 0,
-        body: Buffer.from('1234'),
-      },
-      0,
-    );
+    small.engine.restoreJob(jobImage({ id: 1, priority: 0, createdAt: small.now(), body: Buffer.from('1234') }), 0);
     small.engine.finishRestore(2);
     expect(small.engine.editJob(1, { priority: 7 }).ok).toBe(true);
     expect(small.engine.editJob(1, { tube: 'elsewhere' }).ok).toBe(true);

@@ -330,18 +330,23 @@ class MemoryClient implements ClientOperations {
   private readonly request: PutRequest;
 
   put(id: number, job: NewJob): Result<JobBytes> {
+    const result = this.engine.put(this.requestFor(this.session.used, id, job));
+    this.request.body = EMPTY_BODY; // do not pin the caller's buffer
+    return result; // the engine's job record is the JobBytes: no second object per put
+  }
+
+  /** The reused request, filled for `job` into `tube` (no object per put). */
+  private requestFor(tube: Tube, id: number | undefined, job: NewJob): PutRequest {
     const request = this.request;
-    request.tube = this.session.used;
+    request.tube = tube;
     request.id = id;
     request.priority = job.priority;
     request.delayMs = job.delayMs;
     request.ttrMs = ttrWithFloor(job.ttrMs);
     request.body = job.body;
     request.bodyOwned = job.bodyOwned === true;
-    request.transient = false;
-    const result = this.engine.put(request);
-    request.body = EMPTY_BODY; // do not pin the caller's buffer
-    return result; // the engine's job record is the JobBytes: no second object per put
+    request.transient = job.transient === true;
+    return request;
   }
 
   submit(tube: string, job: NewJob): Result<JobBytes> {
@@ -350,19 +355,9 @@ class MemoryClient implements ClientOperations {
     if (engine.isTooBig(job.body.length)) return fail('JOB_TOO_BIG');
     if (!engine.hasRoomForTube(tube)) return fail('OUT_OF_MEMORY');
     const target = engine.findOrCreateTube(tube);
-    // The same reused request as put: no object per submit.
-    const request = this.request;
-    request.tube = target;
-    request.id = undefined;
-    request.priority = job.priority;
-    request.delayMs = job.delayMs;
-    request.ttrMs = ttrWithFloor(job.ttrMs);
-    request.body = job.body;
-    request.bodyOwned = job.bodyOwned === true;
-    request.transient = job.transient === true;
-    const result = engine.put(request);
-    request.body = EMPTY_BODY;
-    request.tube = this.session.used;
+    const result = engine.put(this.requestFor(target, undefined, job));
+    this.request.body = EMPTY_BODY;
+    this.request.tube = this.session.used;
     if (!result.ok) engine.dropTubeIfUnused(target);
     return result;
   }
