@@ -5,22 +5,14 @@
  */
 import { PACKET } from '../server/protocol/gearman/packets.js';
 import { GearmanTestClient } from '../test/support/gearman-client.js';
+import { gearmanPortFromLog } from '../test/support/gearman-server.js';
 import { expect, expectLive, test } from './fixtures.js';
 
 test.use({ serverArgs: ['--gearman-listen', '127.0.0.1', '--gearman-port', '0'] });
 
-/** The Gearman port the server picked (its log says where it listens). */
-async function gearmanPort(stderr: () => string): Promise<number> {
-  for (let i = 0; i < 200; i++) {
-    const m = /Gearman protocol listening on 127\.0\.0\.1:(\d+)/.exec(stderr());
-    if (m !== null) return Number(m[1]);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error('no Gearman port in the log');
-}
 
 test('functions, workers and queued jobs show live; a queued job is cancelled and never runs', async ({ page, server }) => {
-  const port = await gearmanPort(() => server.stderr());
+  const port = await gearmanPortFromLog(() => server.stderr());
   await page.goto('/gearman');
   await expectLive(page);
 

@@ -11,6 +11,7 @@ import type { ClientToServerEvents, ServerToClientEvents } from '../shared/event
 import { PACKET } from '../server/protocol/gearman/packets.js';
 import { api, startAdminServer, type AdminServerProcess } from './support/admin-server.js';
 import { GearmanTestClient } from './support/gearman-client.js';
+import { gearmanPortFromLog } from './support/gearman-server.js';
 
 let server: AdminServerProcess;
 let readOnly: AdminServerProcess;
@@ -18,14 +19,7 @@ let port: number;
 let readOnlyPort: number;
 const clients: GearmanTestClient[] = [];
 
-async function gearmanPortOf(s: AdminServerProcess): Promise<number> {
-  for (let i = 0; i < 200; i++) {
-    const m = /Gearman protocol listening on 127\.0\.0\.1:(\d+)/.exec(s.stderr());
-    if (m !== null) return Number(m[1]);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error('no Gearman port in the log');
-}
+const gearmanPortOf = (s: AdminServerProcess): Promise<number> => gearmanPortFromLog(() => s.stderr());
 
 beforeAll(async () => {
   const args = ['--gearman-listen', '127.0.0.1', '--gearman-port', '0'];

@@ -8,7 +8,8 @@ import { readFileSync, rmSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasGearmand, startGearmand, type Gearmand } from './support/gearmand.js';
-import { freePort, startProcessServer, type ServerProcess } from './support/servers.js';
+import { startGearmanServer } from './support/gearman-server.js';
+import type { ServerProcess } from './support/servers.js';
 
 const run = promisify(execFile);
 const HAS_GEARMAN = await run('gearman', ['-H']).then(
@@ -23,8 +24,7 @@ const workers: ChildProcess[] = [];
 
 beforeAll(async () => {
   if (!HAS_GEARMAN) return;
-  beanpolePort = await freePort();
-  beanpole = await startProcessServer('beanpole', { tcp: true }, ['--gearman-listen', '127.0.0.1', '--gearman-port', String(beanpolePort)]);
+  ({ server: beanpole, port: beanpolePort } = await startGearmanServer());
   if (await hasGearmand()) gearmand = await startGearmand();
 });
 

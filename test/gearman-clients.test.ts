@@ -9,7 +9,8 @@ import { promisify } from 'node:util';
 import gearman from 'gearman';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasGearmand, startGearmand, type Gearmand } from './support/gearmand.js';
-import { freePort, startProcessServer, type ServerProcess } from './support/servers.js';
+import { startGearmanServer } from './support/gearman-server.js';
+import type { ServerProcess } from './support/servers.js';
 
 const run = promisify(execFile);
 const HAS_PERL_CLIENT = await run('perl', ['-MGearman::Client', '-MGearman::Worker', '-e', '1']).then(
@@ -22,8 +23,7 @@ let beanpolePort: number;
 let gearmand: Gearmand | null = null;
 
 beforeAll(async () => {
-  beanpolePort = await freePort();
-  beanpole = await startProcessServer('beanpole', { tcp: true }, ['--gearman-listen', '127.0.0.1', '--gearman-port', String(beanpolePort)]);
+  ({ server: beanpole, port: beanpolePort } = await startGearmanServer());
   if (await hasGearmand()) gearmand = await startGearmand();
 });
 

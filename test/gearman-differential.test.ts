@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKET } from '../server/protocol/gearman/packets.js';
 import { GearmanTestClient } from './support/gearman-client.js';
 import { hasGearmand, startGearmand, type Gearmand } from './support/gearmand.js';
-import { freePort, startProcessServer, type ServerProcess } from './support/servers.js';
+import { startGearmanServer } from './support/gearman-server.js';
+import type { ServerProcess } from './support/servers.js';
 
 const HAS_GEARMAND = await hasGearmand();
 
@@ -20,18 +21,8 @@ let gearmand: Gearmand;
 
 beforeAll(async () => {
   if (!HAS_GEARMAND) return;
-  beanpolePort = await freePort();
-  beanpole = await startProcessServer('beanpole', { tcp: true }, ['--gearman-listen', '127.0.0.1', '--gearman-port', String(beanpolePort)]);
+  ({ server: beanpole, port: beanpolePort } = await startGearmanServer());
   gearmand = await startGearmand();
-  // Beanpole's Gearman port opens right after its beanstalkd one.
-  for (let i = 0; i < 200; i++) {
-    const up = await GearmanTestClient.connect(beanpolePort).then(
-      (c) => (c.destroy(), true),
-      () => false,
-    );
-    if (up) break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
 });
 
 afterAll(async () => {

@@ -11,7 +11,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PACKET } from '../server/protocol/gearman/packets.js';
 import { GearmanTestClient } from './support/gearman-client.js';
 import { RawClient } from './support/raw-client.js';
-import { freePort, startProcessServer, type ServerProcess } from './support/servers.js';
+import { startGearmanServer } from './support/gearman-server.js';
+import { freePort, type ServerProcess } from './support/servers.js';
 
 const dirs: string[] = [];
 const servers: ServerProcess[] = [];
@@ -24,17 +25,9 @@ afterEach(async () => {
 });
 
 async function start(dir: string, port: number): Promise<ServerProcess> {
-  const s = await startProcessServer('beanpole', { tcp: true }, ['-b', dir, '--gearman-listen', '127.0.0.1', '--gearman-port', String(port)]);
-  servers.push(s);
-  for (let i = 0; i < 200; i++) {
-    try {
-      (await GearmanTestClient.connect(port)).destroy();
-      return s;
-    } catch {
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
-  throw new Error('Gearman port did not open');
+  const { server } = await startGearmanServer(['-b', dir], port);
+  servers.push(server);
+  return server;
 }
 
 async function kill9(s: ServerProcess): Promise<void> {

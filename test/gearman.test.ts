@@ -7,24 +7,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKET } from '../server/protocol/gearman/packets.js';
 import { GearmanTestClient, requestPacket } from './support/gearman-client.js';
 import { RawClient } from './support/raw-client.js';
-import { freePort, startProcessServer, type ServerProcess } from './support/servers.js';
+import { startGearmanServer } from './support/gearman-server.js';
+import type { ServerProcess } from './support/servers.js';
 
 let server: ServerProcess;
 let port: number;
 const open: GearmanTestClient[] = [];
 
 beforeAll(async () => {
-  port = await freePort();
-  server = await startProcessServer('beanpole', { tcp: true }, ['--gearman-listen', '127.0.0.1', '--gearman-port', String(port)]);
-  // The Gearman port opens right after the beanstalkd one.
-  for (let i = 0; i < 100; i++) {
-    try {
-      (await GearmanTestClient.connect(port)).destroy();
-      break;
-    } catch {
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
+  ({ server, port } = await startGearmanServer());
 });
 
 afterAll(async () => {

@@ -1,0 +1,38 @@
+import { GearmanTestClient } from './gearman-client.js';
+import { freePort, startProcessServer, type ServerProcess } from './servers.js';
+
+const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until a Gearman port accepts connections (it opens right after the beanstalkd one). */
+export async function waitForGearman(port: number): Promise<void> {
+  for (let i = 0; i < 250; i++) {
+    const up = await GearmanTestClient.connect(port).then(
+      (c) => (c.destroy(), true),
+      () => false,
+    );
+    if (up) return;
+    await delay(20);
+  }
+  throw new Error(`the Gearman port ${port} did not open`);
+}
+
+/** The Gearman port a server started with `--gearman-port 0` picked, read from its log. */
+export async function gearmanPortFromLog(stderr: () => string): Promise<number> {
+  for (let i = 0; i < 250; i++) {
+    const m = /Gearman protocol listening on 127\.0\.0\.1:(\d+)/.exec(stderr());
+    if (m !== null) return Number(m[1]);
+    await delay(20);
+  }
+  throw new Error('no Gearman port in the log');
+}
+
+/**
+ * Starts bin/beanpole with Gearman on 127.0.0.1 (on `port`, or a free one) and `args`, and
+ * waits until both of its ports accept connections.
+ */
+export async function startGearmanServer(args: readonly string[] = [], port?: number): Promise<{ server: ServerProcess; port: number }> {
+  const gearmanPort = port ?? (await freePort());
+  const server = await startProcessServer('beanpole', { tcp: true }, [...args, '--gearman-listen', '127.0.0.1', '--gearman-port', String(gearmanPort)]);
+  await waitForGearman(gearmanPort);
+  return { server, port: gearmanPort };
+}
