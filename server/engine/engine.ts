@@ -1013,7 +1013,7 @@ export class Engine {
       this.stats.urgent++;
     }
     this.changed(job, from);
-    if (job.heapIndex === 0) this.refreshAwaited(tube);
+    if (tube.ready.peek() === job) this.refreshAwaited(tube);
     this.processQueue();
   }
 
@@ -1038,7 +1038,7 @@ export class Engine {
 
   private removeReady(job: Job): void {
     const tube = job.tube;
-    tube.ready.removeAt(job.heapIndex);
+    tube.ready.remove(job);
     this.stats.ready--;
     if (job.priority < URGENT_BELOW) {
       tube.urgent--;

@@ -17,6 +17,10 @@ export class JobList {
     return this.head ?? undefined;
   }
 
+  last(): Job | undefined {
+    return this.tail ?? undefined;
+  }
+
   push(job: Job): void {
     job.listPrev = this.tail;
     job.listNext = null;

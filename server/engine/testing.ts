@@ -266,6 +266,7 @@ export class Harness {
     for (const tube of tubes) {
       check(engine.tube(tube.name) === tube, `tube ${tube.name} is listed but not found by name`);
       let tubeUrgent = 0;
+      check(tube.ready.runIsSorted(), `tube ${tube.name}'s sorted run of ready jobs is out of order`);
       tube.ready.forEach((j) => {
         check(j.state === 'ready' && j.tube === tube, `job ${j.id} in ${tube.name}'s ready heap is ${j.state}`);
         if (j.priority < URGENT_BELOW) tubeUrgent++;

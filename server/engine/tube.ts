@@ -1,16 +1,17 @@
 import { IndexedHeap } from './heap.js';
-import { deadlineLess, readyLess, setHeapIndex, type Job, type JobState } from './job.js';
+import { deadlineLess, setHeapIndex, type Job, type JobState } from './job.js';
 import { JobList } from './job-list.js';
 import { OrderedSet } from './ordered-set.js';
+import { ReadyQueue } from './ready-queue.js';
 import type { Session } from './session.js';
 
 let tubesMade = 0;
 
-/** A named queue: its ready heap, delay heap, buried FIFO and the sessions using or watching it. */
+/** A named queue: its ready queue, delay heap, buried FIFO and the sessions using or watching it. */
 export class Tube {
   /** Tells apart two tubes of the same name, one removed and one made later. */
   readonly serial = ++tubesMade;
-  readonly ready = new IndexedHeap<Job>(readyLess, setHeapIndex);
+  readonly ready = new ReadyQueue();
   readonly delayed = new IndexedHeap<Job>(deadlineLess, setHeapIndex);
   /** Buried jobs, oldest first. */
   readonly buried = new JobList();

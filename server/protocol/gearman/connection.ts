@@ -100,6 +100,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   private readonly ops: Operations;
   private readonly registry: GearmanRegistry;
   private clientId = '-';
+  private lastFunction: { bytes: Buffer; name: string } | null = null;
   private exceptions = false;
   /** CAN_DO_TIMEOUT per function (ms). */
   private readonly timeouts = new Map<string, number>();
@@ -302,7 +303,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     // never empty, which is one of its checks against damage).
     if (fnBytes.length === 0 || fnBytes.length > MAX_FUNCTION_BYTES) return this.sendError('BAD_FUNCTION');
     if (unique.length > MAX_UNIQUE_BYTES) return this.sendError('BAD_UNIQUE');
-    const fn = fnBytes.toString('latin1');
+    const fn = this.functionName(fnBytes);
     let delayMs = 0;
     if (kind.when !== 'now') {
       const runAt = kind.when === 'epoch' ? epochMs(args[2]!) : cronMs(args.slice(2, 7), this.ops.now());
@@ -323,6 +324,17 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       });
     }
     this.put(fn, unique, body, kind, delayMs);
+  }
+
+  /**
+   * The function name of a submit as a string. A client submits to the same function again and
+   * again, so the last one is kept: no new string per packet (nor a fresh hash for the tube lookup).
+   */
+  private functionName(bytes: Buffer): string {
+    if (this.lastFunction !== null && bytes.equals(this.lastFunction.bytes)) return this.lastFunction.name;
+    const name = bytes.toString('latin1');
+    this.lastFunction = { bytes: Buffer.from(bytes), name };
+    return name;
   }
 
   private put(fn: string, unique: Buffer, body: Buffer, kind: Submit, delayMs: number): void {
