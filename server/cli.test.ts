@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_BINLOG_SIZE, DEFAULT_MAX_JOB_SIZE, MAX_JOB_SIZE_LIMIT } from '../shared/limits.js';
+import { DEFAULT_BINLOG_SIZE, DEFAULT_GEARMAN_MAX_SIZE, DEFAULT_MAX_JOB_SIZE, MAX_JOB_SIZE_LIMIT } from '../shared/limits.js';
 import { USAGE, USAGE_EXIT_CODE, parseCommandLine, type CliResult, type ServerOptions } from './cli.js';
 
 const DEFAULTS: ServerOptions = {
@@ -16,13 +16,13 @@ const DEFAULTS: ServerOptions = {
   verbosity: 0,
   maxJobBytes: null,
   admin: { listen: '127.0.0.1', port: 11380, token: null, readOnly: false, allowedHosts: [] },
-  gearman: { listen: '0.0.0.0', port: 4730 },
+  gearman: { listen: '0.0.0.0', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE },
 };
 
 function run(changes: Partial<ServerOptions>, warnings: string[] = []): CliResult {
   // Gearman listens where -l does (unless a UNIX socket), when not told otherwise.
   const listen = changes.listen ?? DEFAULTS.listen;
-  const gearman = { listen: listen.startsWith('unix:') ? '0.0.0.0' : listen, port: 4730 };
+  const gearman = { listen: listen.startsWith('unix:') ? '0.0.0.0' : listen, port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE };
   return { kind: 'run', options: { ...DEFAULTS, gearman, ...changes }, warnings };
 }
 
@@ -30,14 +30,22 @@ const CLAMP_WARNING = `maximum job size was set to ${MAX_JOB_SIZE_LIMIT}`;
 
 describe('parseCommandLine: the Gearman flags', () => {
   it('serves Gearman on 4730 at the -l address by default, or 0.0.0.0 when -l is a UNIX socket', () => {
-    expect(parseCommandLine(['-l', '127.0.0.1'])).toStrictEqual(run({ listen: '127.0.0.1', gearman: { listen: '127.0.0.1', port: 4730 } }));
-    expect(parseCommandLine(['-l', 'unix:/tmp/s'])).toStrictEqual(run({ listen: 'unix:/tmp/s', gearman: { listen: '0.0.0.0', port: 4730 } }));
+    expect(parseCommandLine(['-l', '127.0.0.1'])).toStrictEqual(run({ listen: '127.0.0.1', gearman: { listen: '127.0.0.1', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE } }));
+    expect(parseCommandLine(['-l', 'unix:/tmp/s'])).toStrictEqual(run({ listen: 'unix:/tmp/s', gearman: { listen: '0.0.0.0', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE } }));
   });
 
   it('takes --gearman-port, --gearman-listen and --no-gearman', () => {
-    expect(parseCommandLine(['--gearman-port', '0'])).toStrictEqual(run({ gearman: { listen: '0.0.0.0', port: 0 } }));
-    expect(parseCommandLine(['--gearman-listen', '::1', '--gearman-port=4731'])).toStrictEqual(run({ gearman: { listen: '::1', port: 4731 } }));
+    expect(parseCommandLine(['--gearman-port', '0'])).toStrictEqual(run({ gearman: { listen: '0.0.0.0', port: 0, maxSize: DEFAULT_GEARMAN_MAX_SIZE } }));
+    expect(parseCommandLine(['--gearman-listen', '::1', '--gearman-port=4731'])).toStrictEqual(run({ gearman: { listen: '::1', port: 4731, maxSize: DEFAULT_GEARMAN_MAX_SIZE } }));
     expect(parseCommandLine(['--no-gearman'])).toStrictEqual(run({ gearman: null }));
+    // --gearman-max-size is Gearman's packet limit; -z stays beanstalkd's.
+    expect(parseCommandLine(['-z', '100', '--gearman-max-size', '2000'])).toStrictEqual(
+      run({ maxJobSize: 100, gearman: { listen: '0.0.0.0', port: 4730, maxSize: 2000 } }),
+    );
+    expect(parseCommandLine(['--gearman-max-size', '5000000000'])).toStrictEqual(
+      run({ gearman: { listen: '0.0.0.0', port: 4730, maxSize: MAX_JOB_SIZE_LIMIT } }, [`maximum Gearman packet size was set to ${MAX_JOB_SIZE_LIMIT}`]),
+    );
+    expect(parseCommandLine(['--gearman-max-size', 'x'])).toStrictEqual({ kind: 'usage-error', message: 'invalid size: x' });
     expect(parseCommandLine(['--gearman-port', '70000'])).toStrictEqual({ kind: 'usage-error', message: 'invalid Gearman port: 70000' });
     expect(USAGE).toContain('--gearman-port PORT');
   });

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { DEFAULT_BINLOG_SIZE, DEFAULT_MAX_JOB_SIZE, MAX_JOB_SIZE_LIMIT } from '../shared/limits.js';
+import { DEFAULT_BINLOG_SIZE, DEFAULT_GEARMAN_MAX_SIZE, DEFAULT_MAX_JOB_SIZE, MAX_JOB_SIZE_LIMIT } from '../shared/limits.js';
 import { hostName, isLoopback } from './host-name.js';
 
 /** Everything the command line sets. */
@@ -25,6 +25,8 @@ export interface GearmanOptions {
   listen: string;
   /** 0 picks a free port (the log line says which). */
   port: number;
+  /** Largest packet data accepted (bytes), which bounds a job's data too. */
+  maxSize: number;
 }
 
 export const DEFAULT_GEARMAN_PORT = 4730;
@@ -96,6 +98,9 @@ Gearman protocol (binary and text admin, same jobs engine):
  --gearman-port PORT    port (default 4730; 0 picks a free one)
  --gearman-listen ADDR  listen address (default: the -l address, or 0.0.0.0
                         when -l is a UNIX socket)
+ --gearman-max-size BYTES  largest packet accepted, which bounds a job's
+                        data (default 67108864, 64 MiB; max 1073741824);
+                        -z applies to beanstalkd jobs only
  --no-gearman           no Gearman port
 `;
 
@@ -122,6 +127,7 @@ const OPTIONS = {
   'no-admin': { type: 'boolean' },
   'gearman-port': { type: 'string' },
   'gearman-listen': { type: 'string' },
+  'gearman-max-size': { type: 'string' },
   'no-gearman': { type: 'boolean' },
 } as const;
 
@@ -167,6 +173,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
   let noGearman = false;
   let gearmanListen: string | null = null;
   let gearmanPort = DEFAULT_GEARMAN_PORT;
+  let gearmanMaxSize = DEFAULT_GEARMAN_MAX_SIZE;
   const warnings: string[] = [];
   try {
     for (const token of tokens) {
@@ -199,17 +206,9 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
         case 'user':
           options.user = value;
           break;
-        case 'max-job-size': {
-          const size = parseSize(value);
-          if (size === null) throw new UsageError(`invalid size: ${value}`);
-          if (size > BigInt(MAX_JOB_SIZE_LIMIT)) {
-            warnings.push(`maximum job size was set to ${MAX_JOB_SIZE_LIMIT}`);
-            options.maxJobSize = MAX_JOB_SIZE_LIMIT;
-          } else {
-            options.maxJobSize = Number(size);
-          }
+        case 'max-job-size':
+          options.maxJobSize = jobSize(value, 'maximum job size', warnings);
           break;
-        }
         case 'binlog-size': {
           const size = parseSize(value);
           if (size === null || size > BigInt(Number.MAX_SAFE_INTEGER)) throw new UsageError(`invalid size: ${value}`);
@@ -250,6 +249,9 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
         case 'gearman-listen':
           gearmanListen = value;
           break;
+        case 'gearman-max-size':
+          gearmanMaxSize = jobSize(value, 'maximum Gearman packet size', warnings);
+          break;
         case 'no-gearman':
           noGearman = true;
           break;
@@ -267,7 +269,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
   if (!noAdmin) options.admin = admin;
   if (!noGearman) {
     const listen = gearmanListen ?? (options.listen.startsWith('unix:') ? '0.0.0.0' : options.listen);
-    options.gearman = { listen, port: gearmanPort };
+    options.gearman = { listen, port: gearmanPort, maxSize: gearmanMaxSize };
   }
   return { kind: 'run', options, warnings };
 }
@@ -289,6 +291,15 @@ function hostList(value: string): string[] {
     if (name === null) throw new UsageError(`invalid host name in --admin-allowed-hosts: ${JSON.stringify(item)}`);
     return name;
   });
+}
+
+/** A size as beanstalkd's -z takes it: above MAX_JOB_SIZE_LIMIT, the limit with a warning. */
+function jobSize(value: string, what: string, warnings: string[]): number {
+  const size = parseSize(value);
+  if (size === null) throw new UsageError(`invalid size: ${value}`);
+  if (size <= BigInt(MAX_JOB_SIZE_LIMIT)) return Number(size);
+  warnings.push(`${what} was set to ${MAX_JOB_SIZE_LIMIT}`);
+  return MAX_JOB_SIZE_LIMIT;
 }
 
 function integer(text: string, what: string, min: number, max: number): number {

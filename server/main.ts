@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DEFAULT_GEARMAN_MAX_SIZE } from '../shared/limits.js';
 import { AdminShell } from './admin/shell.js';
 import { USAGE, USAGE_EXIT_CODE, parseCommandLine, type ServerOptions } from './cli.js';
 import { systemClock } from './engine/clock.js';
@@ -14,7 +15,7 @@ import { machineFacts, memoryBudget } from './memory-budget.js';
 import { Binlog } from './persistence/binlog.js';
 import { BINLOG_EXIT_CODE, BinlogDirError, openBinlog, type OpenedBinlog } from './persistence/open-binlog.js';
 import { BeanstalkServer } from './protocol/beanstalk/server.js';
-import { GEARMAN_JOB_RECORD_BYTES, MAX_UNIQUE_BYTES } from './protocol/gearman/connection.js';
+import { GEARMAN_JOB_RECORD_BYTES } from './protocol/gearman/connection.js';
 import { GearmanRegistry } from './protocol/gearman/registry.js';
 import { GearmanServer } from './protocol/gearman/server.js';
 import { GearmanView } from './protocol/gearman/view.js';
@@ -53,12 +54,13 @@ async function main(argv: string[]): Promise<void> {
   const budget = memoryBudget(options.maxJobBytes, machineFacts());
   const engine = new Engine({ clock: systemClock, ...budget, maxJobSize: options.maxJobSize, journal: binlog ?? nullJournal });
   // Gearman's jobs live in an engine of their own: ids, tubes (functions) and stats that
-  // beanstalkd clients never see, under the same memory budget. A body keeps its unique id in
-  // front of the data (gearman/job-body.ts), so -z is the data's limit.
+  // beanstalkd clients never see, under the same memory budget. Gearman has its own size limit,
+  // --gearman-max-size, on whole packets: a job's body (its unique id and data, gearman/job-body.ts)
+  // is a part of its submit packet, so the packet limit bounds it too.
   const gearmanEngine = new Engine({
     clock: systemClock,
     ...budget,
-    maxJobSize: options.maxJobSize + MAX_UNIQUE_BYTES + 1,
+    maxJobSize: options.gearman?.maxSize ?? DEFAULT_GEARMAN_MAX_SIZE,
     jobRecordBytes: GEARMAN_JOB_RECORD_BYTES,
     journal: gearmanBinlog ?? nullJournal,
   });

@@ -411,6 +411,30 @@ describe('Gearman: hostile input', () => {
   });
 });
 
+describe('Gearman: --gearman-max-size', () => {
+  it('bounds packets by its own limit, not by -z, and answers ARGUMENT_TOO_LARGE to a bigger one', async () => {
+    const limited = await startGearmanServer(['-z', '100', '--gearman-max-size', '2000']);
+    const c = await GearmanTestClient.connect(limited.port);
+    try {
+      // 1,500 bytes of data: far over -z 100, within the Gearman limit.
+      const f = fn();
+      c.request(PACKET.SUBMIT_JOB_BG, f, '', Buffer.alloc(1500, 'd'));
+      expect((await c.args(1))[0]).toBe(PACKET.JOB_CREATED);
+      // A packet whose data part is one byte over the limit.
+      c.request(PACKET.SUBMIT_JOB_BG, f, '', Buffer.alloc(2001 - f.length - 2, 'd'));
+      expect(await c.args(2)).toEqual([PACKET.ERROR, 'ARGUMENT_TOO_LARGE', 'Packet is larger than the server accepts']);
+      // Exactly at the limit is taken, and the connection carries on.
+      c.request(PACKET.SUBMIT_JOB_BG, f, '', Buffer.alloc(2000 - f.length - 2, 'd'));
+      expect((await c.args(1))[0]).toBe(PACKET.JOB_CREATED);
+      c.request(PACKET.ECHO_REQ, 'still here');
+      expect(await c.args(1)).toEqual([PACKET.ECHO_RES, 'still here']);
+    } finally {
+      c.destroy();
+      await limited.server.stop();
+    }
+  });
+});
+
 describe('Gearman beside beanstalkd', () => {
   it("keeps Gearman's jobs and functions out of every beanstalkd reply", async () => {
     const f = fn();

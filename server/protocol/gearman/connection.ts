@@ -39,9 +39,6 @@ export const GEARMAN_JOB_RECORD_BYTES = 1024;
 /** A leaving client lets go of this many foreground jobs per turn. */
 const LEAVE_SLICE = 1024;
 
-/** Room for a packet's arguments besides the job data, over `-z`. */
-const ARGUMENT_ROOM = 1024;
-
 export interface GearmanContext extends LinkContext, AdminContext {
   ops: Operations;
   registry: GearmanRegistry;
@@ -120,7 +117,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     // A worker watches only the functions it registers, and holds a job until it reports or leaves.
     this.client = this.ops.connect(this, this.link.peer, { watchNothing: true });
     this.client.setHold(Number.POSITIVE_INFINITY);
-    this.parser = new GearmanParser(this, this.ops.maxJobSize + ARGUMENT_ROOM);
+    this.parser = new GearmanParser(this, this.ops.maxJobSize);
     this.unlist = this.registry.list(() => ({
       fd: this.fd,
       address: socket.remoteAddress ?? 'unix',
