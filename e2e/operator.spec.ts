@@ -142,3 +142,38 @@ test('delete a job in two steps', async ({ page, tcp }) => {
   await client.delete(other);
   await expect(page.getByTestId('job-deleted')).toBeVisible();
 });
+
+test('a tube gets a dead-letter limit in the dashboard; the job it buries says why', async ({ page, tcp }) => {
+  const producer = await tcp();
+  await producer.use('payments');
+  const worker = await tcp();
+  await worker.watchOnly('payments');
+  const id = await producer.put('{"amount":"12,50"}');
+
+  await page.goto('/tubes/payments');
+  await expectLive(page);
+  // Off by default, as in beanstalkd.
+  await expect(page.getByTestId('dead-letter-current')).toHaveAttribute('data-value', '0');
+  await page.getByTestId('dead-letter-limit').fill('2');
+  await page.getByTestId('dead-letter-save').click();
+  await expect(page.getByTestId('dead-letter-current')).toHaveAttribute('data-value', '2');
+  await expect(page.getByTestId('dead-letter-current')).toContainText('this tube');
+
+  // The worker fails the job twice: the second release answers BURIED.
+  for (const want of ['RELEASED', 'BURIED']) {
+    const job = await worker.reserve();
+    expect(job.id).toBe(id);
+    expect(await worker.command(`release ${id} 0 0`)).toBe(`${want}\r\n`);
+  }
+  await expect(page.getByTestId('count-buried')).toHaveAttribute('data-value', '1', { timeout: 5_000 });
+  await page.goto(`/jobs/${id}`);
+  await expect(page.getByTestId('bury-cause')).toHaveAttribute('data-value', 'dead-letter-release');
+  await expect(page.getByTestId('bury-cause')).toContainText('2 releases and timeouts');
+  await expect(page.getByTestId('job-field-strikes')).toHaveAttribute('data-value', '2');
+
+  // Back to the server default (off): the setting goes, the button with it.
+  await page.goto('/tubes/payments');
+  await page.getByTestId('dead-letter-default').click();
+  await expect(page.getByTestId('dead-letter-current')).toHaveAttribute('data-value', '0');
+  await expect(page.getByTestId('dead-letter-default')).toHaveCount(0);
+});

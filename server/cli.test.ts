@@ -15,6 +15,7 @@ const DEFAULTS: ServerOptions = {
   user: null,
   verbosity: 0,
   maxJobBytes: null,
+  deadLetterAfter: 0,
   admin: { listen: '127.0.0.1', port: 11380, token: null, readOnly: false, allowedHosts: [] },
   gearman: { listen: '0.0.0.0', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE },
 };
@@ -153,6 +154,8 @@ describe('parseCommandLine', () => {
     [['--verbose', '-V', '--verbose'], { verbosity: 3 }],
     [['--max-job-bytes', '1000000'], { maxJobBytes: 1000000 }],
     [['--max-job-bytes=0'], { maxJobBytes: 0 }],
+    [['--dead-letter-after', '3'], { deadLetterAfter: 3 }],
+    [['--dead-letter-after=0'], { deadLetterAfter: 0 }],
     // beanstalkd test optVFVu: combined flags, the last one taking the rest of the word.
     [['-VFVukr'], { verbosity: 2, fsyncMs: null, user: 'kr' }],
     // The last of -f / -F wins.
@@ -223,6 +226,10 @@ describe('parseCommandLine', () => {
     [['-V', '-f']],
     [['--port']],
     [['--max-job-bytes']],
+    [['--dead-letter-after']],
+    [['--dead-letter-after', '-1']],
+    [['--dead-letter-after', 'x']],
+    [['--dead-letter-after', '4294967296']],
     [['--admin-allowed-hosts']],
     // a switch given a value
     [['--help=yes']],

@@ -15,6 +15,8 @@ export interface ServerOptions {
   verbosity: number;
   /** Budget for all job bodies together (bytes); null: derived from the machine's memory. */
   maxJobBytes: number | null;
+  /** Releases plus timeouts after which a job is buried instead (0: off, beanstalkd's behaviour). */
+  deadLetterAfter: number;
   /** The dashboard and admin API; null with --no-admin. */
   admin: AdminOptions | null;
   /** The Gearman port; null with --no-gearman. */
@@ -25,7 +27,7 @@ export interface GearmanOptions {
   listen: string;
   /** 0 picks a free port (the log line says which). */
   port: number;
-  /** Largest packet data accepted (bytes), which bounds a job's data too. */
+  /** Largest job data accepted (bytes); a packet may be 1 KiB larger for its other arguments. */
   maxSize: number;
 }
 
@@ -82,6 +84,10 @@ Beyond beanstalkd:
  --max-job-bytes BYTES  memory budget for all job bodies; a put beyond it
                         gets OUT_OF_MEMORY (default: 40% of the memory that
                         the V8 heap cannot take)
+ --dead-letter-after N  bury a job at its N-th release or TTR timeout since
+                        it was put or last kicked (the release answers
+                        BURIED); a tube's own setting in the dashboard
+                        overrides it (default: off)
 
 Dashboard and admin API (HTTP + socket.io):
  --admin-listen ADDR    listen address (default 127.0.0.1); an address other
@@ -98,9 +104,9 @@ Gearman protocol (binary and text admin, same jobs engine):
  --gearman-port PORT    port (default 4730; 0 picks a free one)
  --gearman-listen ADDR  listen address (default: the -l address, or 0.0.0.0
                         when -l is a UNIX socket)
- --gearman-max-size BYTES  largest packet accepted, which bounds a job's
-                        data (default 67108864, 64 MiB; max 1073741824);
-                        -z applies to beanstalkd jobs only
+ --gearman-max-size BYTES  largest job data (and WORK_* data) accepted
+                        (default 67108864, 64 MiB; max 1073741824); -z
+                        applies to beanstalkd jobs only
  --no-gearman           no Gearman port
 `;
 
@@ -119,6 +125,7 @@ const OPTIONS = {
   compact: { type: 'boolean', short: 'c' },
   'no-compact': { type: 'boolean', short: 'n' },
   'max-job-bytes': { type: 'string' },
+  'dead-letter-after': { type: 'string' },
   'admin-listen': { type: 'string' },
   'admin-port': { type: 'string' },
   'admin-token': { type: 'string' },
@@ -159,6 +166,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
     user: null,
     verbosity: 0,
     maxJobBytes: null,
+    deadLetterAfter: 0,
     admin: null,
     gearman: null,
   };
@@ -224,6 +232,9 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
           break;
         case 'max-job-bytes':
           options.maxJobBytes = integer(value, 'memory budget', 0, Number.MAX_SAFE_INTEGER);
+          break;
+        case 'dead-letter-after':
+          options.deadLetterAfter = integer(value, 'dead-letter limit', 0, 2 ** 32 - 1);
           break;
         case 'admin-listen':
           admin.listen = value;

@@ -15,7 +15,7 @@ import { machineFacts, memoryBudget } from './memory-budget.js';
 import { Binlog } from './persistence/binlog.js';
 import { BINLOG_EXIT_CODE, BinlogDirError, openBinlog, type OpenedBinlog } from './persistence/open-binlog.js';
 import { BeanstalkServer } from './protocol/beanstalk/server.js';
-import { GEARMAN_JOB_RECORD_BYTES } from './protocol/gearman/connection.js';
+import { GEARMAN_JOB_RECORD_BYTES, MAX_UNIQUE_BYTES } from './protocol/gearman/connection.js';
 import { GearmanRegistry } from './protocol/gearman/registry.js';
 import { GearmanServer } from './protocol/gearman/server.js';
 import { GearmanView } from './protocol/gearman/view.js';
@@ -52,15 +52,20 @@ async function main(argv: string[]): Promise<void> {
   const gearmanDir = binlogDir === null || options.gearman === null ? null : path.join(binlogDir, GEARMAN_BINLOG_DIR);
   const gearmanBinlog = gearmanDir === null ? null : createBinlog(options, gearmanDir, log, fileOwner(user));
   const budget = memoryBudget(options.maxJobBytes, machineFacts());
-  const engine = new Engine({ clock: systemClock, ...budget, maxJobSize: options.maxJobSize, journal: binlog ?? nullJournal });
+  const engine = new Engine({
+    clock: systemClock,
+    ...budget,
+    maxJobSize: options.maxJobSize,
+    deadLetterAfter: options.deadLetterAfter,
+    journal: binlog ?? nullJournal,
+  });
   // Gearman's jobs live in an engine of their own: ids, tubes (functions) and stats that
   // beanstalkd clients never see, under the same memory budget. Gearman has its own size limit,
-  // --gearman-max-size, on whole packets: a job's body (its unique id and data, gearman/job-body.ts)
-  // is a part of its submit packet, so the packet limit bounds it too.
+  // --gearman-max-size, on a job's data; a body keeps the unique id in front (gearman/job-body.ts).
   const gearmanEngine = new Engine({
     clock: systemClock,
     ...budget,
-    maxJobSize: options.gearman?.maxSize ?? DEFAULT_GEARMAN_MAX_SIZE,
+    maxJobSize: (options.gearman?.maxSize ?? DEFAULT_GEARMAN_MAX_SIZE) + MAX_UNIQUE_BYTES + 1,
     jobRecordBytes: GEARMAN_JOB_RECORD_BYTES,
     journal: gearmanBinlog ?? nullJournal,
   });

@@ -9,6 +9,8 @@ export const API = {
   tubeKick: (name: string) => `/api/tubes/${encodeURIComponent(name)}/kick`,
   tubePause: (name: string) => `/api/tubes/${encodeURIComponent(name)}/pause`,
   tubeMove: (name: string) => `/api/tubes/${encodeURIComponent(name)}/move`,
+  /** GET a tube's settings; PUT TubeSettingsRequest (the tube need not exist). */
+  tubeSettings: (name: string) => `/api/tubes/${encodeURIComponent(name)}/settings`,
   job: (id: number) => `/api/jobs/${id}`,
   jobBody: (id: number) => `/api/jobs/${id}/body`,
   jobKick: (id: number) => `/api/jobs/${id}/kick`,
@@ -47,6 +49,11 @@ export interface EditJobRequest {
   tube?: string;
   /** Kick the job (buried or delayed) after saving, in the same request. */
   kick?: boolean;
+}
+
+/** PUT /api/tubes/:name/settings. `deadLetterAfter`: 0 turns the rule off here, null goes back to the server's. */
+export interface TubeSettingsRequest {
+  deadLetterAfter: number | null;
 }
 
 export interface KickTubeRequest {

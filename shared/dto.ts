@@ -1,4 +1,7 @@
 /** JSON shapes the admin API and socket.io send; the dashboard reads exactly these. */
+import type { BuryCause } from './bury-cause.js';
+
+export type { BuryCause };
 
 export type JobStateName = 'ready' | 'reserved' | 'delayed' | 'buried';
 export const JOB_STATES: readonly JobStateName[] = ['ready', 'reserved', 'delayed', 'buried'];
@@ -22,6 +25,19 @@ export interface TubeDto {
   /** Length of the current pause in seconds (0: not paused). */
   pauseSeconds: number;
   pauseTimeLeftSeconds: number;
+  /** The dead-letter limit in force (0: off): the tube's own, or the server's `--dead-letter-after`. */
+  deadLetterAfter: number;
+  /** The tube's own limit; null when the server's applies. */
+  ownDeadLetterAfter: number | null;
+}
+
+/** GET and PUT /api/tubes/:name/settings: a tube's settings, which outlive the tube (kept in the binlog). */
+export interface TubeSettingsDto {
+  tube: string;
+  /** In force: `own` when set, else `serverDefault` (0: off). */
+  deadLetterAfter: number;
+  own: { deadLetterAfter: number } | null;
+  serverDefault: { deadLetterAfter: number };
 }
 
 /** A job's body made safe for JSON: text when it is valid UTF-8, else base64. */
@@ -45,6 +61,10 @@ export interface JobStatsDto {
   releases: number;
   buries: number;
   kicks: number;
+  /** Releases plus timeouts since the job was put or last kicked: what the dead-letter rule counts. */
+  strikes: number;
+  /** Why a buried job was buried: a worker's bury, or the dead-letter rule on a release or a timeout. */
+  buryCause: BuryCause;
   bodyBytes: number;
 }
 

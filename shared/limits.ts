@@ -7,7 +7,7 @@ export const MAX_U32 = 4294967295;
 /** Default and largest accepted maximum job body size in bytes (`-z`). */
 export const DEFAULT_MAX_JOB_SIZE = 65535;
 export const MAX_JOB_SIZE_LIMIT = 1073741824;
-/** Default largest Gearman packet, data part, in bytes (`--gearman-max-size`; `-z` is beanstalkd's). */
+/** Default largest Gearman job data in bytes (`--gearman-max-size`; `-z` is beanstalkd's). */
 export const DEFAULT_GEARMAN_MAX_SIZE = 64 * 1024 * 1024;
 /** Tube names: 1..200 bytes of these characters, not starting with '-'. */
 export const MAX_TUBE_NAME_LENGTH = 200;

@@ -26,7 +26,8 @@ import type {
 } from '../shared/dto.js';
 import type { ClientToServerEvents, ServerToClientEvents } from '../shared/events.js';
 import { api, apiBytes, apiWithHost, startAdminServer, yamlList, yamlMap, type AdminServerProcess, type ApiResponse } from './support/admin-server.js';
-import { RawClient } from './support/raw-client.js';
+import { expectLine, expectOk } from './support/expectations.js';
+import { RawClient, tcpPut, tcpReserve } from './support/raw-client.js';
 import { BEANPOLE_BIN, freePort } from './support/servers.js';
 
 const CRLF = Buffer.from('\r\n', 'latin1');
@@ -46,6 +47,8 @@ const TUBE_KEYS = [
   'cmdPauseTube',
   'pauseSeconds',
   'pauseTimeLeftSeconds',
+  'deadLetterAfter',
+  'ownDeadLetterAfter',
 ] as const satisfies readonly (keyof TubeDto)[];
 
 const JOB_STATS_KEYS = [
@@ -63,6 +66,8 @@ const JOB_STATS_KEYS = [
   'releases',
   'buries',
   'kicks',
+  'strikes',
+  'buryCause',
   'bodyBytes',
 ] as const satisfies readonly (keyof JobStatsDto)[];
 
@@ -91,32 +96,6 @@ async function startExtra(args: readonly string[]): Promise<AdminServerProcess> 
   const s = await startAdminServer(args);
   extraServers.push(s);
   return s;
-}
-
-function bytesOf(body: string | Buffer): Buffer {
-  return typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
-}
-
-/** `put` over the protocol; returns the new id. */
-async function tcpPut(c: RawClient, body: string | Buffer, pri = 0, delay = 0, ttr = 60): Promise<number> {
-  const b = bytesOf(body);
-  const reply = await c.call(Buffer.concat([Buffer.from(`put ${pri} ${delay} ${ttr} ${b.length}\r\n`, 'latin1'), b, CRLF]));
-  const m = /^INSERTED (\d+)\r\n$/.exec(reply);
-  if (m === null) throw new Error(`put: ${JSON.stringify(reply)}`);
-  return Number(m[1]);
-}
-
-async function expectLine(c: RawClient, cmd: string, want: string): Promise<void> {
-  expect(await c.call(`${cmd}\r\n`), cmd).toBe(`${want}\r\n`);
-}
-
-/** reserve-with-timeout 0; returns the id and body bytes. */
-async function tcpReserve(c: RawClient): Promise<{ id: number; body: Buffer }> {
-  const reply = Buffer.from(await c.call('reserve-with-timeout 0\r\n'), 'latin1');
-  const eol = reply.indexOf('\r\n');
-  const m = /^RESERVED (\d+) (\d+)$/.exec(reply.toString('latin1', 0, eol));
-  if (m === null) throw new Error(`reserve: ${JSON.stringify(reply.toString('latin1'))}`);
-  return { id: Number(m[1]), body: reply.subarray(eol + 2, eol + 2 + Number(m[2])) };
 }
 
 async function tcpStats(c: RawClient): Promise<Map<string, string>> {
@@ -151,12 +130,6 @@ function expectError(res: ApiResponse, status: number, error?: string): ApiError
   expect(body.message.length).toBeGreaterThan(0);
   if (error !== undefined) expect(body.error).toBe(error);
   return body;
-}
-
-function expectOk<T>(res: ApiResponse, status = 200): T {
-  expect(res.status, `${res.status} ${res.text.slice(0, 300)}`).toBe(status);
-  expect(res.headers.get('content-type') ?? '').toMatch(/^application\/json/);
-  return res.json as T;
 }
 
 /** Every job of a tube in one state, following `next` cursors `limit` at a time. */
@@ -306,6 +279,9 @@ describe('admin REST API on a real server', () => {
       cmdPauseTube: Number(y.get('cmd-pause-tube')),
       pauseSeconds: Number(y.get('pause')),
       pauseTimeLeftSeconds: Number(y.get('pause-time-left')),
+      // Not in stats-tube: the dead-letter rule is off unless asked for.
+      deadLetterAfter: 0,
+      ownDeadLetterAfter: null,
     });
     expect(one).toMatchObject({ urgent: 1, ready: 2, reserved: 1, delayed: 1, buried: 1, totalJobs: 5, using: 1, watching: 1 });
 

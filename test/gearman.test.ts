@@ -412,24 +412,34 @@ describe('Gearman: hostile input', () => {
 });
 
 describe('Gearman: --gearman-max-size', () => {
-  it('bounds packets by its own limit, not by -z, and answers ARGUMENT_TOO_LARGE to a bigger one', async () => {
+  it('bounds job data by its own limit, not by -z, and a worker can send back as much as was submitted', async () => {
     const limited = await startGearmanServer(['-z', '100', '--gearman-max-size', '2000']);
     const c = await GearmanTestClient.connect(limited.port);
+    const w = await GearmanTestClient.connect(limited.port);
     try {
-      // 1,500 bytes of data: far over -z 100, within the Gearman limit.
       const f = fn();
-      c.request(PACKET.SUBMIT_JOB_BG, f, '', Buffer.alloc(1500, 'd'));
-      expect((await c.args(1))[0]).toBe(PACKET.JOB_CREATED);
-      // A packet whose data part is one byte over the limit.
-      c.request(PACKET.SUBMIT_JOB_BG, f, '', Buffer.alloc(2001 - f.length - 2, 'd'));
-      expect(await c.args(2)).toEqual([PACKET.ERROR, 'ARGUMENT_TOO_LARGE', 'Packet is larger than the server accepts']);
-      // Exactly at the limit is taken, and the connection carries on.
-      c.request(PACKET.SUBMIT_JOB_BG, f, '', Buffer.alloc(2000 - f.length - 2, 'd'));
-      expect((await c.args(1))[0]).toBe(PACKET.JOB_CREATED);
+      const tooLarge = [PACKET.ERROR, 'ARGUMENT_TOO_LARGE', 'Packet is larger than the server accepts'];
+      // 2,000 bytes of data (far over -z 100) with the longest unique id: taken.
+      const data = Buffer.alloc(2000, 'd');
+      c.request(PACKET.SUBMIT_JOB, f, 'u'.repeat(64), data);
+      const [, handle] = await c.args(1);
+      // One byte more is refused, and the connection carries on.
+      c.request(PACKET.SUBMIT_JOB_BG, f, '', Buffer.alloc(2001, 'd'));
+      expect(await c.args(2)).toEqual(tooLarge);
+      // So is a packet over the limit and the room for its other arguments (refused as it arrives).
+      c.request(PACKET.ECHO_REQ, Buffer.alloc(2000 + 1025, 'e'));
+      expect(await c.args(2)).toEqual(tooLarge);
       c.request(PACKET.ECHO_REQ, 'still here');
       expect(await c.args(1)).toEqual([PACKET.ECHO_RES, 'still here']);
+      // A worker echoes the whole data back under the job's handle, which may be longer than the function name.
+      w.request(PACKET.CAN_DO, f);
+      w.request(PACKET.GRAB_JOB);
+      expect(await w.args(3)).toEqual([PACKET.JOB_ASSIGN, handle, f, data.toString('latin1')]);
+      w.request(PACKET.WORK_COMPLETE, handle!, data);
+      expect(await c.args(2)).toEqual([PACKET.WORK_COMPLETE, handle, data.toString('latin1')]);
     } finally {
       c.destroy();
+      w.destroy();
       await limited.server.stop();
     }
   });

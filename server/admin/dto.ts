@@ -37,6 +37,8 @@ export function tubeDto(tube: TubeCounts, now: number): TubeDto {
     cmdPauseTube: tube.pauses,
     pauseSeconds: seconds(tube.pauseMs),
     pauseTimeLeftSeconds: pauseTimeLeft(tube, now),
+    deadLetterAfter: tube.deadLetterAfter,
+    ownDeadLetterAfter: tube.ownSettings?.deadLetterAfter ?? null,
   };
 }
 
@@ -57,6 +59,8 @@ export function jobStatsDto(job: JobView, now: number): JobStatsDto {
     releases: job.releases,
     buries: job.buries,
     kicks: job.kicks,
+    strikes: job.strikes,
+    buryCause: job.buryCause,
     bodyBytes: job.bodyLength,
   };
 }

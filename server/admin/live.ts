@@ -361,6 +361,8 @@ function sameJob(mark: JobMark, job: JobView): boolean {
     mark.releases === job.releases &&
     mark.buries === job.buries &&
     mark.kicks === job.kicks &&
+    mark.strikes === job.strikes &&
+    mark.buryCause === job.buryCause &&
     mark.bodyStamp === job.bodyStamp &&
     mark.bodyLength === job.bodyLength
   );

@@ -74,6 +74,7 @@ const editSchema = z
   .transform(toMilliseconds);
 const kickSchema = z.strictObject({ bound: z.number().int().min(0).max(MAX_U32) });
 const pauseSchema = z.strictObject({ seconds: u32 });
+const settingsSchema = z.strictObject({ deadLetterAfter: u32.nullable() });
 const moveSchema = z.strictObject({
   to: tubeName,
   state: z.enum(['ready', 'delayed', 'buried']),
@@ -260,6 +261,23 @@ export function apiRoutes(ctx: RoutesContext): Router {
       const tube = valueOf(await ops.pauseTube(name, seconds * 1000));
       await changed();
       res.json(tubeDto(tube, ops.now()));
+    }),
+  );
+
+  router.get(
+    '/api/tubes/:name/settings',
+    route(async (req, res) => res.json(await ops.tubeSettings(tubeParam(req)))),
+  );
+
+  router.put(
+    '/api/tubes/:name/settings',
+    json,
+    route(async (req, res) => {
+      const name = tubeParam(req);
+      const { deadLetterAfter } = parse(settingsSchema, req.body);
+      const settings = valueOf(await ops.setTubeSettings(name, deadLetterAfter === null ? null : { deadLetterAfter }));
+      await changed();
+      res.json(settings);
     }),
   );
 

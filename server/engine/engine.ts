@@ -5,8 +5,8 @@ import { EngineEvents } from './events.js';
 import { IndexedHeap } from './heap.js';
 import { JobIndex } from './job-index.js';
 import { JOB_RECORD_HEAP_BYTES, TUBE_RECORD_HEAP_BYTES } from './record-costs.js';
-import { Job, TRANSIENT_FILE, deadlineLess, readyLess, setDelayIndex, type JobImage, type JobState } from './job.js';
-import { nullJournal, type Journal } from './journal.js';
+import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, deadlineLess, readyLess, setDelayIndex, type JobImage, type JobState } from './job.js';
+import { nullJournal, type Journal, type TubeSettings } from './journal.js';
 import { OrderedSet } from './ordered-set.js';
 import { fail, ok, type ReserveOutcome, type Result } from './results.js';
 import { Session, type SessionDelegate } from './session.js';
@@ -36,6 +36,12 @@ export interface EngineOptions {
    * derives it from the heap limit, so the process never dies of heap exhaustion.
    */
   maxRecordHeapBytes?: number;
+  /**
+   * The dead-letter rule (`--dead-letter-after N`): the N-th release or TTR timeout of a job since
+   * it was put or last kicked buries it instead of making it ready again. 0 (the default): off.
+   * A tube's own setting (setTubeSettings) overrides it.
+   */
+  deadLetterAfter?: number;
 }
 
 /** What a put needs; durations in milliseconds. */
@@ -89,6 +95,9 @@ export class Engine {
 
   private readonly clock: Clock;
   private readonly journal: Journal;
+  private readonly deadLetterAfter: number;
+  /** Tubes' own settings, by name: they outlive the tube (a tube comes and goes with its jobs). */
+  private readonly tubeSettings = new Map<string, TubeSettings>();
   private readonly maxJobBytes: number;
   /** Largest body in bytes a job may have. */
   readonly maxJobSize: number;
@@ -127,6 +136,7 @@ export class Engine {
   constructor(options: EngineOptions) {
     this.clock = options.clock;
     this.journal = options.journal ?? nullJournal;
+    this.deadLetterAfter = options.deadLetterAfter ?? 0;
     this.maxJobBytes = options.maxJobBytes ?? Number.POSITIVE_INFINITY;
     this.maxJobSize = options.maxJobSize ?? Number.POSITIVE_INFINITY;
     this.jobRecordBytes = options.jobRecordBytes ?? JOB_RECORD_HEAP_BYTES;
@@ -155,11 +165,45 @@ export class Engine {
     let tube = this.tubesByName.get(name);
     if (tube === undefined) {
       tube = new Tube(name);
+      tube.deadLetterAfter = this.tubeSettings.get(name)?.deadLetterAfter ?? this.deadLetterAfter;
       this.tubesByName.set(name, tube);
       this.tubeOrder.add(tube);
       this.events.emit('tube:created', { tube });
     }
     return tube;
+  }
+
+  /** The server-wide dead-letter limit (0: off). */
+  get defaultDeadLetterAfter(): number {
+    return this.deadLetterAfter;
+  }
+
+  /** A tube's own settings, or null when the server's defaults apply. The tube need not exist. */
+  ownTubeSettings(name: string): TubeSettings | null {
+    return this.tubeSettings.get(name) ?? null;
+  }
+
+  /**
+   * Sets a tube's own settings (null: back to the server's defaults), recorded in the journal
+   * first. They apply from the next release or timeout; a job whose strikes already reach a lower
+   * limit is buried at its next one.
+   */
+  setTubeSettings(name: string, settings: TubeSettings | null): Result<void> {
+    if (!this.journal.setTubeSettings(name, settings)) return fail('INTERNAL_ERROR');
+    this.applyTubeSettings(name, settings);
+    return ok(undefined);
+  }
+
+  /** Recovery: a tube's settings record. */
+  restoreTubeSettings(img: { tube: string; settings: TubeSettings | null }): void {
+    this.applyTubeSettings(img.tube, img.settings);
+  }
+
+  private applyTubeSettings(name: string, settings: TubeSettings | null): void {
+    if (settings === null) this.tubeSettings.delete(name);
+    else this.tubeSettings.set(name, { ...settings });
+    const tube = this.tubesByName.get(name);
+    if (tube !== undefined) tube.deadLetterAfter = settings?.deadLetterAfter ?? this.deadLetterAfter;
   }
 
   /** Pauses reservations from a tube for `delayMs` (0: for an instant, which wakes waiters). */
@@ -560,7 +604,10 @@ export class Engine {
     return ok(job);
   }
 
-  /** Returns a job reserved by `session` to ready, or delayed when `delayMs` > 0. */
+  /**
+   * Returns a job reserved by `session` to ready, or delayed when `delayMs` > 0; or buries it
+   * when this release reaches the dead-letter limit (the job's state says which).
+   */
   release(session: Session, id: number, priority: number, delayMs: number): Result<Job> {
     const job = this.reservedBy(session, id);
     if (job === undefined) return fail('NOT_FOUND');
@@ -570,7 +617,8 @@ export class Engine {
     job.priority = priority;
     job.delayMs = delayMs;
     job.releases++;
-    if (delayMs > 0) this.enqueueDelayed(job, 'reserved', this.clock.now() + delayMs);
+    if (this.strike(job)) this.buryJob(job, 'reserved', BURY_CAUSE_CODE['dead-letter-release']);
+    else if (delayMs > 0) this.enqueueDelayed(job, 'reserved', this.clock.now() + delayMs);
     else this.enqueueReady(job, 'reserved');
     this.journalOf(job).update(job);
     return ok(job);
@@ -583,7 +631,7 @@ export class Engine {
     this.removeReserved(session, job);
     this.schedule(session);
     job.priority = priority;
-    this.buryJob(job, 'reserved');
+    this.buryJob(job, 'reserved', BURY_CAUSE_CODE.bury);
     this.journalOf(job).update(job);
     return ok(job);
   }
@@ -666,6 +714,9 @@ export class Engine {
     const from = job.state;
     this.detach(job);
     job.kicks++;
+    // A kick gives the job a fresh start under the dead-letter rule.
+    job.strikes = 0;
+    job.buryCause = 0;
     this.enqueueReady(job, from);
     this.journalOf(job).update(job);
   }
@@ -802,6 +853,8 @@ export class Engine {
     job.releases = img.releases;
     job.buries = img.buries;
     job.kicks = img.kicks;
+    job.strikes = img.strikes;
+    job.buryCause = img.buryCause;
   }
 
   /** Recovery: a delete record. */
@@ -883,10 +936,12 @@ export class Engine {
     for (let job = session.soonestReserved(); job !== undefined && job.deadlineAt < now; job = session.soonestReserved()) {
       this.stats.jobTimeouts++;
       job.timeouts++;
-      // Best effort, as for a disconnect: on disk the job is already ready.
+      // Best effort, as for a disconnect: on disk the job is already ready (or, for the
+      // dead-letter rule, comes back ready after a crash here and is buried at its next strike).
       const recorded = this.journalOf(job).canUpdate(1);
       this.removeReserved(session, job);
-      this.enqueueReady(job, 'reserved');
+      if (this.strike(job)) this.buryJob(job, 'reserved', BURY_CAUSE_CODE['dead-letter-timeout']);
+      else this.enqueueReady(job, 'reserved');
       if (recorded) this.journalOf(job).update(job);
     }
     if (soon && session.waiting) {
@@ -1026,7 +1081,18 @@ export class Engine {
     this.changed(job, from);
   }
 
-  private buryJob(job: Job, from: JobState): void {
+  /**
+   * Counts a release or a timeout against the dead-letter rule; true when it reaches the tube's
+   * limit, so the job is to be buried instead of made ready.
+   */
+  private strike(job: Job): boolean {
+    job.strikes++;
+    const limit = job.tube.deadLetterAfter;
+    return limit > 0 && job.strikes >= limit;
+  }
+
+  private buryJob(job: Job, from: JobState, cause: number): void {
+    job.buryCause = cause;
     job.state = 'buried';
     job.deadlineAt = 0;
     job.buries++;

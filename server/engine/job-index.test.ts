@@ -16,7 +16,8 @@ describe('JobIndex', () => {
     expect(index.get(7)).toBe(replacement);
     expect(index.get(2 ** 40 + 3)).toBeUndefined();
     // Lookups of ids that cannot exist (the protocol carries ids beyond 2^53 as -1) find nothing.
-    for (const id of [-1, 0, 2 ** 53, Number.NaN]) expect(index.get(id)).toBeUndefined();
+    for (const id of [-1, 0, 2 ** 53, Number.NaN, 1.5, 7.25]) expect(index.get(id)).toBeUndefined();
+    expect(index.delete(1.5)).toBe(false);
     index.set(2 ** 52 + 5, job(2 ** 52 + 5));
     expect(index.get(2 ** 52 + 5)?.id).toBe(2 ** 52 + 5);
     index.delete(2 ** 52 + 5);

@@ -45,8 +45,12 @@ export class JobIndex {
 
   get(id: number): Job | undefined {
     const page = this.pages.get(Math.floor(id / PAGE_SLOTS));
-    // `& SLOT_MASK` takes the low bits of any integer id up to 2^53 (ToInt32 is modulo 2^32).
-    if (page !== undefined) return page.slots[id & SLOT_MASK];
+    // `& SLOT_MASK` takes the low bits of any integer id up to 2^53 (ToInt32 is modulo 2^32);
+    // the id check turns away a number that is not an id (1.5 would find job 1's slot).
+    if (page !== undefined) {
+      const job = page.slots[id & SLOT_MASK];
+      return job !== undefined && job.id === id ? job : undefined;
+    }
     return this.shardOf(id).get(id);
   }
 
@@ -85,7 +89,7 @@ export class JobIndex {
       return deleted;
     }
     const slot = id & SLOT_MASK;
-    if (page.slots[slot] === undefined) return false;
+    if (page.slots[slot]?.id !== id) return false;
     page.slots[slot] = undefined;
     page.live--;
     this.count--;

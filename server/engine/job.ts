@@ -1,9 +1,14 @@
+import { BURY_CAUSES, type BuryCause } from '../../shared/bury-cause.js';
 import type { Tube } from './tube.js';
 import type { Session } from './session.js';
 import { bodyView, type BodyHolder, type BodySlab } from './body-store.js';
 
 /** `Job.file` of a job that is never journaled (PutRequest.transient). */
 export const TRANSIENT_FILE = -1;
+
+export { BURY_CAUSES, type BuryCause };
+/** A cause's index in BURY_CAUSES: what Job.buryCause holds. */
+export const BURY_CAUSE_CODE: Readonly<Record<BuryCause, number>> = { none: 0, bury: 1, 'dead-letter-release': 2, 'dead-letter-timeout': 3 };
 
 /** Where a job is. `deleted` jobs are gone from every index. */
 export type JobState = 'ready' | 'reserved' | 'delayed' | 'buried';
@@ -21,6 +26,10 @@ export class Job implements BodyHolder {
   releases = 0;
   buries = 0;
   kicks = 0;
+  /** Releases plus timeouts since the job was put or last kicked: what the dead-letter rule counts. */
+  strikes = 0;
+  /** Why it was last buried, as a BURY_CAUSES index (0 until it is buried). */
+  buryCause = 0;
   /** Orders buried jobs across restarts: set from a counter each time the job is buried. */
   buriedSeq = 0;
   /** Binlog segment holding the job's full record (0 without persistence; TRANSIENT_FILE never). */
@@ -82,6 +91,9 @@ export interface JobImage {
   releases: number;
   buries: number;
   kicks: number;
+  strikes: number;
+  /** A BURY_CAUSES index. */
+  buryCause: number;
   body: Buffer;
 }
 

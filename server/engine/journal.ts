@@ -1,5 +1,11 @@
 import type { Job } from './job.js';
 
+/** A tube's own settings, which outlive the tube itself (kept in the binlog). */
+export interface TubeSettings {
+  /** Releases plus timeouts after which a job is buried instead (0: never, for this tube). */
+  deadLetterAfter: number;
+}
+
 /**
  * Where the engine records changes that must survive a restart. The engine asks before it
  * changes anything: a false answer means the record cannot be written (no space, a failing
@@ -21,6 +27,8 @@ export interface Journal {
    * lengths are those of the record it replaces.
    */
   rewrite(job: Job, oldTubeNameBytes: number, oldBodyBytes: number): void;
+  /** A tube's settings changed (null: cleared). False: they cannot be recorded, so they stay as they were. */
+  setTubeSettings(tube: string, settings: TubeSettings | null): boolean;
 }
 
 /** No persistence: every write succeeds at once. */
@@ -31,6 +39,7 @@ export const nullJournal: Journal = {
   delete: () => true,
   canRewrite: () => true,
   rewrite: () => undefined,
+  setTubeSettings: () => true,
 };
 
 /**

@@ -8,7 +8,7 @@ import { FakeClock } from './clock.js';
 import { Engine, type EngineOptions } from './engine.js';
 import type { EngineEventMap } from './events.js';
 import type { Job } from './job.js';
-import type { Journal } from './journal.js';
+import type { Journal, TubeSettings } from './journal.js';
 import type { ReserveOutcome, Result } from './results.js';
 import type { Session, SessionDelegate } from './session.js';
 import type { Tube } from './tube.js';
@@ -161,6 +161,12 @@ export class RecordingJournal implements Journal {
   rewrite(job: Job): void {
     if (this.failUpdate) throw new Error('rewrite without room: canRewrite said no');
     this.writes.push(`rewrite ${job.id} ${job.state} ${job.tube.name}`);
+  }
+
+  setTubeSettings(tube: string, settings: TubeSettings | null): boolean {
+    if (this.failUpdate) return false;
+    this.writes.push(`tube ${tube} ${settings === null ? 'cleared' : `dead-letter-after ${settings.deadLetterAfter}`}`);
+    return true;
   }
 }
 

@@ -25,6 +25,8 @@ export class Tube {
   watching = 0;
   cmdDelete = 0;
   cmdPause = 0;
+  /** The dead-letter limit in force here: the tube's own setting, or the server's (0: off). */
+  deadLetterAfter = 0;
   /** Length of the current pause in ms (0 when not paused) and when it ends (epoch ms). */
   pauseMs = 0;
   unpauseAt = 0;

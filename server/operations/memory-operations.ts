@@ -1,6 +1,6 @@
 import { bodyStamp } from '../engine/body-store.js';
 import type { Engine, Job, PutRequest, Session, Tube } from '../engine/engine.js';
-import { TRANSIENT_FILE } from '../engine/job.js';
+import { BURY_CAUSES, TRANSIENT_FILE } from '../engine/job.js';
 import { listJobs } from '../engine/job-pages.js';
 import { fail, ok } from '../engine/results.js';
 import type {
@@ -21,12 +21,15 @@ import type {
   Operations,
   Pending,
   QueuedState,
+  ReleaseOutcome,
   ReserveOutcome,
   Result,
   ServerCounts,
   SessionView,
   TubeCounts,
   TubeName,
+  TubeSettings,
+  TubeSettingsView,
 } from './operations.js';
 import { ttrWithFloor } from './rules.js';
 import { SLICE, sliced } from './sliced.js';
@@ -110,11 +113,11 @@ export class MemoryOperations implements Operations {
 
   tube(name: string): TubeCounts | undefined {
     const tube = this.engine.tube(name);
-    return tube === undefined ? undefined : tubeCounts(tube);
+    return tube === undefined ? undefined : this.countsOf(tube);
   }
 
   tubes(): TubeCounts[] {
-    return this.engine.tubes().map(tubeCounts);
+    return this.engine.tubes().map((t) => this.countsOf(t));
   }
 
   tubeNames(): string[] {
@@ -199,7 +202,22 @@ export class MemoryOperations implements Operations {
   pauseTube(tubeName: string, delayMs: number): Result<TubeCounts> {
     this.engine.count('pause-tube');
     const result = this.engine.pauseTube(tubeName, delayMs);
-    return result.ok ? ok(tubeCounts(result.value)) : fail(result.code);
+    return result.ok ? ok(this.countsOf(result.value)) : fail(result.code);
+  }
+
+  tubeSettings(tube: string): TubeSettingsView {
+    const own = this.engine.ownTubeSettings(tube);
+    const serverDefault = this.engine.defaultDeadLetterAfter;
+    return { tube, deadLetterAfter: own?.deadLetterAfter ?? serverDefault, own, serverDefault: { deadLetterAfter: serverDefault } };
+  }
+
+  setTubeSettings(tube: string, settings: TubeSettings | null): Result<TubeSettingsView> {
+    const result = this.engine.setTubeSettings(tube, settings);
+    return result.ok ? ok(this.tubeSettings(tube)) : fail(result.code);
+  }
+
+  private countsOf(tube: Tube): TubeCounts {
+    return tubeCounts(tube, this.engine.ownTubeSettings(tube.name));
   }
 
   editJob(id: number, change: JobChange): Result<JobSnapshot> {
@@ -375,8 +393,10 @@ class MemoryClient implements ClientOperations {
     return voidOf(this.engine.delete(this.session, id));
   }
 
-  release(id: number, priority: number, delayMs: number): Result<void> {
-    return voidOf(this.engine.release(this.session, id, priority, delayMs));
+  release(id: number, priority: number, delayMs: number): Result<ReleaseOutcome> {
+    const result = this.engine.release(this.session, id, priority, delayMs);
+    if (!result.ok) return fail(result.code);
+    return ok(result.value.state === 'buried' ? 'buried' : 'released');
   }
 
   bury(id: number, priority: number): Result<void> {
@@ -450,7 +470,7 @@ function kickSliced(engine: Engine, tube: Tube, bound: number, onActivity: () =>
   return sliced(bound, (max) => engine.kickSome(tube, kind, max), onActivity);
 }
 
-export function tubeCounts(tube: Tube): TubeCounts {
+export function tubeCounts(tube: Tube, ownSettings: TubeSettings | null): TubeCounts {
   return {
     name: tube.name,
     serial: tube.serial,
@@ -468,6 +488,8 @@ export function tubeCounts(tube: Tube): TubeCounts {
     pauseMs: tube.pauseMs,
     unpauseAt: tube.unpauseAt,
     stateChanges: [...tube.stateChanges],
+    deadLetterAfter: tube.deadLetterAfter,
+    ownSettings,
   };
 }
 
@@ -487,6 +509,8 @@ function emptyView(): JobView {
     releases: 0,
     buries: 0,
     kicks: 0,
+    strikes: 0,
+    buryCause: 'none',
     bodyLength: 0,
     bodyStamp: 0,
     transient: false,
@@ -508,6 +532,8 @@ function fillView(job: Job, view: JobView): JobView {
   view.releases = job.releases;
   view.buries = job.buries;
   view.kicks = job.kicks;
+  view.strikes = job.strikes;
+  view.buryCause = BURY_CAUSES[job.buryCause] ?? 'none';
   view.bodyLength = job.bodyLength;
   view.bodyStamp = bodyStamp(job);
   view.transient = job.file === TRANSIENT_FILE;

@@ -8,12 +8,13 @@
  * returns values and creates none. A door handles both with `isPending` and keeps its replies
  * in command order either way.
  */
-import type { Durability } from '../engine/journal.js';
+import type { BuryCause } from '../../shared/bury-cause.js';
+import type { Durability, TubeSettings } from '../engine/journal.js';
 import type { FailureCode, Result } from '../engine/results.js';
 import type { CountedCommand } from '../engine/stats.js';
 import type { JobUpdate, JobWatcher } from '../engine/watchers.js';
 
-export type { Durability, FailureCode, Result, JobUpdate, JobWatcher };
+export type { BuryCause, Durability, FailureCode, Result, JobUpdate, JobWatcher, TubeSettings };
 
 /** A value now, or later when the store is asynchronous. */
 export type Pending<T> = T | Promise<T>;
@@ -72,6 +73,10 @@ export interface JobView {
   releases: number;
   buries: number;
   kicks: number;
+  /** Releases plus timeouts since the job was put or last kicked (what the dead-letter rule counts). */
+  strikes: number;
+  /** Why it is buried (meaningful while it is). */
+  buryCause: BuryCause;
   bodyLength: number;
   /**
    * Changes whenever the body is replaced (and may change when the store moves it): a watcher
@@ -110,7 +115,23 @@ export interface TubeCounts {
   unpauseAt: number;
   /** How many times a job entered or left each state here (ready, reserved, delayed, buried). */
   stateChanges: readonly [number, number, number, number];
+  /** The dead-letter limit in force here (0: off): the tube's own setting or the server's. */
+  deadLetterAfter: number;
+  /** The tube's own settings; null when the server's apply. */
+  ownSettings: TubeSettings | null;
 }
+
+/** A tube's settings, which exist whether or not the tube does. */
+export interface TubeSettingsView {
+  tube: string;
+  /** In force: `own` if set, else the server's `--dead-letter-after` (0: off). */
+  deadLetterAfter: number;
+  own: TubeSettings | null;
+  serverDefault: TubeSettings;
+}
+
+/** What a release did: the job is ready (or delayed) again, or the dead-letter rule buried it. */
+export type ReleaseOutcome = 'released' | 'buried';
 
 /** Commands counted for `stats`, by beanstalkd's names and in its order (stats.ts). */
 export { COUNTED_COMMANDS } from '../engine/stats.js';
@@ -243,7 +264,7 @@ export interface ClientOperations {
   reserve(timeoutMs: number | null): Pending<ReserveOutcome>;
   reserveJob(id: number): Pending<Result<JobBytes>>;
   delete(id: number): Pending<Result<void>>;
-  release(id: number, priority: number, delayMs: number): Pending<Result<void>>;
+  release(id: number, priority: number, delayMs: number): Pending<Result<ReleaseOutcome>>;
   bury(id: number, priority: number): Pending<Result<void>>;
   touch(id: number): Pending<Result<void>>;
   peekReady(): Pending<JobBytes | undefined>;
@@ -333,6 +354,9 @@ export interface Operations {
   kick(tube: string, bound: number): Pending<Result<number>>;
   /** Counts `pause-tube`. */
   pauseTube(tube: string, delayMs: number): Pending<Result<TubeCounts>>;
+  tubeSettings(tube: string): Pending<TubeSettingsView>;
+  /** Sets (null: clears) a tube's own settings, recorded in the binlog; the tube need not exist. */
+  setTubeSettings(tube: string, settings: TubeSettings | null): Pending<Result<TubeSettingsView>>;
   /** Counts `kick-job` when it kicks. */
   editJob(id: number, change: JobChange): Pending<Result<JobSnapshot>>;
   /** Deletes every job of `tube` in `state`, in slices; returns how many went. Counts a `delete` each. */

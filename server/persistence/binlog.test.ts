@@ -843,6 +843,54 @@ describe('compaction', () => {
   });
 });
 
+describe('the dead-letter rule across restarts', () => {
+  it('keeps strikes, bury causes and tube settings, and moves a tube setting forward when its segment is compacted', async () => {
+    const dir = tmpDir();
+    const segmentBytes = 64 * KiB;
+    const s = startBinlog(dir, cleanups, { segmentBytes });
+    const { h, c, binlog } = s;
+    expect(h.engine.setTubeSettings('default', { deadLetterAfter: 3 }).ok).toBe(true);
+    expect(h.engine.setTubeSettings('gone', { deadLetterAfter: 9 }).ok).toBe(true);
+    expect(h.engine.setTubeSettings('cleared', { deadLetterAfter: 4 }).ok).toBe(true);
+    expect(h.engine.setTubeSettings('cleared', null).ok).toBe(true);
+    const w = h.open();
+    const struck = c.put({ body: 'released twice' });
+    const dead = c.put({ body: 'released three times' });
+    for (const job of [struck, struck, dead, dead, dead]) {
+      expect(h.engine.reserveJob(w.session, job.id).ok).toBe(true);
+      expect(h.engine.release(w.session, job.id, 0, 0).ok).toBe(true);
+    }
+    expect(dead.state).toBe('buried');
+    // Churn until the segment holding the settings records is compacted away.
+    for (let round = 0; round < 150; round++) {
+      for (let i = 0; i < 20; i++) {
+        const job = c.put({ body: patternBody(1000, round + i) });
+        expect(h.engine.delete(null, job.id).ok).toBe(true);
+      }
+      for (let t = 0; t < 20; t++) await turn();
+    }
+    await settle(binlog);
+    expect(fs.existsSync(path.join(dir, segmentFileName(1)))).toBe(false);
+    expect(s.logs.filter((l) => !l.startsWith('info '))).toEqual([]);
+
+    const rec = replay(dir);
+    expect(rec.problems).toEqual([]);
+    expect(rec.h.engine.ownTubeSettings('default')).toEqual({ deadLetterAfter: 3 });
+    expect(rec.h.engine.ownTubeSettings('gone')).toEqual({ deadLetterAfter: 9 });
+    expect(rec.h.engine.ownTubeSettings('cleared')).toBeNull();
+    expect([...rec.tubeFiles.keys()].sort()).toEqual(['default', 'gone']);
+    expect(rec.jobs.get(struck.id)).toMatchObject({ state: 'ready', strikes: 2, buryCause: 0 });
+    expect(rec.jobs.get(dead.id)).toMatchObject({ state: 'buried', strikes: 3, buryCause: 3 - 1 });
+    expectSameJobs(h, rec.h);
+    // After the restart the limit holds: one more release of the struck job buries it.
+    const after = rec.h;
+    const worker = after.open();
+    expect(after.engine.reserveJob(worker.session, struck.id).ok).toBe(true);
+    expect(after.engine.release(worker.session, struck.id, 0, 0).ok).toBe(true);
+    expect(after.engine.job(struck.id)!.state).toBe('buried');
+  });
+});
+
 describe('write errors', () => {
   it('calls onFatal when a batch write fails with EIO, and acknowledges nothing after', async () => {
     const dir = tmpDir();

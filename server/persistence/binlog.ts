@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Job, JobState } from '../engine/job.js';
-import type { Durability, Journal } from '../engine/journal.js';
+import type { Durability, Journal, TubeSettings } from '../engine/journal.js';
 import {
   DELETE_RECORD_BYTES,
   SEGMENT_HEADER_BYTES,
@@ -13,14 +13,16 @@ import {
   encodeJobHead,
   encodeSegmentHeader,
   encodeState,
+  encodeTube,
   jobRecordBytes,
   parseSegmentFileName,
   segmentFileName,
+  tubeRecordBytes,
 } from './format.js';
 import { BinlogDirError } from './dir-error.js';
 import { nodeFileSystem, type FileSystem } from './file-system.js';
 import { IdMark } from './id-mark.js';
-import type { SegmentOnDisk } from './recovery.js';
+import type { SegmentOnDisk, TubeFile } from './recovery.js';
 
 export interface BinlogOptions {
   dir: string;
@@ -119,6 +121,8 @@ export class Binlog implements Journal, Durability {
   private readonly fsyncMs: number | null;
   private closed: Segment[] = [];
   private readonly byIndex = new Map<number, Segment>();
+  /** Tubes with settings of their own: the values and the segment of their latest record. */
+  private readonly tubeFiles = new Map<string, TubeFile>();
   private current!: OpenSegment;
   private idMark!: IdMark;
   private source: JobSource | null = null;
@@ -165,7 +169,8 @@ export class Binlog implements Journal, Durability {
    * their live counts, `liveBytes` the restored jobs' record bytes, and `source` the engine
    * whose journal this is. Like beanstalkd, every start writes to a fresh segment.
    */
-  open(segments: readonly SegmentOnDisk[], liveBytes: number, source: JobSource): void {
+  open(segments: readonly SegmentOnDisk[], liveBytes: number, source: JobSource, tubeFiles: ReadonlyMap<string, TubeFile> = new Map()): void {
+    for (const [tube, f] of tubeFiles) this.tubeFiles.set(tube, { ...f });
     const dir = this.options.dir;
     this.closed = segments.map((s) => ({ index: s.index, path: s.path, bytes: s.bytes, live: s.live }));
     // Segments with no records (a start with nothing written) hold nothing: delete them now.
@@ -238,6 +243,13 @@ export class Binlog implements Journal, Durability {
     const seg = this.byIndex.get(job.file);
     if (seg !== undefined) seg.live--;
     this.liveBytes -= jobRecordBytes(job.tube.name.length, job.bodyLength);
+    return true;
+  }
+
+  setTubeSettings(tube: string, settings: TubeSettings | null): boolean {
+    const size = tubeRecordBytes(tube.length);
+    if (!this.claim(size, false)) return false;
+    this.appendTube(tube, settings, size);
     return true;
   }
 
@@ -419,6 +431,28 @@ export class Binlog implements Journal, Durability {
     this.noteAppended();
   }
 
+  /**
+   * A tube's settings record. The latest one of a tube counts as live in its segment (compaction
+   * moves it forward); a clearing record does not: once its segment is the oldest, every older
+   * record it overrides is gone already.
+   */
+  private appendTube(tube: string, settings: TubeSettings | null, size: number): void {
+    encodeTube(this.batch, this.slot(size), { tube, settings }, this.current.salt);
+    this.appended(size);
+    const old = this.tubeFiles.get(tube);
+    if (old !== undefined) {
+      const seg = this.byIndex.get(old.file);
+      if (seg !== undefined) seg.live--;
+      this.liveBytes -= size;
+      this.tubeFiles.delete(tube);
+    }
+    if (settings !== null) {
+      this.tubeFiles.set(tube, { file: this.current.index, deadLetterAfter: settings.deadLetterAfter });
+      this.current.live++;
+      this.liveBytes += size;
+    }
+  }
+
   private appended(size: number): void {
     this.batchLen += size;
     this.current.used += size;
@@ -578,6 +612,8 @@ export class Binlog implements Journal, Durability {
       return;
     }
     if (head.live === 0) return this.dropHead(this.compactSlice);
+    if (!this.moveTubeSettings(head.index)) return this.retryCompactionLater();
+    if (head.live === 0) return this.dropHead(this.compactSlice);
     this.compactScan ??= source.allJobs();
     let written = 0;
     for (let n = 0; n < COMPACT_SCAN_SLICE && written < COMPACT_WRITE_SLICE; n++) {
@@ -589,16 +625,7 @@ export class Binlog implements Journal, Durability {
       const job = next.value;
       if (job.file !== head.index) continue;
       const size = jobRecordBytes(job.tube.name.length, job.bodyLength);
-      if (!this.claim(size, true)) {
-        // No room to move it: try again later rather than spin.
-        this.compactScan = null;
-        const retry = setTimeout(() => {
-          this.compacting = false;
-          this.maybeCompact();
-        }, 1000);
-        retry.unref();
-        return;
-      }
+      if (!this.claim(size, true)) return this.retryCompactionLater();
       // Moving a job forward is rewriting its full record unchanged.
       this.rewrite(job, job.tube.name.length, job.bodyLength);
       this.recordsMigrated++;
@@ -613,6 +640,28 @@ export class Binlog implements Journal, Durability {
     }
     setImmediate(this.compactSlice);
   };
+
+  /** No room to move a record forward: try again later rather than spin. */
+  private retryCompactionLater(): void {
+    this.compactScan = null;
+    const retry = setTimeout(() => {
+      this.compacting = false;
+      this.maybeCompact();
+    }, 1000);
+    retry.unref();
+  }
+
+  /** Rewrites the tube settings records that sit in segment `index` (a few at most); false when there is no room. */
+  private moveTubeSettings(index: number): boolean {
+    for (const [tube, f] of this.tubeFiles) {
+      if (f.file !== index) continue;
+      const size = tubeRecordBytes(tube.length);
+      if (!this.claim(size, true)) return false;
+      this.appendTube(tube, { deadLetterAfter: f.deadLetterAfter }, size);
+      this.recordsMigrated++;
+    }
+    return true;
+  }
 
   /**
    * Deletes the oldest segment once the records moved out of it are synced (the deleted file

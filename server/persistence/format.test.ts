@@ -12,6 +12,7 @@ import {
   KIND_DELETE,
   KIND_JOB,
   KIND_STATE,
+  KIND_TUBE,
   RECORD_HEADER_BYTES,
   RECORD_MAGIC,
   SEGMENT_HEADER_BYTES,
@@ -23,11 +24,13 @@ import {
   encodeJobHead,
   encodeSegmentHeader,
   encodeState,
+  encodeTube,
   jobRecordBytes,
   parseSegmentFileName,
   recordSalt,
   resync,
   scanRecord,
+  tubeRecordBytes,
   segmentFileName,
   segmentHeaderMatchesSalt,
   type DecodedRecord,
@@ -85,6 +88,8 @@ function expectedState(img: JobImage, state: JobState = img.state): DecodedRecor
     releases: img.releases,
     buries: img.buries,
     kicks: img.kicks,
+    strikes: img.strikes,
+    buryCause: img.buryCause,
   };
   return { kind: KIND_STATE, state: s };
 }
@@ -250,6 +255,64 @@ describe('STATE and DELETE records', () => {
   it('have fixed sizes', () => {
     expect(stateRecord(image()).length).toBe(STATE_RECORD_BYTES);
     expect(deleteRecord(1).length).toBe(DELETE_RECORD_BYTES);
+  });
+});
+
+describe('version 2: strikes, bury causes and tube settings', () => {
+  it('round-trips strikes and the bury cause in JOB and STATE records', () => {
+    const img = image({ state: 'buried', strikes: 4_000_000_000, buryCause: 3 });
+    const job = jobRecord(img);
+    expect(decodeRecord(job, 0, job.length)).toEqual(expectedJob(img));
+    const state = stateRecord(img);
+    expect(decodeRecord(state, 0, state.length)).toEqual(expectedState(img));
+  });
+
+  it('round-trips TUBE records, set and cleared', () => {
+    for (const settings of [{ deadLetterAfter: 7 }, { deadLetterAfter: 0 }, null]) {
+      const tube = 'emails.$(x)';
+      const buf = Buffer.alloc(tubeRecordBytes(tube.length));
+      expect(encodeTube(buf, 0, { tube, settings }, SALT)).toBe(buf.length);
+      expect(scanRecord(buf, 0, MAX_PAYLOAD, SALT)).toEqual({ kind: 'record', size: buf.length });
+      expect(decodeRecord(buf, 0, buf.length)).toEqual({ kind: KIND_TUBE, tube: { tube, settings } });
+    }
+  });
+
+  it('reads version 1 records (no strikes, 4 bytes shorter) as strikes 0 and no bury cause', () => {
+    const img = image({ state: 'buried', strikes: 5, buryCause: 1, tube: 'v1', body: Buffer.from('old body') });
+    // A version 1 JOB record: the version 2 one without the flag byte and the strikes field.
+    const v2 = jobRecord(img);
+    const p = RECORD_HEADER_BYTES;
+    const v1 = Buffer.concat([v2.subarray(0, p + 80), v2.subarray(p + 84)]);
+    v1[p + 3] = 0;
+    reseal(v1, 0, v1.length - RECORD_HEADER_BYTES);
+    expect(decodeRecord(v1, 0, v1.length)).toEqual(expectedJob({ ...img, strikes: 0, buryCause: 0 }));
+    const state = stateRecord(img);
+    const v1State = Buffer.from(state.subarray(0, STATE_RECORD_BYTES - 4));
+    v1State[p + 2] = 0;
+    reseal(v1State, 0, v1State.length - RECORD_HEADER_BYTES);
+    expect(decodeRecord(v1State, 0, v1State.length)).toEqual(expectedState({ ...img, strikes: 0, buryCause: 0 }));
+    // A version 1 segment header is still one this reader takes.
+    const header = encodeSegmentHeader(3, T0, SALT);
+    header.writeUInt32LE(1, 8);
+    header.writeUInt32LE(crc32(header.subarray(0, 28), 0), 28);
+    expect(checkSegmentHeader(header)).toEqual({ ok: true, index: 3, salt: SALT });
+  });
+
+  it('rejects a TUBE record with a bad length, an empty name or a bad flag, and an unknown bury cause', () => {
+    const good = Buffer.alloc(tubeRecordBytes(2));
+    encodeTube(good, 0, { tube: 'ab', settings: { deadLetterAfter: 1 } }, SALT);
+    const badFlag = Buffer.from(good);
+    badFlag[RECORD_HEADER_BYTES + 1] = 2;
+    reseal(badFlag, 0, badFlag.length - RECORD_HEADER_BYTES);
+    expect(decodeRecord(badFlag, 0, badFlag.length)).toBe('bad TUBE record');
+    const badLength = Buffer.from(good);
+    badLength[RECORD_HEADER_BYTES + 2] = 3;
+    reseal(badLength, 0, badLength.length - RECORD_HEADER_BYTES);
+    expect(decodeRecord(badLength, 0, badLength.length)).toBe('bad TUBE record');
+    const state = stateRecord(image());
+    state[RECORD_HEADER_BYTES + 2] = 4;
+    reseal(state, 0, state.length - RECORD_HEADER_BYTES);
+    expect(decodeRecord(state, 0, state.length)).toBe('bad bury cause 4');
   });
 });
 

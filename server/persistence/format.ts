@@ -1,9 +1,9 @@
 import { crc32 } from 'node:zlib';
-import type { JobImage, JobState } from '../engine/job.js';
+import { BURY_CAUSES, type JobImage, type JobState } from '../engine/job.js';
 import { crc32Seed } from './crc32-seed.js';
 
 /**
- * Beanpole's binlog format, version 1. Little-endian throughout.
+ * Beanpole's binlog format, version 2 (it reads version 1 too). Little-endian throughout.
  *
  * A segment file `binlog.N.bp` starts with a 32-byte header, then records:
  *
@@ -19,18 +19,28 @@ import { crc32Seed } from './crc32-seed.js';
  * the records' own checksums (recordSalt), and the index from the file name.
  *
  * Payload, first byte is the kind:
- *   JOB     kind | state | tubeLen u8 | 0 | priority u32 | id u64 | delayMs f64 | ttrMs f64
- *           | createdAt f64 | deadlineAt f64 | buriedSeq f64 | reserves, timeouts, releases,
- *           buries, kicks u32 | bodyLen u32 | tube | body            (put, compaction, edits)
- *   STATE   kind | state | 0 | 0 | priority u32 | id u64 | delayMs f64 | deadlineAt f64
- *           | buriedSeq f64 | reserves, timeouts, releases, buries, kicks u32   (state changes)
+ *   JOB     kind | state | tubeLen u8 | 0x80 + buryCause | priority u32 | id u64 | delayMs f64
+ *           | ttrMs f64 | createdAt f64 | deadlineAt f64 | buriedSeq f64 | reserves, timeouts,
+ *           releases, buries, kicks u32 | bodyLen u32 | strikes u32 | tube | body
+ *                                                                 (put, compaction, edits)
+ *   STATE   kind | state | buryCause | 0 | priority u32 | id u64 | delayMs f64 | deadlineAt f64
+ *           | buriedSeq f64 | reserves, timeouts, releases, buries, kicks u32 | strikes u32
+ *                                                                 (state changes)
  *   DELETE  kind | 0 | 0 | 0 | id u64
+ *   TUBE    kind | set | nameLen u8 | 0 | deadLetterAfter u32 | name   (a tube's settings;
+ *           set = 0 clears them, so the server-wide default applies again)
+ *
+ * Version 1 had no strikes, bury cause or TUBE records: its JOB records have 0 in the fourth
+ * byte (version 2 sets the top bit there) and its STATE records are 4 bytes shorter, so one
+ * decoder reads both, and a segment whose header is damaged needs no version to be read.
  *
  * To change the format: bump FORMAT_VERSION, keep a reader for the old version in
  * recovery.ts (or refuse it with a clear message), update the layout above and the codec
  * tests, and say so in the README.
  */
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
+/** Versions this reader takes. */
+const READABLE_VERSIONS: readonly number[] = [1, 2];
 export const SEGMENT_MAGIC = Buffer.from('BPSEG001', 'latin1');
 export const SEGMENT_HEADER_BYTES = 32;
 export const RECORD_MAGIC = 0x31525042; // "BPR1"
@@ -42,10 +52,17 @@ const RECORD_MAGIC_BYTES = Buffer.from([0x42, 0x50, 0x52, 0x31]);
 export const KIND_JOB = 1;
 export const KIND_STATE = 2;
 export const KIND_DELETE = 3;
+export const KIND_TUBE = 4;
 
-const JOB_FIXED = 80;
-const STATE_FIXED = 60;
+const JOB_FIXED = 84;
+const STATE_FIXED = 64;
 const DELETE_FIXED = 12;
+const TUBE_FIXED = 8;
+/** Version 1's fixed parts (see the layout above). */
+const JOB_FIXED_V1 = 80;
+const STATE_FIXED_V1 = 60;
+/** The top bit of a JOB record's fourth byte: a version 2 record, with strikes. */
+const JOB_V2_FLAG = 0x80;
 export const JOB_RECORD_FIXED_BYTES = RECORD_HEADER_BYTES + JOB_FIXED;
 export const STATE_RECORD_BYTES = RECORD_HEADER_BYTES + STATE_FIXED;
 export const DELETE_RECORD_BYTES = RECORD_HEADER_BYTES + DELETE_FIXED;
@@ -61,13 +78,25 @@ export type JobFields = Omit<JobImage, 'tube' | 'state'>;
 /** The fields a STATE record carries (everything a state change can touch). */
 export type StateImage = Omit<JobImage, 'tube' | 'ttrMs' | 'createdAt' | 'body'>;
 
+/** A tube's settings as a TUBE record stores them; null: cleared (the server's defaults apply). */
+export interface TubeSettingsImage {
+  tube: string;
+  /** The dead-letter limit (0: off for this tube); see Engine.setTubeSettings. */
+  settings: { deadLetterAfter: number } | null;
+}
+
 export type DecodedRecord =
   | { kind: typeof KIND_JOB; job: JobImage }
   | { kind: typeof KIND_STATE; state: StateImage }
-  | { kind: typeof KIND_DELETE; id: number };
+  | { kind: typeof KIND_DELETE; id: number }
+  | { kind: typeof KIND_TUBE; tube: TubeSettingsImage };
 
 export function jobRecordBytes(tubeNameBytes: number, bodyBytes: number): number {
   return JOB_RECORD_FIXED_BYTES + tubeNameBytes + bodyBytes;
+}
+
+export function tubeRecordBytes(tubeNameBytes: number): number {
+  return RECORD_HEADER_BYTES + TUBE_FIXED + tubeNameBytes;
 }
 
 function writeId(buf: Buffer, id: number, at: number): void {
@@ -127,7 +156,7 @@ function writeJobFields(buf: Buffer, p: number, img: JobFields, state: JobState,
   buf[p] = KIND_JOB;
   buf[p + 1] = STATE_CODES[state];
   buf[p + 2] = tube.length;
-  buf[p + 3] = 0;
+  buf[p + 3] = JOB_V2_FLAG | img.buryCause;
   buf.writeUInt32LE(img.priority, p + 4);
   writeId(buf, img.id, p + 8);
   buf.writeDoubleLE(img.delayMs, p + 16);
@@ -137,6 +166,7 @@ function writeJobFields(buf: Buffer, p: number, img: JobFields, state: JobState,
   buf.writeDoubleLE(img.buriedSeq, p + 48);
   writeCounters(buf, p + 56, img);
   buf.writeUInt32LE(img.body.length, p + 76);
+  buf.writeUInt32LE(img.strikes >>> 0, p + 80);
   // Tube names are ASCII (the protocol's character set), one byte per character.
   buf.write(tube, p + JOB_FIXED, 'latin1');
 }
@@ -146,7 +176,7 @@ export function encodeState(buf: Buffer, at: number, img: JobFields, state: JobS
   const p = at + RECORD_HEADER_BYTES;
   buf[p] = KIND_STATE;
   buf[p + 1] = STATE_CODES[state];
-  buf[p + 2] = 0;
+  buf[p + 2] = img.buryCause;
   buf[p + 3] = 0;
   buf.writeUInt32LE(img.priority, p + 4);
   writeId(buf, img.id, p + 8);
@@ -154,7 +184,20 @@ export function encodeState(buf: Buffer, at: number, img: JobFields, state: JobS
   buf.writeDoubleLE(state === 'delayed' ? img.deadlineAt : 0, p + 24);
   buf.writeDoubleLE(img.buriedSeq, p + 32);
   writeCounters(buf, p + 40, img);
+  buf.writeUInt32LE(img.strikes >>> 0, p + 60);
   return seal(buf, at, STATE_FIXED, salt);
+}
+
+/** Encodes a TUBE record at `at` (tubeRecordBytes(name length)). */
+export function encodeTube(buf: Buffer, at: number, img: TubeSettingsImage, salt: number): number {
+  const p = at + RECORD_HEADER_BYTES;
+  buf[p] = KIND_TUBE;
+  buf[p + 1] = img.settings === null ? 0 : 1;
+  buf[p + 2] = img.tube.length;
+  buf[p + 3] = 0;
+  buf.writeUInt32LE(img.settings?.deadLetterAfter ?? 0, p + 4);
+  buf.write(img.tube, p + TUBE_FIXED, 'latin1');
+  return seal(buf, at, TUBE_FIXED + img.tube.length, salt);
 }
 
 /** Encodes a DELETE record at `at` (DELETE_RECORD_BYTES). */
@@ -237,10 +280,19 @@ export function decodeRecord(buf: Buffer, at: number, size: number): DecodedReco
     if (size !== DELETE_RECORD_BYTES) return 'bad DELETE record size';
     return { kind: KIND_DELETE, id: readId(buf, p + 4) };
   }
+  if (kind === KIND_TUBE) {
+    const nameLen = buf[p + 2]!;
+    if (size !== RECORD_HEADER_BYTES + TUBE_FIXED + nameLen || nameLen === 0 || buf[p + 1]! > 1) return 'bad TUBE record';
+    const tube = buf.toString('latin1', p + TUBE_FIXED, end);
+    return { kind: KIND_TUBE, tube: { tube, settings: buf[p + 1] === 1 ? { deadLetterAfter: buf.readUInt32LE(p + 4) } : null } };
+  }
   const state = CODE_STATES[buf[p + 1]!];
   if (state === undefined) return `bad job state ${buf[p + 1]}`;
   if (kind === KIND_STATE) {
-    if (size !== STATE_RECORD_BYTES) return 'bad STATE record size';
+    const v2 = size === STATE_RECORD_BYTES;
+    if (!v2 && size !== RECORD_HEADER_BYTES + STATE_FIXED_V1) return 'bad STATE record size';
+    const buryCause = buf[p + 2]!;
+    if (buryCause >= BURY_CAUSES.length) return `bad bury cause ${buryCause}`;
     return {
       kind: KIND_STATE,
       state: {
@@ -255,19 +307,27 @@ export function decodeRecord(buf: Buffer, at: number, size: number): DecodedReco
         releases: buf.readUInt32LE(p + 48),
         buries: buf.readUInt32LE(p + 52),
         kicks: buf.readUInt32LE(p + 56),
+        strikes: v2 ? buf.readUInt32LE(p + 60) : 0,
+        buryCause,
       },
     };
   }
   if (kind !== KIND_JOB) return `unknown record kind ${kind}`;
   const tubeLen = buf[p + 2]!;
+  const flags = buf[p + 3]!;
+  const v2 = (flags & JOB_V2_FLAG) !== 0;
+  const buryCause = flags & ~JOB_V2_FLAG;
+  if (!v2 && flags !== 0) return `bad JOB record flags ${flags}`;
+  if (buryCause >= BURY_CAUSES.length) return `bad bury cause ${buryCause}`;
+  const fixed = v2 ? JOB_FIXED : JOB_FIXED_V1;
   const bodyLen = buf.readUInt32LE(p + 76);
-  if (p + JOB_FIXED + tubeLen + bodyLen !== end || tubeLen === 0) return 'bad JOB record lengths';
-  const bodyAt = p + JOB_FIXED + tubeLen;
+  if (p + fixed + tubeLen + bodyLen !== end || tubeLen === 0) return 'bad JOB record lengths';
+  const bodyAt = p + fixed + tubeLen;
   return {
     kind: KIND_JOB,
     job: {
       id: readId(buf, p + 8),
-      tube: buf.toString('latin1', p + JOB_FIXED, bodyAt),
+      tube: buf.toString('latin1', p + fixed, bodyAt),
       state,
       priority: buf.readUInt32LE(p + 4),
       delayMs: buf.readDoubleLE(p + 16),
@@ -280,6 +340,8 @@ export function decodeRecord(buf: Buffer, at: number, size: number): DecodedReco
       releases: buf.readUInt32LE(p + 64),
       buries: buf.readUInt32LE(p + 68),
       kicks: buf.readUInt32LE(p + 72),
+      strikes: v2 ? buf.readUInt32LE(p + 80) : 0,
+      buryCause,
       body: Buffer.from(buf.subarray(bodyAt, end)),
     },
   };
@@ -314,7 +376,7 @@ export function checkSegmentHeader(buf: Buffer): SegmentHeaderCheck {
   }
   if (!magicOk) return { ok: false, problem: 'foreign', reason: 'not a Beanpole binlog segment' };
   const version = buf.readUInt32LE(8);
-  if (version !== FORMAT_VERSION) return { ok: false, problem: 'foreign', reason: `unknown format version ${version}` };
+  if (!READABLE_VERSIONS.includes(version)) return { ok: false, problem: 'foreign', reason: `unknown format version ${version}` };
   return { ok: true, index: buf.readUInt32LE(12), salt: buf.readUInt32LE(SEGMENT_SALT_OFFSET) };
 }
 

@@ -42,8 +42,8 @@ export function openBinlog(dir: string, binlog: Binlog, engine: Engine, log: Log
     const recovery = recover(dir, MAX_JOB_SIZE_LIMIT + BODY_PREFIX_BYTES + JOB_RECORD_FIXED_BYTES + MAX_NAME_BYTES, engine);
     for (const problem of recovery.problems) log.warn(`binlog: ${problem}`);
     const jobs = engine.finishRestore(recovery.nextId);
-    const liveBytes = countLive(recovery.segments, engine.allJobs());
-    binlog.open(recovery.segments, liveBytes, engine);
+    const liveBytes = countLive(recovery.segments, engine.allJobs(), recovery.tubeFiles);
+    binlog.open(recovery.segments, liveBytes, engine, recovery.tubeFiles);
     return { lock, recovery, jobs, replayMs: performance.now() - started };
   } catch (err) {
     lock.release();

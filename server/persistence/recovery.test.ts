@@ -116,6 +116,8 @@ function imageOf(job: Job): Image {
     releases: job.releases,
     buries: job.buries,
     kicks: job.kicks,
+    strikes: job.strikes,
+    buryCause: job.buryCause,
     body: job.body,
     file: job.file,
   };

@@ -4,6 +4,7 @@ import type { Job, JobImage } from '../engine/job.js';
 import {
   KIND_DELETE,
   KIND_JOB,
+  KIND_STATE,
   SEGMENT_HEADER_BYTES,
   checkSegmentHeader,
   decodeRecord,
@@ -11,8 +12,10 @@ import {
   parseSegmentFileName,
   resync,
   scanRecord,
+  tubeRecordBytes,
   type DecodedRecord,
   type StateImage,
+  type TubeSettingsImage,
 } from './format.js';
 import { requireRegularFile, withFile } from './dir-error.js';
 import { IdMark } from './id-mark.js';
@@ -23,6 +26,13 @@ export interface RecoverySink {
   restoreJob(img: JobImage, file: number): void;
   restoreState(img: StateImage): void;
   restoreDelete(id: number): void;
+  restoreTubeSettings(img: TubeSettingsImage): void;
+}
+
+/** A tube's settings as the binlog last recorded them, and in which segment. */
+export interface TubeFile {
+  file: number;
+  deadLetterAfter: number;
 }
 
 /** A segment found on disk, after its damaged or unused tail was cut off. */
@@ -41,6 +51,8 @@ export interface Recovery {
   records: number;
   /** One line per problem, each naming the file and the byte offset. */
   problems: string[];
+  /** Each tube's settings and the segment holding their latest record (cleared ones are left out). */
+  tubeFiles: Map<string, TubeFile>;
 }
 
 /**
@@ -58,7 +70,13 @@ export function recover(dir: string, maxPayload: number, sink: RecoverySink): Re
     const kept = replay.segment(seg.path, seg.index);
     if (kept !== null) segments.push(kept);
   }
-  return { segments, nextId: Math.max(replay.maxId + 1, IdMark.read(dir), 1), records: replay.records, problems: replay.problems };
+  return {
+    segments,
+    nextId: Math.max(replay.maxId + 1, IdMark.read(dir), 1),
+    records: replay.records,
+    problems: replay.problems,
+    tubeFiles: replay.tubeFiles,
+  };
 }
 
 /** The segment files in DIR, oldest first. */
@@ -85,6 +103,7 @@ interface RecordsReplayed {
 /** One start's replay: the problems found and what the records said, segment after segment. */
 class Replay {
   readonly problems: string[] = [];
+  readonly tubeFiles = new Map<string, TubeFile>();
   maxId = 0;
   records = 0;
 
@@ -194,11 +213,15 @@ class Replay {
     } else if (rec.kind === KIND_DELETE) {
       this.sink.restoreDelete(rec.id);
       this.seeId(rec.id);
-    } else {
+    } else if (rec.kind === KIND_STATE) {
       // A state record for a job with no full record seen is about a job whose full record was
       // compacted away after it died, or lost to damage: the sink ignores it.
       this.sink.restoreState(rec.state);
       this.seeId(rec.state.id);
+    } else {
+      this.sink.restoreTubeSettings(rec.tube);
+      if (rec.tube.settings === null) this.tubeFiles.delete(rec.tube.tube);
+      else this.tubeFiles.set(rec.tube.tube, { file: index, deadLetterAfter: rec.tube.settings.deadLetterAfter });
     }
   }
 
@@ -220,14 +243,22 @@ const SALT_SOURCES: Record<SaltSource, string> = {
   records: 'the salt recovered from records, confirmed by two of them',
 };
 
-/** Fills in each segment's live count from the restored jobs; returns the live record bytes. */
-export function countLive(segments: SegmentOnDisk[], jobs: Iterable<Job>): number {
+/**
+ * Fills in each segment's live count from the restored jobs and the tubes' settings records;
+ * returns the live record bytes.
+ */
+export function countLive(segments: SegmentOnDisk[], jobs: Iterable<Job>, tubeFiles: ReadonlyMap<string, TubeFile> = new Map()): number {
   const byIndex = new Map(segments.map((s) => [s.index, s]));
   let liveBytes = 0;
   for (const job of jobs) {
     const seg = byIndex.get(job.file);
     if (seg !== undefined) seg.live++;
     liveBytes += jobRecordBytes(job.tube.name.length, job.bodyLength);
+  }
+  for (const [tube, { file }] of tubeFiles) {
+    const seg = byIndex.get(file);
+    if (seg !== undefined) seg.live++;
+    liveBytes += tubeRecordBytes(tube.length);
   }
   return liveBytes;
 }

@@ -36,6 +36,8 @@ export function jobImage(over: Partial<JobImage> = {}): JobImage {
     releases: 0,
     buries: 0,
     kicks: 0,
+    strikes: 0,
+    buryCause: 0,
     body: Buffer.from(`body of ${over.id ?? 1}`),
     ...over,
   };
@@ -113,6 +115,8 @@ export function durableFields(job: Job): Record<string, unknown> {
     releases: job.releases,
     buries: job.buries,
     kicks: job.kicks,
+    strikes: job.strikes,
+    buryCause: job.buryCause,
     // As text: deep equality on many Buffers is slow.
     body: job.body.toString('base64'),
   };
@@ -167,7 +171,7 @@ export function startBinlog(dir: string, cleanups: Cleanups, options: StartOptio
   const h = new Harness({ journal: binlog });
   const recovery = recover(dir, MAX_PAYLOAD, h.engine);
   h.engine.finishRestore(recovery.nextId);
-  binlog.open(recovery.segments, countLive(recovery.segments, h.engine.allJobs()), h.engine);
+  binlog.open(recovery.segments, countLive(recovery.segments, h.engine.allJobs(), recovery.tubeFiles), h.engine, recovery.tubeFiles);
   cleanups.add(() => {
     try {
       binlog.close();

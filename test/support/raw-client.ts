@@ -138,3 +138,21 @@ export function replyLength(b: Buffer): number {
   const total = eol + 2 + bodyLen + 2;
   return b.length >= total ? total : 0;
 }
+
+/** `put` over the protocol; returns the new id. */
+export async function tcpPut(c: RawClient, body: string | Buffer, pri = 0, delay = 0, ttr = 60): Promise<number> {
+  const b = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+  const reply = await c.call(Buffer.concat([Buffer.from(`put ${pri} ${delay} ${ttr} ${b.length}\r\n`, 'latin1'), b, Buffer.from('\r\n')]));
+  const m = /^INSERTED (\d+)\r\n$/.exec(reply);
+  if (m === null) throw new Error(`put: ${JSON.stringify(reply)}`);
+  return Number(m[1]);
+}
+
+/** reserve-with-timeout 0; returns the id and body bytes. */
+export async function tcpReserve(c: RawClient): Promise<{ id: number; body: Buffer }> {
+  const reply = Buffer.from(await c.call('reserve-with-timeout 0\r\n'), 'latin1');
+  const eol = reply.indexOf('\r\n');
+  const m = /^RESERVED (\d+) (\d+)$/.exec(reply.toString('latin1', 0, eol));
+  if (m === null) throw new Error(`reserve: ${JSON.stringify(reply.toString('latin1'))}`);
+  return { id: Number(m[1]), body: reply.subarray(eol + 2, eol + 2 + Number(m[2])) };
+}

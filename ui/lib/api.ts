@@ -9,6 +9,7 @@ import {
   type MoveJobsRequest,
   type PauseTubeRequest,
   type PutJobRequest,
+  type TubeSettingsRequest,
 } from '../../shared/api.js';
 import type {
   AdminConfigDto,
@@ -22,6 +23,7 @@ import type {
   JobStateName,
   ServerStatsDto,
   TubeDto,
+  TubeSettingsDto,
 } from '../../shared/dto.js';
 
 /** A failed request: `status` is the HTTP status, 0 when the server could not be reached. */
@@ -137,6 +139,8 @@ export const api = {
   editJob: (id: number, request: EditJobRequest) => json<JobDto>('PATCH', API.job(id), request),
   kickTube: (name: string, request: KickTubeRequest) => json<CountResponse>('POST', API.tubeKick(name), request),
   pauseTube: (name: string, request: PauseTubeRequest) => discard('POST', API.tubePause(name), request),
+  tubeSettings: (name: string, signal?: AbortSignal) => json<TubeSettingsDto>('GET', API.tubeSettings(name), undefined, signal),
+  setTubeSettings: (name: string, request: TubeSettingsRequest) => json<TubeSettingsDto>('PUT', API.tubeSettings(name), request),
   clearTubeState: (name: string, state: JobStateName) =>
     json<CountResponse>('DELETE', withQuery(API.tubeJobs(name), { state })),
   moveJobs: (name: string, request: MoveJobsRequest) => json<CountResponse>('POST', API.tubeMove(name), request),

@@ -6,6 +6,7 @@ import type {
   JobSnapshot,
   NewJob,
   Operations,
+  ReleaseOutcome,
   ReserveOutcome,
   Result,
   ServerCounts,
@@ -278,7 +279,8 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
   };
 
   private readonly onDeleted = (r: Result<void>): void => this.sendResult(r, REPLY.DELETED);
-  private readonly onReleased = (r: Result<void>): void => this.sendResult(r, REPLY.RELEASED);
+  /** The dead-letter rule may bury a released job: beanstalkd's protocol allows BURIED for a release. */
+  private readonly onReleased = (r: Result<ReleaseOutcome>): void => this.sendResult(r, r.ok && r.value === 'buried' ? REPLY.BURIED : REPLY.RELEASED);
   private readonly onBuried = (r: Result<void>): void => this.sendResult(r, REPLY.BURIED);
   private readonly onTouched = (r: Result<void>): void => this.sendResult(r, REPLY.TOUCHED);
   private readonly onKickedJob = (r: Result<unknown>): void => this.sendResult(r, REPLY.KICKED);

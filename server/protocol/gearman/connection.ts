@@ -36,6 +36,12 @@ const MAX_CLIENT_ID_BYTES = 64;
  * door's unique-id key, its index entries and a waiting client's watcher set.
  */
 export const GEARMAN_JOB_RECORD_BYTES = 1024;
+/**
+ * Room in a packet for the arguments besides the data (function name, unique id, handle, the
+ * SCHED fields and their separators), over --gearman-max-size, which bounds the data: so a
+ * worker can always send back, under its handle, as much data as a client could submit.
+ */
+const ARGUMENT_ROOM = 1024;
 /** A leaving client lets go of this many foreground jobs per turn. */
 const LEAVE_SLICE = 1024;
 
@@ -98,6 +104,8 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   private readonly registry: GearmanRegistry;
   private clientId = '-';
   private lastFunction: { bytes: Buffer; name: string } | null = null;
+  /** --gearman-max-size: the store's job size less the unique id kept in front of the data. */
+  private readonly maxData: number;
   private exceptions = false;
   /** CAN_DO_TIMEOUT per function (ms). */
   private readonly timeouts = new Map<string, number>();
@@ -112,12 +120,13 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     private readonly ctx: GearmanContext,
   ) {
     this.ops = ctx.ops;
+    this.maxData = this.ops.maxJobSize - MAX_UNIQUE_BYTES - 1;
     this.registry = ctx.registry;
     this.link = new ClientLink(socket, this, ctx, errorPacket('INTERNAL'));
     // A worker watches only the functions it registers, and holds a job until it reports or leaves.
     this.client = this.ops.connect(this, this.link.peer, { watchNothing: true });
     this.client.setHold(Number.POSITIVE_INFINITY);
-    this.parser = new GearmanParser(this, this.ops.maxJobSize);
+    this.parser = new GearmanParser(this, this.maxData + ARGUMENT_ROOM);
     this.unlist = this.registry.list(() => ({
       fd: this.fd,
       address: socket.remoteAddress ?? 'unix',
@@ -300,6 +309,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     // never empty, which is one of its checks against damage).
     if (fnBytes.length === 0 || fnBytes.length > MAX_FUNCTION_BYTES) return this.sendError('BAD_FUNCTION');
     if (unique.length > MAX_UNIQUE_BYTES) return this.sendError('BAD_UNIQUE');
+    if (args[kind.args - 1]!.length > this.maxData) return this.sendError('TOO_LARGE');
     const fn = this.functionName(fnBytes);
     let delayMs = 0;
     if (kind.when !== 'now') {

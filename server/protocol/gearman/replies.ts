@@ -18,7 +18,7 @@ export const ERRORS = {
   UNKNOWN_OPTION: ['UNKNOWN_OPTION', 'Server does not recognize given option'],
   /** A submit beyond `maxqueue`. */
   QUEUE_FULL: ['JOB_QUEUE_FULL', 'Job queue is full'],
-  /** A packet larger than the server takes (`--gearman-max-size`). */
+  /** Job data over `--gearman-max-size`, or a packet over that and room for its other arguments. */
   TOO_LARGE: ['ARGUMENT_TOO_LARGE', 'Packet is larger than the server accepts'],
   /** A function name that is empty or longer than the server takes. */
   BAD_FUNCTION: ['INVALID_FUNCTION_NAME', 'Function name is empty or longer than 255 bytes'],
