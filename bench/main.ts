@@ -42,6 +42,8 @@ Options:
                       so replies pile up and each read takes many (default 100; 0 wakes per
                       reply); paced phases always spin
   --beanpole-only     skip beanstalkd even when it is installed
+  --beanpole-args=A   more flags for Beanpole, space-separated (e.g. --beanpole-args="--history-events 0"
+                      to measure what the job history costs)
   --quick             smoke run: 1 round, 1 s windows, 20000 fill jobs, pinned only
   --cpu-prof          write Beanpole's V8 CPU profiles to bench/results/profiles/
                       (read them with npm run bench:profile-top -- FILE)
@@ -70,6 +72,7 @@ interface CliOptions {
   workers: number | null;
   pollUs: number;
   beanpoleOnly: boolean;
+  beanpoleArgs: string[];
   quick: boolean;
   cpuProf: boolean;
   json: string | null;
@@ -103,6 +106,7 @@ function parseCli(argv: string[]): CliOptions | 'help' {
       workers: { type: 'string' },
       'poll-us': { type: 'string' },
       'beanpole-only': { type: 'boolean' },
+      'beanpole-args': { type: 'string' },
       quick: { type: 'boolean' },
       'cpu-prof': { type: 'boolean' },
       json: { type: 'string' },
@@ -129,6 +133,7 @@ function parseCli(argv: string[]): CliOptions | 'help' {
     workers: values.workers === undefined ? null : positive('workers', values.workers, 1),
     pollUs: values['poll-us'] === '0' ? 0 : positive('poll-us', values['poll-us'], DEFAULT_POLL_US),
     beanpoleOnly: values['beanpole-only'] === true,
+    beanpoleArgs: (values['beanpole-args'] ?? '').split(' ').filter((a) => a !== ''),
     quick,
     cpuProf: values['cpu-prof'] === true,
     json: values.json ?? null,
@@ -183,6 +188,7 @@ async function main(): Promise<number> {
       pollIntervalUs: cli.pollUs,
       cpuProfileDir: profileDir,
       externalPort: cli.targetPort,
+      beanpoleArgs: cli.beanpoleArgs,
     },
   };
   const runCount = plan.modes.reduce((n, m) => n + scenariosFor(plan, m).reduce((k, s) => k + targetsOf(plan, s).length, 0), 0) * plan.rounds;

@@ -33,6 +33,8 @@ export interface RunSettings {
   pollIntervalUs: number;
   /** Beanpole CPU profiles go here when set (--cpu-prof). */
   cpuProfileDir: string | null;
+  /** More flags for Beanpole (--beanpole-args), e.g. to measure what a feature costs. */
+  beanpoleArgs: readonly string[];
   /** Run against a server already listening on this port instead of starting one (testing the harness). */
   externalPort: number | null;
 }
@@ -100,6 +102,7 @@ export async function withServer<T>(ctx: RunContext, needs: ServerNeeds, fn: (ta
         : null,
     maxJobSize: MAX_JOB_SIZE,
     gearman: needs.gearman ?? false,
+    extraArgs: ctx.target === 'beanpole' ? ctx.settings.beanpoleArgs : [],
   };
   const target = await startTarget(opts);
   try {

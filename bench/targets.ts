@@ -30,6 +30,8 @@ export interface TargetOptions {
   maxJobSize: number;
   /** Beanpole only: serve Gearman on a free port (otherwise --no-gearman). gearmand always does. */
   gearman?: boolean;
+  /** Beanpole only: more flags, after the harness's own. */
+  extraArgs?: readonly string[];
 }
 
 /** A server the load runs against. */
@@ -142,7 +144,7 @@ function serverArgv(
   const nodeFlags = opts.cpuProfile === null ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfile.dir, '--cpu-prof-name', opts.cpuProfile.name];
   const admin = adminPort === null ? ['--no-admin'] : ['--admin-listen', HOST, '--admin-port', String(adminPort)];
   const gearman = gearmanPort === null ? ['--no-gearman'] : ['--gearman-listen', HOST, '--gearman-port', String(gearmanPort)];
-  return { exe: process.execPath, args: [...nodeFlags, BEANPOLE_BIN, ...flags, ...admin, ...gearman] };
+  return { exe: process.execPath, args: [...nodeFlags, BEANPOLE_BIN, ...flags, ...admin, ...gearman, ...(opts.extraArgs ?? [])] };
 }
 
 /** Starts one server and waits until it accepts connections (and its dashboard too, if asked). */

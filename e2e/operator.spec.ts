@@ -143,7 +143,7 @@ test('delete a job in two steps', async ({ page, tcp }) => {
   await expect(page.getByTestId('job-deleted')).toBeVisible();
 });
 
-test('a tube gets a dead-letter limit in the dashboard; the job it buries says why', async ({ page, tcp }) => {
+test('a tube gets a dead-letter limit in the dashboard; the job it buries says why, and its history how', async ({ page, tcp }) => {
   const producer = await tcp();
   await producer.use('payments');
   const worker = await tcp();
@@ -170,6 +170,18 @@ test('a tube gets a dead-letter limit in the dashboard; the job it buries says w
   await expect(page.getByTestId('bury-cause')).toHaveAttribute('data-value', 'dead-letter-release');
   await expect(page.getByTestId('bury-cause')).toContainText('2 releases and timeouts');
   await expect(page.getByTestId('job-field-strikes')).toHaveAttribute('data-value', '2');
+  // The history says how it got there, and who did it.
+  const events = page.getByTestId('history-event');
+  await expect(events).toHaveCount(6);
+  expect(await events.evaluateAll((els) => els.map((e) => e.getAttribute('data-kind')))).toEqual([
+    'put',
+    'reserve',
+    'release',
+    'reserve',
+    'release',
+    'dead-letter',
+  ]);
+  await expect(events.nth(1)).toContainText('connection');
 
   // Back to the server default (off): the setting goes, the button with it.
   await page.goto('/tubes/payments');

@@ -16,6 +16,7 @@ const DEFAULTS: ServerOptions = {
   verbosity: 0,
   maxJobBytes: null,
   deadLetterAfter: 0,
+  historyEvents: 100_000,
   admin: { listen: '127.0.0.1', port: 11380, token: null, readOnly: false, allowedHosts: [] },
   gearman: { listen: '0.0.0.0', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE },
 };
@@ -156,6 +157,8 @@ describe('parseCommandLine', () => {
     [['--max-job-bytes=0'], { maxJobBytes: 0 }],
     [['--dead-letter-after', '3'], { deadLetterAfter: 3 }],
     [['--dead-letter-after=0'], { deadLetterAfter: 0 }],
+    [['--history-events', '0'], { historyEvents: 0 }],
+    [['--history-events=5000000'], { historyEvents: 5_000_000 }],
     // beanstalkd test optVFVu: combined flags, the last one taking the rest of the word.
     [['-VFVukr'], { verbosity: 2, fsyncMs: null, user: 'kr' }],
     // The last of -f / -F wins.
@@ -230,6 +233,8 @@ describe('parseCommandLine', () => {
     [['--dead-letter-after', '-1']],
     [['--dead-letter-after', 'x']],
     [['--dead-letter-after', '4294967296']],
+    [['--history-events', '10000001']],
+    [['--history-events', '-5']],
     [['--admin-allowed-hosts']],
     // a switch given a value
     [['--help=yes']],

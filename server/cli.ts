@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_BINLOG_SIZE, DEFAULT_GEARMAN_MAX_SIZE, DEFAULT_MAX_JOB_SIZE, MAX_JOB_SIZE_LIMIT } from '../shared/limits.js';
+import { DEFAULT_HISTORY_EVENTS } from './engine/history.js';
 import { hostName, isLoopback } from './host-name.js';
 
 /** Everything the command line sets. */
@@ -17,6 +18,8 @@ export interface ServerOptions {
   maxJobBytes: number | null;
   /** Releases plus timeouts after which a job is buried instead (0: off, beanstalkd's behaviour). */
   deadLetterAfter: number;
+  /** Events in the job history ring shown on job pages (0: no history). */
+  historyEvents: number;
   /** The dashboard and admin API; null with --no-admin. */
   admin: AdminOptions | null;
   /** The Gearman port; null with --no-gearman. */
@@ -32,6 +35,8 @@ export interface GearmanOptions {
 }
 
 export const DEFAULT_GEARMAN_PORT = 4730;
+/** Bounds --history-events: 10 million events are about 400 MB. */
+const MAX_HISTORY_EVENTS = 10_000_000;
 
 export interface AdminOptions {
   listen: string;
@@ -88,6 +93,9 @@ Beyond beanstalkd:
                         it was put or last kicked (the release answers
                         BURIED); a tube's own setting in the dashboard
                         overrides it (default: off)
+ --history-events N     events kept in the job history ring, shared by all
+                        jobs (default 100000, about 40 bytes each; 0 keeps
+                        none; at most 10000000)
 
 Dashboard and admin API (HTTP + socket.io):
  --admin-listen ADDR    listen address (default 127.0.0.1); an address other
@@ -126,6 +134,7 @@ const OPTIONS = {
   'no-compact': { type: 'boolean', short: 'n' },
   'max-job-bytes': { type: 'string' },
   'dead-letter-after': { type: 'string' },
+  'history-events': { type: 'string' },
   'admin-listen': { type: 'string' },
   'admin-port': { type: 'string' },
   'admin-token': { type: 'string' },
@@ -167,6 +176,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
     verbosity: 0,
     maxJobBytes: null,
     deadLetterAfter: 0,
+    historyEvents: DEFAULT_HISTORY_EVENTS,
     admin: null,
     gearman: null,
   };
@@ -235,6 +245,9 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
           break;
         case 'dead-letter-after':
           options.deadLetterAfter = integer(value, 'dead-letter limit', 0, 2 ** 32 - 1);
+          break;
+        case 'history-events':
+          options.historyEvents = integer(value, 'history size', 0, MAX_HISTORY_EVENTS);
           break;
         case 'admin-listen':
           admin.listen = value;

@@ -57,6 +57,7 @@ async function main(argv: string[]): Promise<void> {
     ...budget,
     maxJobSize: options.maxJobSize,
     deadLetterAfter: options.deadLetterAfter,
+    historyEvents: options.historyEvents,
     journal: binlog ?? nullJournal,
   });
   // Gearman's jobs live in an engine of their own: ids, tubes (functions) and stats that
@@ -67,6 +68,7 @@ async function main(argv: string[]): Promise<void> {
     ...budget,
     maxJobSize: (options.gearman?.maxSize ?? DEFAULT_GEARMAN_MAX_SIZE) + MAX_UNIQUE_BYTES + 1,
     jobRecordBytes: GEARMAN_JOB_RECORD_BYTES,
+    historyEvents: options.historyEvents,
     journal: gearmanBinlog ?? nullJournal,
   });
   engine.shareBudgetWith(gearmanEngine);

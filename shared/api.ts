@@ -14,11 +14,20 @@ export const API = {
   job: (id: number) => `/api/jobs/${id}`,
   jobBody: (id: number) => `/api/jobs/${id}/body`,
   jobKick: (id: number) => `/api/jobs/${id}/kick`,
+  jobHistory: (id: number) => `/api/jobs/${id}/history`,
   connections: '/api/connections',
+  /**
+   * GET: `q` (text, or a pattern with `regex=true`), `tube`, `state`, `ignoreCase`, `limit`;
+   * the next page with `next=TOKEN`. DELETE /api/search/TOKEN ends a search early.
+   */
+  search: '/api/search',
+  /** POST BulkRequest: kick, delete or move many jobs. */
+  bulk: '/api/bulk',
   gearman: '/api/gearman',
   /** A function's jobs: GET with `function` (any name, the empty one too), `state`, `limit`, `cursor`. */
   gearmanJobs: '/api/gearman/jobs',
   gearmanJob: (handle: string) => `/api/gearman/jobs/${encodeURIComponent(handle)}`,
+  gearmanJobHistory: (handle: string) => `/api/gearman/jobs/${encodeURIComponent(handle)}/history`,
 } as const;
 
 /** Bodies longer than this come with GET /api/jobs/:id only in part; the rest is fetched on demand. */
@@ -54,6 +63,32 @@ export interface EditJobRequest {
 /** PUT /api/tubes/:name/settings. `deadLetterAfter`: 0 turns the rule off here, null goes back to the server's. */
 export interface TubeSettingsRequest {
   deadLetterAfter: number | null;
+}
+
+/** What a search or a bulk action selects: body `q` (a pattern with `regex`), `tube`, `state`. */
+export interface SearchSpec {
+  q?: string;
+  regex?: boolean;
+  /** Default: true for plain text, false for a pattern. */
+  ignoreCase?: boolean;
+  tube?: string;
+  state?: 'ready' | 'delayed' | 'buried' | 'reserved';
+}
+
+/** POST /api/bulk: the jobs by id, or every match of a search; `to` for a move. */
+export interface BulkRequest {
+  action: 'kick' | 'delete' | 'move';
+  to?: string;
+  ids?: number[];
+  search?: SearchSpec;
+}
+
+/** What a bulk action did: jobs changed, and jobs it could not act on (gone, held by a worker, not kickable). */
+export interface BulkResponse {
+  count: number;
+  skipped: number;
+  /** False when the selection was cut short (over a million matches, or the request was abandoned). */
+  complete: boolean;
 }
 
 export interface KickTubeRequest {

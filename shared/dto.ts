@@ -78,6 +78,17 @@ export interface JobSummaryDto extends JobStatsDto {
   preview: string;
 }
 
+/** GET /api/search: a page of matches; `next` continues the search (null: every job was looked at). */
+export interface SearchPageDto {
+  jobs: JobSummaryDto[];
+  next: string | null;
+  /** Jobs looked at and matched so far, over every page. */
+  scanned: number;
+  matched: number;
+  /** Every job has been looked at: `matched` is the final count, though pages may be left to fetch. */
+  complete: boolean;
+}
+
 export interface JobPageDto {
   jobs: JobSummaryDto[];
   /** Cursor for the next page, or null at the end. */

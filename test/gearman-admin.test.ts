@@ -9,7 +9,9 @@ import { API } from '../shared/api.js';
 import type { GearmanJobDto, GearmanJobPageDto, GearmanSnapshotDto } from '../shared/dto.js';
 import type { ClientToServerEvents, ServerToClientEvents } from '../shared/events.js';
 import { PACKET } from '../server/protocol/gearman/packets.js';
+import type { JobHistoryDto } from '../shared/history.js';
 import { api, startAdminServer, type AdminServerProcess } from './support/admin-server.js';
+import { expectOk } from './support/expectations.js';
 import { GearmanTestClient } from './support/gearman-client.js';
 import { gearmanPortFromLog } from './support/gearman-server.js';
 
@@ -103,6 +105,35 @@ describe('Gearman in the admin API', () => {
     const h = await submit(rc, 'ro-fn', '', 'x');
     expect((await api(readOnly.url, API.gearmanJob(h), { method: 'DELETE' })).status).toBe(403);
     expect((await api(readOnly.url, API.gearmanJob(h))).status).toBe(200);
+  });
+
+  it('shows a Gearman job’s history: submitted, grabbed, requeued when its worker left, completed', async () => {
+    const c = await connect();
+    const handle = await submit(c, 'history-fn', 'h1', 'data');
+    const first = await connect();
+    first.request(PACKET.CAN_DO, 'history-fn');
+    first.request(PACKET.GRAB_JOB);
+    expect((await first.args(3))[1]).toBe(handle);
+    first.destroy();
+    const second = await connect();
+    second.request(PACKET.CAN_DO, 'history-fn');
+    // The first worker's leave reaches the server in its own time: until then, NO_JOB.
+    let grabbed: string | undefined;
+    for (let i = 0; i < 100 && grabbed === undefined; i++) {
+      second.request(PACKET.GRAB_JOB);
+      const p = await second.packet();
+      if (p.type === PACKET.JOB_ASSIGN) grabbed = p.data.toString('latin1', 0, p.data.indexOf(0));
+      else await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(grabbed).toBe(handle);
+    second.request(PACKET.WORK_COMPLETE, handle, 'done');
+    second.request(PACKET.ECHO_REQ, 'sync');
+    expect((await second.args(1))[0]).toBe(PACKET.ECHO_RES);
+    const history = expectOk<JobHistoryDto>(await api(server.url, API.gearmanJobHistory(handle)));
+    expect(history.events.map((e) => e.kind)).toEqual(['put', 'reserve', 'disconnect', 'reserve', 'delete']);
+    expect(history.events[0]!.peer).toBe(`127.0.0.1:${c.socket.localPort}`);
+    expect(history.events[3]!.peer).toBe(`127.0.0.1:${second.socket.localPort}`);
+    expect((await api(server.url, API.gearmanJobHistory('H:other-host:1'))).status).toBe(404);
   });
 
   it('counts Gearman jobs and workers in /metrics', async () => {

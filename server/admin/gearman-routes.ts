@@ -49,6 +49,15 @@ export function gearmanRoutes(view: GearmanView, onActivity: () => void): Router
     }),
   );
 
+  router.get(
+    '/api/gearman/jobs/:handle/history',
+    route(async (req, res) => {
+      const history = await view.history(parseOrThrow(handleParam, String(req.params.handle)));
+      if (history === undefined) throw new ApiError(404, 'NOT_FOUND', 'no such Gearman job handle');
+      res.json(history);
+    }),
+  );
+
   router.delete(
     '/api/gearman/jobs/:handle',
     route(async (req, res) => {

@@ -1,12 +1,13 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
-import { API, type CountResponse } from '../../shared/api.js';
-import type { AdminConfigDto } from '../../shared/dto.js';
+import { API, type BulkResponse, type CountResponse } from '../../shared/api.js';
+import type { AdminConfigDto, SearchPageDto } from '../../shared/dto.js';
 import { MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } from '../../shared/limits.js';
 import type { Operations, Result } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
 import { ApiError, engineError } from './errors.js';
+import { MAX_PATTERN_LENGTH, Searches, type SearchFilter } from './search.js';
 import { pageCursor, parseOrThrow as parse } from './validation.js';
 
 export interface RoutesContext {
@@ -18,6 +19,8 @@ export interface RoutesContext {
 }
 
 const MAX_PAGE = 500;
+/** Most jobs one bulk action takes (ids given, or matches of a search). */
+const MAX_BULK = 1_000_000;
 /** TTR of a job put without one (the usual client default), ms. */
 const DEFAULT_TTR_MS = 60_000;
 
@@ -86,6 +89,31 @@ const listQuery = z.object({
   cursor: pageCursor,
 });
 const clearQuery = z.object({ state: z.enum(['ready', 'delayed', 'buried']) });
+const jobStates = z.enum(['ready', 'delayed', 'buried', 'reserved']);
+/** What a search or a bulk action selects: body text or pattern, tube, state. */
+const searchFields = {
+  q: z.string().max(MAX_PATTERN_LENGTH).default(''),
+  tube: tubeName.optional(),
+  state: jobStates.optional(),
+};
+const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const searchQuery = z.object({
+  ...searchFields,
+  regex: flag.default(false),
+  /** Plain text ignores case unless told; a pattern respects it unless told ((?i) works too). */
+  ignoreCase: flag.optional(),
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE).default(50),
+  next: z.string().max(32).optional(),
+});
+const bulkSchema = z
+  .strictObject({
+    action: z.enum(['kick', 'delete', 'move']),
+    to: tubeName.optional(),
+    ids: z.array(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)).min(1).max(MAX_BULK).optional(),
+    search: z.strictObject({ ...searchFields, regex: z.boolean().default(false), ignoreCase: z.boolean().optional() }).optional(),
+  })
+  .refine((b) => (b.ids === undefined) !== (b.search === undefined), 'give ids or search, not both')
+  .refine((b) => (b.action === 'move') === (b.to !== undefined), 'to: a move needs it, and only a move takes it');
 /**
  * Base64 in whole groups, the last one padded or not. Node's decoder silently drops what does
  * not make a whole byte ('A' decodes to nothing), so a stray length is refused here. (A regex of
@@ -94,6 +122,14 @@ const clearQuery = z.object({ state: z.enum(['ready', 'delayed', 'buried']) });
 const isBase64 = (text: string): boolean =>
   /^[A-Za-z0-9+/]*={0,2}$/.test(text) && (text.endsWith('=') ? text.length % 4 === 0 : text.length % 4 !== 1);
 const jobId = z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+
+/** Jobs a bulk action changes per turn of the event loop. */
+const BULK_SLICE = 1024;
+
+/** A search's filter from the request: plain text ignores case unless asked not to. */
+function searchFilter(q: { q: string; regex: boolean; ignoreCase?: boolean; tube?: string; state?: SearchFilter['state'] }): SearchFilter {
+  return { text: q.q, regex: q.regex, ignoreCase: q.ignoreCase ?? !q.regex, tube: q.tube ?? null, state: q.state ?? null };
+}
 
 /** The value of a successful result, or the HTTP error for its failure. */
 function valueOf<T>(result: Result<T>): T {
@@ -190,6 +226,11 @@ export function apiRoutes(ctx: RoutesContext): Router {
       if (job === undefined) throw engineError('NOT_FOUND');
       res.json(jobDto(job, ops.now()));
     }),
+  );
+
+  router.get(
+    '/api/jobs/:id/history',
+    route(async (req, res) => res.json(await ops.jobHistory(parse(jobId, req.params.id)))),
   );
 
   router.get(
@@ -302,6 +343,64 @@ export function apiRoutes(ctx: RoutesContext): Router {
       const count = valueOf(await ops.move(name, r.state, r.to, r.limit));
       await changed();
       res.json({ count } satisfies CountResponse);
+    }),
+  );
+
+  const searches = new Searches(ops);
+  /** Aborted when the client goes away before its answer is sent. */
+  const abandoned = (res: Response): AbortSignal => {
+    const abort = new AbortController();
+    res.on('close', () => {
+      if (!res.writableEnded) abort.abort();
+    });
+    return abort.signal;
+  };
+
+  router.get(
+    API.search,
+    route(async (req, res) => {
+      const q = parse(searchQuery, req.query);
+      const signal = abandoned(res);
+      const page =
+        q.next !== undefined
+          ? await searches.continue(q.next, q.limit, signal)
+          : await searches.start(searchFilter(q), q.limit, signal);
+      const now = ops.now();
+      res.json({ ...page, jobs: page.jobs.map((j) => jobSummaryDto(j, now)) } satisfies SearchPageDto);
+    }),
+  );
+
+  router.delete(
+    '/api/search/:token',
+    route((req, res) => {
+      searches.cancel(String(req.params.token));
+      res.status(204).end();
+    }),
+  );
+
+  router.post(
+    API.bulk,
+    json,
+    route(async (req, res) => {
+      const r = parse(bulkSchema, req.body);
+      const signal = abandoned(res);
+      let ids = r.ids ?? [];
+      let complete = true;
+      if (r.search !== undefined) ({ ids, complete } = await searches.all(searchFilter(r.search), MAX_BULK, signal));
+      const act =
+        r.action === 'kick'
+          ? (id: number) => ops.kickJob(id)
+          : r.action === 'delete'
+            ? (id: number) => ops.delete(id)
+            : (id: number) => ops.editJob(id, { tube: r.to! });
+      let count = 0;
+      for (let i = 0; i < ids.length; i++) {
+        if ((await act(ids[i]!)).ok) count++;
+        // A slice per turn, as for kick: other clients are served between slices.
+        if (i % BULK_SLICE === BULK_SLICE - 1) await new Promise((resolve) => setImmediate(resolve));
+      }
+      await changed();
+      res.json({ count, skipped: ids.length - count, complete } satisfies BulkResponse);
     }),
   );
 

@@ -3,6 +3,7 @@ import type { Clock } from './clock.js';
 import { BodyStore } from './body-store.js';
 import { EngineEvents } from './events.js';
 import { IndexedHeap } from './heap.js';
+import { DEFAULT_HISTORY_EVENTS, JobHistory } from './history.js';
 import { JobIndex } from './job-index.js';
 import { JOB_RECORD_HEAP_BYTES, TUBE_RECORD_HEAP_BYTES } from './record-costs.js';
 import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, deadlineLess, readyLess, setDelayIndex, type JobImage, type JobState } from './job.js';
@@ -42,6 +43,8 @@ export interface EngineOptions {
    * A tube's own setting (setTubeSettings) overrides it.
    */
   deadLetterAfter?: number;
+  /** Events in the shared job history ring (DEFAULT_HISTORY_EVENTS; 0: no history). */
+  historyEvents?: number;
 }
 
 /** What a put needs; durations in milliseconds. */
@@ -58,6 +61,8 @@ export interface PutRequest {
   bodyOwned?: boolean;
   /** An id taken earlier with `allocateJobId` (the protocol takes it before the body arrives). */
   id?: number;
+  /** The client putting it, for the job's history (none: the dashboard). */
+  by?: Session;
   /**
    * Kept in memory only, never journaled: a job that cannot outlive its submitter (a Gearman
    * foreground job), so a restart must not bring it back.
@@ -78,6 +83,16 @@ export interface JobEdit {
   tube?: string;
 }
 
+/** What an edit changed besides the tube, for the job's history: "body, priority" (empty for a move alone). */
+function editedFields(edit: JobEdit, moving: boolean): string {
+  const fields: string[] = [];
+  if (edit.body !== undefined) fields.push('body');
+  if (edit.priority !== undefined) fields.push('priority');
+  if (edit.ttrMs !== undefined) fields.push('ttr');
+  if (edit.delayMs !== undefined) fields.push('delay');
+  return fields.length === 0 && !moving ? 'nothing' : fields.join(', ');
+}
+
 /**
  * The job server's state and every operation on it. Pure: no I/O and no timers. Time comes
  * from the injected clock; the owner calls `tick(now)` at `nextDeadline()`.
@@ -96,6 +111,8 @@ export class Engine {
   private readonly clock: Clock;
   private readonly journal: Journal;
   private readonly deadLetterAfter: number;
+  /** What happened to jobs lately, in one ring for all of them (history.ts). */
+  readonly history: JobHistory;
   /** Tubes' own settings, by name: they outlive the tube (a tube comes and goes with its jobs). */
   private readonly tubeSettings = new Map<string, TubeSettings>();
   private readonly maxJobBytes: number;
@@ -137,6 +154,7 @@ export class Engine {
     this.clock = options.clock;
     this.journal = options.journal ?? nullJournal;
     this.deadLetterAfter = options.deadLetterAfter ?? 0;
+    this.history = new JobHistory(options.historyEvents ?? DEFAULT_HISTORY_EVENTS);
     this.maxJobBytes = options.maxJobBytes ?? Number.POSITIVE_INFINITY;
     this.maxJobSize = options.maxJobSize ?? Number.POSITIVE_INFINITY;
     this.jobRecordBytes = options.jobRecordBytes ?? JOB_RECORD_HEAP_BYTES;
@@ -306,6 +324,7 @@ export class Engine {
       this.removeReserved(session, job);
       this.enqueueReady(job, 'reserved');
       if (recorded) this.journalOf(job).update(job);
+      this.history.record(job.id, this.clock.now(), 'disconnect', session.id, session.peer);
     }
     // protocol: beanstalkd clears the watch list by always removing the first item, which
     // decides the order in which unreferenced tubes leave list-tubes.
@@ -501,6 +520,7 @@ export class Engine {
     this.jobs.set(id, job);
     this.stats.totalJobs++;
     job.tube.totalJobs++;
+    this.history.record(id, now, 'put', request.by?.id ?? 0, request.by?.peer ?? '');
     if (request.delayMs > 0) this.enqueueDelayed(job, null, job.deadlineAt);
     else this.enqueueReady(job, null);
     return ok(job);
@@ -600,6 +620,7 @@ export class Engine {
     } else {
       this.detach(job);
     }
+    this.history.record(id, this.clock.now(), 'delete', session?.id ?? 0, session?.peer ?? '');
     this.dropJob(job, from);
     return ok(job);
   }
@@ -617,8 +638,10 @@ export class Engine {
     job.priority = priority;
     job.delayMs = delayMs;
     job.releases++;
-    if (this.strike(job)) this.buryJob(job, 'reserved', BURY_CAUSE_CODE['dead-letter-release']);
-    else if (delayMs > 0) this.enqueueDelayed(job, 'reserved', this.clock.now() + delayMs);
+    const now = this.clock.now();
+    this.history.record(id, now, 'release', session.id, session.peer);
+    if (this.strike(job)) this.deadLetter(job, now, 'release');
+    else if (delayMs > 0) this.enqueueDelayed(job, 'reserved', now + delayMs);
     else this.enqueueReady(job, 'reserved');
     this.journalOf(job).update(job);
     return ok(job);
@@ -631,6 +654,7 @@ export class Engine {
     this.removeReserved(session, job);
     this.schedule(session);
     job.priority = priority;
+    this.history.record(id, this.clock.now(), 'bury', session.id, session.peer);
     this.buryJob(job, 'reserved', BURY_CAUSE_CODE.bury);
     this.journalOf(job).update(job);
     return ok(job);
@@ -714,6 +738,7 @@ export class Engine {
     const from = job.state;
     this.detach(job);
     job.kicks++;
+    this.history.record(job.id, this.clock.now(), 'kick', 0, '');
     // A kick gives the job a fresh start under the dead-letter rule.
     job.strikes = 0;
     job.buryCause = 0;
@@ -801,6 +826,10 @@ export class Engine {
     } else {
       this.enqueueReady(job, from);
     }
+    const now = this.clock.now();
+    const changed = editedFields(edit, moving);
+    if (changed !== '') this.history.record(id, now, 'edit', 0, '', changed);
+    if (moving) this.history.record(id, now, 'move', 0, '', oldTube.name);
     if (moving) {
       oldTube.touchState(from);
       if (this.events.has('job:moved')) this.events.emit('job:moved', { job, from: oldTube, state: from });
@@ -940,7 +969,8 @@ export class Engine {
       // dead-letter rule, comes back ready after a crash here and is buried at its next strike).
       const recorded = this.journalOf(job).canUpdate(1);
       this.removeReserved(session, job);
-      if (this.strike(job)) this.buryJob(job, 'reserved', BURY_CAUSE_CODE['dead-letter-timeout']);
+      this.history.record(job.id, now, 'timeout', session.id, session.peer);
+      if (this.strike(job)) this.deadLetter(job, now, 'timeout');
       else this.enqueueReady(job, 'reserved');
       if (recorded) this.journalOf(job).update(job);
     }
@@ -1045,6 +1075,7 @@ export class Engine {
     session.reservedJobs.push(job);
     session.reservedByDeadline.push(job);
     session.waitUntil = -1;
+    this.history.record(job.id, now, 'reserve', session.id, session.peer);
     this.schedule(session);
     this.changed(job, from);
   }
@@ -1089,6 +1120,12 @@ export class Engine {
     job.strikes++;
     const limit = job.tube.deadLetterAfter;
     return limit > 0 && job.strikes >= limit;
+  }
+
+  /** The dead-letter rule buries a reserved job at its release or timeout. */
+  private deadLetter(job: Job, now: number, at: 'release' | 'timeout'): void {
+    this.history.record(job.id, now, 'dead-letter', 0, '', at);
+    this.buryJob(job, 'reserved', BURY_CAUSE_CODE[at === 'release' ? 'dead-letter-release' : 'dead-letter-timeout']);
   }
 
   private buryJob(job: Job, from: JobState, cause: number): void {

@@ -85,6 +85,7 @@ export class Client {
       delayMs: options.delayMs ?? 0,
       ttrMs: options.ttrMs ?? 60_000,
       body: typeof body === 'string' ? Buffer.from(body) : body,
+      by: this.session,
     });
   }
 

@@ -1,3 +1,4 @@
+import type { JobHistoryDto } from '../../shared/history.js';
 import { bodyStamp } from '../engine/body-store.js';
 import type { Engine, Job, PutRequest, Session, Tube } from '../engine/engine.js';
 import { BURY_CAUSES, TRANSIENT_FILE } from '../engine/job.js';
@@ -12,6 +13,7 @@ import type {
   JobBytes,
   JobChange,
   JobPage,
+  JobScan,
   JobSnapshot,
   JobState,
   JobUpdate,
@@ -101,6 +103,27 @@ export class MemoryOperations implements Operations {
       const job = this.engine.job(id);
       visit(id, job === undefined ? undefined : fillView(job, this.scratch));
     }
+  }
+
+  jobHistory(id: number): JobHistoryDto {
+    const history = this.engine.history;
+    return { id, events: history.of(id), capacity: history.capacity, recorded: history.recorded };
+  }
+
+  scanJobs(): JobScan {
+    const jobs = this.engine.allJobs();
+    const view = emptyView();
+    return {
+      next(max, visit) {
+        for (let n = 0; n < max; n++) {
+          const step = jobs.next();
+          if (step.done === true) return true;
+          const job = step.value;
+          visit(fillView(job, view), job.slab.buf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength));
+        }
+        return false;
+      },
+    };
   }
 
   eachJob(visit: (job: JobSnapshot) => void): void {
@@ -304,7 +327,8 @@ class MemoryClient implements ClientOperations {
     // The engine's records satisfy the delegate's read-only JobBytes; no adapter per job.
     this.session = engine.openSession(delegate, options);
     this.session.peer = peer;
-    this.request = { tube: this.session.used, priority: 0, delayMs: 0, ttrMs: 0, body: EMPTY_BODY, bodyOwned: false, id: 0, transient: false };
+    const session = this.session;
+    this.request = { tube: session.used, priority: 0, delayMs: 0, ttrMs: 0, body: EMPTY_BODY, bodyOwned: false, id: 0, transient: false, by: session };
   }
 
   get id(): number {

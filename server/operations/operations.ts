@@ -9,6 +9,7 @@
  * in command order either way.
  */
 import type { BuryCause } from '../../shared/bury-cause.js';
+import type { JobHistoryDto } from '../../shared/history.js';
 import type { Durability, TubeSettings } from '../engine/journal.js';
 import type { FailureCode, Result } from '../engine/results.js';
 import type { CountedCommand } from '../engine/stats.js';
@@ -175,6 +176,18 @@ export interface SessionView {
   reserved: number[];
 }
 
+/**
+ * A walk over every job that may span many turns of the event loop (a search): jobs added
+ * meanwhile may or may not be visited, jobs removed before their turn are not, none twice.
+ */
+export interface JobScan {
+  /**
+   * Visits up to `max` more jobs; answers true once every job has been visited. `view` is reused
+   * and `body` is a view of the store's memory: read both during the call.
+   */
+  next(max: number, visit: (view: JobView, body: Buffer) => void): Pending<boolean>;
+}
+
 /** One page of a tube's jobs in one state, and the cursor of the next page (null: no more). */
 export interface JobPage {
   jobs: JobSnapshot[];
@@ -312,6 +325,8 @@ export interface Operations {
 
   peek(id: number): Pending<JobBytes | undefined>;
   job(id: number): Pending<JobSnapshot | undefined>;
+  /** What happened to job `id` lately (also after it is gone), from the shared history ring. */
+  jobHistory(id: number): Pending<JobHistoryDto>;
   /**
    * Calls `visit` with each of the jobs `ids` (undefined for one that is gone). The view passed
    * is reused between calls: copy what you keep. Lets a watcher of many jobs compare them
@@ -324,6 +339,8 @@ export interface Operations {
    * during the call.
    */
   eachJob(visit: (job: JobSnapshot) => void): Pending<void>;
+  /** Starts a walk over every job, a slice at a time (a search). */
+  scanJobs(): JobScan;
   /** How many watchers job `id` has (clients waiting on it and any door's own). */
   watcherCount(id: number): number;
   tube(name: string): Pending<TubeCounts | undefined>;

@@ -10,6 +10,9 @@ import {
   type PauseTubeRequest,
   type PutJobRequest,
   type TubeSettingsRequest,
+  type BulkRequest,
+  type BulkResponse,
+  type SearchSpec,
 } from '../../shared/api.js';
 import type {
   AdminConfigDto,
@@ -24,7 +27,9 @@ import type {
   ServerStatsDto,
   TubeDto,
   TubeSettingsDto,
+  SearchPageDto,
 } from '../../shared/dto.js';
+import type { JobHistoryDto } from '../../shared/history.js';
 
 /** A failed request: `status` is the HTTP status, 0 when the server could not be reached. */
 export class ApiError extends Error {
@@ -108,6 +113,18 @@ async function discard(method: Method, path: string, body?: unknown): Promise<vo
   await response.arrayBuffer();
 }
 
+/** A search's query string: `regex` and `ignoreCase` as the API's flags. */
+function searchQuery(spec: SearchSpec, limit: number): Record<string, string | number | undefined> {
+  return {
+    q: spec.q,
+    regex: spec.regex === true ? 'true' : undefined,
+    ignoreCase: spec.ignoreCase === undefined ? undefined : String(spec.ignoreCase),
+    tube: spec.tube,
+    state: spec.state,
+    limit,
+  };
+}
+
 function withQuery(path: string, params: Record<string, string | number | null | undefined>): string {
   const query = new URLSearchParams();
   for (const [key, value] of Object.entries(params)) {
@@ -128,6 +145,9 @@ export const api = {
     signal?: AbortSignal,
   ) => json<JobPageDto>('GET', withQuery(API.tubeJobs(name), query), undefined, signal),
   job: (id: number, signal?: AbortSignal) => json<JobDto>('GET', API.job(id), undefined, signal),
+  jobHistory: (id: number, signal?: AbortSignal) => json<JobHistoryDto>('GET', API.jobHistory(id), undefined, signal),
+  gearmanJobHistory: (handle: string, signal?: AbortSignal) =>
+    json<JobHistoryDto>('GET', API.gearmanJobHistory(handle), undefined, signal),
   /** The whole body as bytes (GET /api/jobs/:id/body). */
   jobBody: async (id: number, signal?: AbortSignal): Promise<Uint8Array<ArrayBuffer>> => {
     const response = await send('GET', API.jobBody(id), undefined, signal);
@@ -144,6 +164,11 @@ export const api = {
   clearTubeState: (name: string, state: JobStateName) =>
     json<CountResponse>('DELETE', withQuery(API.tubeJobs(name), { state })),
   moveJobs: (name: string, request: MoveJobsRequest) => json<CountResponse>('POST', API.tubeMove(name), request),
+  search: (spec: SearchSpec, limit: number, signal?: AbortSignal) =>
+    json<SearchPageDto>('GET', withQuery(API.search, searchQuery(spec, limit)), undefined, signal),
+  searchNext: (token: string, limit: number, signal?: AbortSignal) =>
+    json<SearchPageDto>('GET', withQuery(API.search, { next: token, limit }), undefined, signal),
+  bulk: (request: BulkRequest) => json<BulkResponse>('POST', API.bulk, request),
   connections: (signal?: AbortSignal) => json<ConnectionDto[]>('GET', API.connections, undefined, signal),
   gearman: (signal?: AbortSignal) => json<GearmanSnapshotDto>('GET', API.gearman, undefined, signal),
   gearmanJobs: (fn: string, query: { state: GearmanJobState; limit: number; cursor: string | null }, signal?: AbortSignal) =>

@@ -1,6 +1,7 @@
 /** The dashboard's pages and their URLs (history API paths; the server serves index.html for them). */
 
 import { GEARMAN_JOB_STATES, JOB_STATES, type GearmanJobState, type JobStateName } from '../../shared/dto.js';
+import type { SearchSpec } from '../../shared/api.js';
 import { DEFAULT_TUBE } from '../../shared/limits.js';
 
 export type Route =
@@ -10,6 +11,7 @@ export type Route =
   | { page: 'job'; id: number }
   | { page: 'put'; tube: string }
   | { page: 'connections' }
+  | { page: 'search'; spec: SearchSpec }
   | { page: 'gearman' }
   | { page: 'gearman-function'; name: string; state: GearmanJobState }
   | { page: 'not-found'; path: string };
@@ -44,6 +46,7 @@ export function parseRoute(pathname: string, search: string): Route {
   if (path === '/' || path === '') return { page: 'overview' };
   if (path === '/tubes') return { page: 'tubes' };
   if (path === '/connections') return { page: 'connections' };
+  if (path === '/search') return { page: 'search', spec: searchSpecOf(query) };
   if (path === '/gearman') return { page: 'gearman' };
   if (path.startsWith('/gearman/functions/')) {
     // A function name may be empty or hold '/': everything after the prefix is the name.
@@ -77,6 +80,26 @@ export function gearmanFunctionHref(name: string, state?: GearmanJobState): stri
   return state === undefined || state === 'queued' ? base : `${base}?state=${state}`;
 }
 
+/** A search as the URL carries it (`/search?q=…&regex=1&tube=…&state=…`). */
+function searchSpecOf(query: URLSearchParams): SearchSpec {
+  const spec: SearchSpec = { q: query.get('q') ?? '', regex: query.get('regex') === '1' };
+  const tube = query.get('tube');
+  const state = query.get('state');
+  if (tube !== null && tube !== '') spec.tube = tube;
+  if (isJobState(state)) spec.state = state;
+  return spec;
+}
+
+export function searchHref(spec: SearchSpec): string {
+  const query = new URLSearchParams();
+  if (spec.q !== undefined && spec.q !== '') query.set('q', spec.q);
+  if (spec.regex === true) query.set('regex', '1');
+  if (spec.tube !== undefined) query.set('tube', spec.tube);
+  if (spec.state !== undefined) query.set('state', spec.state);
+  const text = query.toString();
+  return text === '' ? '/search' : `/search?${text}`;
+}
+
 export function jobHref(id: number): string {
   return `/jobs/${id}`;
 }
@@ -100,6 +123,8 @@ export function routeTitle(route: Route): string {
       return 'Put a job';
     case 'connections':
       return 'Connections';
+    case 'search':
+      return route.spec.q === '' ? 'Search' : `Search ${route.spec.q}`;
     case 'gearman':
       return 'Gearman';
     case 'gearman-function':
@@ -119,6 +144,9 @@ export function routeKey(route: Route): string {
     case 'gearman-function':
       // A tab is a page of its own: its paging starts afresh.
       return `gearman-function:${route.name}:${route.state}`;
+    case 'search':
+      // Each search is a page of its own: it runs afresh, with no selection carried over.
+      return searchHref(route.spec);
     default:
       return route.page;
   }

@@ -1,3 +1,4 @@
+import type { JobHistoryDto } from '../../../shared/history.js';
 import type { GearmanJobState, GearmanSnapshotDto } from '../../../shared/dto.js';
 import { whenReady, type JobSnapshot, type JobState, type Operations, type Pending, type Result } from '../../operations/operations.js';
 import { uniqueEnd } from './job-body.js';
@@ -58,6 +59,12 @@ export class GearmanView {
     const id = this.registry.handles.idOf(handle);
     if (id === null) return undefined;
     return whenReady(this.ops.job(id), (job) => (job === undefined ? undefined : this.record(job)));
+  }
+
+  /** What happened to the job lately (submit, grabs, requeues, completion); undefined for a handle not of this server. */
+  history(handle: string): Pending<JobHistoryDto | undefined> {
+    const id = this.registry.handles.idOf(handle);
+    return id === null ? undefined : this.ops.jobHistory(id);
   }
 
   /** Deletes a queued or scheduled job: NOT_FOUND, or JOB_RESERVED while a worker runs it. */

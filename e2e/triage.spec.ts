@@ -1,0 +1,75 @@
+/**
+ * The triage story of an operator with hundreds of failed jobs: find the ones whose body says
+ * "invalid currency" from the header box, across tubes; kick all of them at once with one
+ * confirmation that states the count; delete a hand-picked few of the rest.
+ */
+import { expect, expectLive, test, type Beanstalk } from './fixtures.js';
+
+/** Puts `bodies` into `tube` and buries them all; returns their ids. */
+async function buryAll(client: Beanstalk, tube: string, bodies: string[]): Promise<number[]> {
+  await client.use(tube);
+  await client.watchOnly(tube);
+  const ids: number[] = [];
+  for (const body of bodies) ids.push(await client.put(body));
+  for (let i = 0; i < bodies.length; i++) await client.bury((await client.reserve()).id);
+  return ids;
+}
+
+test('search buried bodies across tubes, kick every match, delete a few picked by hand', async ({ page, tcp }) => {
+  const client = await tcp();
+  const currency = (i: number): string => `{"order":${i},"error":"Invalid currency: XYZ"}`;
+  const other = (i: number): string => `{"order":${i},"error":"card declined"}`;
+  // 150 failed jobs over three tubes; 90 of them for the same reason. More than a page.
+  const matching: number[] = [];
+  const rest: number[] = [];
+  for (const tube of ['payments', 'refunds', 'invoices']) {
+    const ids = await buryAll(client, tube, Array.from({ length: 50 }, (_, i) => (i % 5 < 3 ? currency(i) : other(i))));
+    ids.forEach((id, i) => (i % 5 < 3 ? matching : rest).push(id));
+  }
+
+  await page.goto('/');
+  await expectLive(page);
+  // Text typed into the id box searches instead of erroring.
+  await page.getByTestId('find-job-input').fill('invalid currency');
+  await page.getByTestId('find-job-submit').click();
+  await expect(page).toHaveURL(/\/search\?q=invalid\+currency$/);
+  const status = page.getByTestId('search-status');
+  await expect(status).toHaveAttribute('data-done', 'true');
+  await expect(status).toHaveAttribute('data-matched', '90');
+  await expect(page.locator('[data-testid^="search-row-"]')).toHaveCount(50);
+
+  // All 90, not just the 50 shown: one confirmation that says how many.
+  await page.getByTestId('select-all-matching').click();
+  await expect(page.getByTestId('bulk-count')).toHaveAttribute('data-value', '90');
+  await page.getByTestId('bulk-kick').click();
+  await expect(page.getByTestId('bulk-confirm-text')).toContainText('(90)');
+  await page.getByTestId('bulk-confirm').click();
+  await expect(page.getByText('Kicked: 90 jobs.')).toBeVisible();
+  for (const tube of ['payments', 'refunds', 'invoices']) {
+    const st = await client.statsTube(tube);
+    expect([st.get('current-jobs-ready'), st.get('current-jobs-buried')]).toEqual(['30', '20']);
+  }
+
+  // The rest, buried in payments: pick two by hand and delete them.
+  await page.getByTestId('search-q').fill('declined');
+  await page.getByTestId('search-tube').fill('payments');
+  await page.getByTestId('search-state').selectOption('buried');
+  await page.getByTestId('search-submit').click();
+  await expect(status).toHaveAttribute('data-matched', '20');
+  const [a, b] = rest;
+  await page.getByTestId(`select-${a}`).check();
+  await page.getByTestId(`select-${b}`).check();
+  await page.getByTestId('bulk-delete').click();
+  await expect(page.getByTestId('bulk-confirm-text')).toContainText('2 jobs');
+  await page.getByTestId('bulk-confirm').click();
+  await expect(page.getByText('Deleted: 2 jobs.')).toBeVisible();
+  await expect(status).toHaveAttribute('data-matched', '18');
+  expect(await client.peek(a!)).toBeNull();
+  expect(await client.peek(b!)).toBeNull();
+  expect(matching).toHaveLength(90);
+});
+
+test('a bad pattern is said plainly, and nothing is searched', async ({ page }) => {
+  await page.goto('/search?q=%28unclosed&regex=1');
+  await expect(page.getByTestId('search-error')).toContainText('not a valid regular expression');
+});

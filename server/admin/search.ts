@@ -1,0 +1,176 @@
+import { randomBytes } from 'node:crypto';
+import { RE2JS } from 're2js';
+import type { JobScan, JobSnapshot, JobState, JobView, Operations } from '../operations/operations.js';
+import { ApiError } from './errors.js';
+
+/**
+ * Searching job bodies for the dashboard, without ever blocking the job port: a search walks the
+ * store's jobs 1,024 per turn of the event loop (as a large kick does), reads at most the first
+ * SEARCH_BYTES_PER_BODY bytes of each body, and matches them with RE2 (re2js), whose time is
+ * linear in the input, so no pattern can backtrack for seconds. A page stops when it has its
+ * matches, when it has looked at MAX_SCANNED_PER_PAGE jobs (the answer then says how far it got,
+ * and the next page goes on), or when its request is abandoned. An unfinished search stays open
+ * for the next page for SEARCH_IDLE_MS, and at most MAX_OPEN_SEARCHES are kept.
+ */
+
+/** Bytes of a body a search reads (the rest of a big body is not searched). */
+export const SEARCH_BYTES_PER_BODY = 64 * 1024;
+/** Longest pattern accepted (characters). */
+export const MAX_PATTERN_LENGTH = 1000;
+const SLICE = 1024;
+const MAX_SCANNED_PER_PAGE = 200_000;
+const SEARCH_IDLE_MS = 60_000;
+const MAX_OPEN_SEARCHES = 32;
+
+/** What to look for: `text` in the body (a regular expression when `regex`), in a tube and state when given. */
+export interface SearchFilter {
+  text: string;
+  regex: boolean;
+  /** Case-insensitive (the default for plain text). */
+  ignoreCase: boolean;
+  tube: string | null;
+  state: JobState | null;
+}
+
+/** Compiles a filter's text once; a bad pattern is the client's error (400), said in RE2's words. */
+export function bodyMatcher(filter: Pick<SearchFilter, 'text' | 'regex' | 'ignoreCase'>): (body: Buffer) => boolean {
+  if (filter.text === '') return () => true;
+  let re: RE2JS;
+  try {
+    re = RE2JS.compile(filter.regex ? filter.text : RE2JS.quote(filter.text), filter.ignoreCase ? RE2JS.CASE_INSENSITIVE : 0);
+  } catch (err) {
+    throw new ApiError(400, 'BAD_REQUEST', `q: not a valid regular expression: ${(err as Error).message}`);
+  }
+  return (body) => re.test(body.toString('utf8', 0, Math.min(body.length, SEARCH_BYTES_PER_BODY)));
+}
+
+/** One page of a search: the matches, and whether the walk is over. */
+export interface SearchPage {
+  jobs: JobSnapshot[];
+  /** Token of the next page; null once every job has been looked at. */
+  next: string | null;
+  /** Jobs looked at and matched so far, over all pages. */
+  scanned: number;
+  matched: number;
+  /** Every job has been looked at: `matched` is the final count (pages may still be left to fetch). */
+  complete: boolean;
+}
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** An open search: the store's walk, the matches found beyond the last page, and its counts. */
+class Search {
+  private readonly matches: (body: Buffer) => boolean;
+  /**
+   * Ids of matches not handed out yet (a slice may find more than a page wants). Ids, not
+   * snapshots: a page reads its jobs as they are when it answers, and holds no body meanwhile.
+   */
+  private readonly found: number[] = [];
+  private done = false;
+  private busy = false;
+  scanned = 0;
+  matched = 0;
+  lastUsed = Date.now();
+
+  constructor(
+    readonly token: string,
+    private readonly scan: JobScan,
+    private readonly filter: SearchFilter,
+  ) {
+    this.matches = bodyMatcher(filter);
+  }
+
+  get finished(): boolean {
+    return this.done && this.found.length === 0;
+  }
+
+  /** Every job has been looked at. */
+  get walked(): boolean {
+    return this.done;
+  }
+
+  /** The ids of the next `limit` matches (fewer at the end, or when this page looked at enough jobs). */
+  async page(limit: number, signal: AbortSignal): Promise<number[]> {
+    if (this.busy) throw new ApiError(409, 'SEARCH_BUSY', 'this search is already fetching a page');
+    this.busy = true;
+    try {
+      const start = this.scanned;
+      while (!this.done && this.found.length < limit && this.scanned - start < MAX_SCANNED_PER_PAGE && !signal.aborted) {
+        this.done = await this.scan.next(SLICE, this.visit);
+        if (!this.done) await nextTurn();
+      }
+      this.lastUsed = Date.now();
+      return this.found.splice(0, limit);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private readonly visit = (view: JobView, body: Buffer): void => {
+    this.scanned++;
+    const f = this.filter;
+    if ((f.tube !== null && view.tube !== f.tube) || (f.state !== null && view.state !== f.state)) return;
+    if (!this.matches(body)) return;
+    this.matched++;
+    this.found.push(view.id);
+  };
+}
+
+/** The open searches of one store (the beanstalkd jobs, or Gearman's). */
+export class Searches {
+  private readonly open = new Map<string, Search>();
+
+  constructor(private readonly ops: Operations) {}
+
+  /** Starts a search and answers its first page. */
+  start(filter: SearchFilter, limit: number, signal: AbortSignal): Promise<SearchPage> {
+    this.expire();
+    if (this.open.size >= MAX_OPEN_SEARCHES) this.dropOldest();
+    const search = new Search(randomBytes(12).toString('base64url'), this.ops.scanJobs(), filter);
+    this.open.set(search.token, search);
+    return this.pageOf(search, limit, signal);
+  }
+
+  /** The next page of an open search. */
+  continue(token: string, limit: number, signal: AbortSignal): Promise<SearchPage> {
+    this.expire();
+    const search = this.open.get(token);
+    if (search === undefined) throw new ApiError(404, 'NOT_FOUND', 'no such search: it ended, or was idle for over a minute');
+    return this.pageOf(search, limit, signal);
+  }
+
+  /** The ids of every match of `filter` (for a bulk action), up to `cap`; `complete` is false when the cap or an abort cut it short. */
+  async all(filter: SearchFilter, cap: number, signal: AbortSignal): Promise<{ ids: number[]; complete: boolean }> {
+    const search = new Search('', this.ops.scanJobs(), filter);
+    const ids: number[] = [];
+    while (!search.finished && ids.length < cap && !signal.aborted) {
+      for (const id of await search.page(cap - ids.length, signal)) ids.push(id);
+    }
+    return { ids, complete: search.finished };
+  }
+
+  cancel(token: string): boolean {
+    return this.open.delete(token);
+  }
+
+  private async pageOf(search: Search, limit: number, signal: AbortSignal): Promise<SearchPage> {
+    const jobs: JobSnapshot[] = [];
+    for (const id of await search.page(limit, signal)) {
+      const job = await this.ops.job(id);
+      if (job !== undefined) jobs.push(job);
+    }
+    if (search.finished) this.open.delete(search.token);
+    return { jobs, next: search.finished ? null : search.token, scanned: search.scanned, matched: search.matched, complete: search.walked };
+  }
+
+  private expire(): void {
+    const now = Date.now();
+    for (const [token, s] of this.open) if (now - s.lastUsed > SEARCH_IDLE_MS) this.open.delete(token);
+  }
+
+  private dropOldest(): void {
+    let oldest: Search | undefined;
+    for (const s of this.open.values()) if (oldest === undefined || s.lastUsed < oldest.lastUsed) oldest = s;
+    if (oldest !== undefined) this.open.delete(oldest.token);
+  }
+}

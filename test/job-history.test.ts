@@ -1,0 +1,90 @@
+/**
+ * Job history on the real server: every transition a job goes through over TCP and in the
+ * dashboard is listed by GET /api/jobs/:id/history, oldest first, with the connection that made
+ * it; a deleted job keeps its history; --history-events 0 keeps none.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { API } from '../shared/api.js';
+import type { JobDto } from '../shared/dto.js';
+import type { JobHistoryDto } from '../shared/history.js';
+import { api, startAdminServer, type AdminServerProcess } from './support/admin-server.js';
+import { expectLine, expectOk } from './support/expectations.js';
+import { RawClient, tcpPut, tcpReserve } from './support/raw-client.js';
+
+const servers: AdminServerProcess[] = [];
+const clients: RawClient[] = [];
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.destroy();
+  await Promise.all(servers.splice(0).map((s) => s.stop()));
+});
+
+async function start(args: readonly string[] = []): Promise<AdminServerProcess> {
+  const s = await startAdminServer(args);
+  servers.push(s);
+  return s;
+}
+
+async function tcp(s: AdminServerProcess): Promise<RawClient> {
+  const c = await RawClient.connect(s.port);
+  clients.push(c);
+  return c;
+}
+
+describe('GET /api/jobs/:id/history', () => {
+  it('lists what happened to a job, by whom, oldest first, and keeps it after the delete', async () => {
+    const s = await start(['--dead-letter-after', '2']);
+    const producer = await tcp(s);
+    const worker = await tcp(s);
+    const before = Date.now();
+    const id = await tcpPut(producer, 'history');
+    expect((await tcpReserve(worker)).id).toBe(id);
+    await expectLine(worker, `release ${id} 0 0`, 'RELEASED');
+    expect((await tcpReserve(worker)).id).toBe(id);
+    await expectLine(worker, `release ${id} 0 0`, 'BURIED');
+    expectOk<JobDto>(await api(s.url, API.job(id), { method: 'PATCH', json: { priority: 3, tube: 'fixed' } }));
+    await expectLine(producer, `kick-job ${id}`, 'KICKED');
+    await expectLine(worker, 'watch fixed', 'WATCHING 2');
+    expect((await tcpReserve(worker)).id).toBe(id);
+    await expectLine(worker, `bury ${id} 0`, 'BURIED');
+    expect((await api(s.url, API.job(id), { method: 'DELETE' })).status).toBe(204);
+
+    const history = expectOk<JobHistoryDto>(await api(s.url, API.jobHistory(id)));
+    const p = `127.0.0.1:${producer.socket.localPort}`;
+    const w = `127.0.0.1:${worker.socket.localPort}`;
+    expect(history.events.map((e) => [e.kind, e.peer, e.note])).toEqual([
+      ['put', p, ''],
+      ['reserve', w, ''],
+      ['release', w, ''],
+      ['reserve', w, ''],
+      ['release', w, ''],
+      ['dead-letter', '', 'release'],
+      ['edit', '', 'priority'],
+      ['move', '', 'default'],
+      ['kick', '', ''],
+      ['reserve', w, ''],
+      ['bury', w, ''],
+      ['delete', '', ''],
+    ]);
+    const producerId = history.events[0]!.connection;
+    const workerId = history.events[1]!.connection;
+    expect(producerId).toBeGreaterThan(0);
+    expect(workerId).toBeGreaterThan(0);
+    expect(workerId).not.toBe(producerId);
+    for (const e of history.events) expect(e.at).toBeGreaterThanOrEqual(before - 5);
+    expect(history.events.map((e) => e.at)).toEqual([...history.events.map((e) => e.at)].sort((a, b) => a - b));
+    expect(history).toMatchObject({ id, capacity: 100_000 });
+    expect(history.recorded).toBeGreaterThanOrEqual(12);
+
+    // A job that never existed has no history; a bad id is a 400.
+    expect(expectOk<JobHistoryDto>(await api(s.url, API.jobHistory(999_999))).events).toEqual([]);
+    expect((await api(s.url, '/api/jobs/abc/history')).status).toBe(400);
+  });
+
+  it('keeps none with --history-events 0', async () => {
+    const s = await start(['--history-events', '0']);
+    const c = await tcp(s);
+    const id = await tcpPut(c, 'no history');
+    expect(expectOk<JobHistoryDto>(await api(s.url, API.jobHistory(id)))).toEqual({ id, events: [], capacity: 0, recorded: 0 });
+  });
+});

@@ -1,0 +1,194 @@
+/**
+ * Searching job bodies and acting on many jobs through the admin API, against the real server:
+ * text and RE2 patterns, tube and state filters, paging with a token, bad input, a search over
+ * many jobs that never holds up the job port, bulk kick / delete / move by ids or by search,
+ * and read-only mode.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { API, type BulkResponse } from '../shared/api.js';
+import type { SearchPageDto } from '../shared/dto.js';
+import { api, startAdminServer, yamlMap, type AdminServerProcess } from './support/admin-server.js';
+import { expectLine, expectOk } from './support/expectations.js';
+import { RawClient, tcpPut, tcpReserve } from './support/raw-client.js';
+
+const servers: AdminServerProcess[] = [];
+const clients: RawClient[] = [];
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.destroy();
+  await Promise.all(servers.splice(0).map((s) => s.stop()));
+});
+
+async function start(args: readonly string[] = []): Promise<AdminServerProcess> {
+  const s = await startAdminServer(args);
+  servers.push(s);
+  return s;
+}
+
+async function tcp(s: AdminServerProcess): Promise<RawClient> {
+  const c = await RawClient.connect(s.port);
+  clients.push(c);
+  return c;
+}
+
+const search = (s: AdminServerProcess, query: Record<string, string>) => api(s.url, `${API.search}?${new URLSearchParams(query).toString()}`);
+
+/** Puts `bodies` into `tube` and buries each (with a worker watching only that tube); returns the ids. */
+async function buried(c: RawClient, tube: string, bodies: string[]): Promise<number[]> {
+  await expectLine(c, `use ${tube}`, `USING ${tube}`);
+  await expectLine(c, `watch ${tube}`, 'WATCHING 2');
+  await expectLine(c, 'ignore default', 'WATCHING 1');
+  const ids: number[] = [];
+  for (const body of bodies) {
+    const id = await tcpPut(c, body);
+    expect((await tcpReserve(c)).id).toBe(id);
+    await expectLine(c, `bury ${id} 0`, 'BURIED');
+    ids.push(id);
+  }
+  await expectLine(c, 'watch default', 'WATCHING 2');
+  await expectLine(c, `ignore ${tube}`, 'WATCHING 1');
+  return ids;
+}
+
+describe('GET /api/search', () => {
+  it('finds text in any case, RE2 patterns, in a tube and a state, page by page', async () => {
+    const s = await start();
+    const c = await tcp(s);
+    const payments = await buried(c, 'payments', ['{"error":"Invalid currency XYZ"}', '{"error":"timeout"}', '{"error":"invalid CURRENCY"}']);
+    const emails = await buried(c, 'emails', ['{"error":"invalid currency in invoice"}']);
+    await expectLine(c, 'use payments', 'USING payments');
+    const ready = await tcpPut(c, '{"note":"invalid currency, but ready"}');
+
+    const all = expectOk<SearchPageDto>(await search(s, { q: 'invalid currency' }));
+    expect(all.jobs.map((j) => j.id).sort((a, b) => a - b)).toEqual([payments[0], payments[2], emails[0], ready].sort((a, b) => a! - b!));
+    expect(all).toMatchObject({ next: null, matched: 4, complete: true });
+    expect(all.scanned).toBeGreaterThanOrEqual(5);
+
+    const inTube = expectOk<SearchPageDto>(await search(s, { q: 'invalid currency', tube: 'payments', state: 'buried' }));
+    expect(inTube.jobs.map((j) => j.id)).toEqual([payments[0], payments[2]]);
+    // A pattern respects case unless asked not to.
+    const pattern = expectOk<SearchPageDto>(await search(s, { q: 'invalid (currency|CURRENCY)$|XYZ"', regex: 'true' }));
+    expect(pattern.jobs.map((j) => j.id)).toEqual([payments[0]]);
+    const anyCase = expectOk<SearchPageDto>(await search(s, { q: '"error":"inv.*', regex: 'true', ignoreCase: 'true', tube: 'payments' }));
+    expect(anyCase.jobs.map((j) => j.id)).toEqual([payments[0], payments[2]]);
+    // An empty text lists a tube's state.
+    expect(expectOk<SearchPageDto>(await search(s, { tube: 'payments', state: 'buried' })).jobs.map((j) => j.id)).toEqual(payments);
+
+    // Paging: one match per page, then the token runs out.
+    const first = expectOk<SearchPageDto>(await search(s, { q: 'currency', limit: '1' }));
+    expect(first.jobs).toHaveLength(1);
+    const seen = [first.jobs[0]!.id];
+    let next = first.next;
+    while (next !== null) {
+      const page = expectOk<SearchPageDto>(await search(s, { next, limit: '1' }));
+      seen.push(...page.jobs.map((j) => j.id));
+      next = page.next;
+    }
+    expect(seen.sort((a, b) => a - b)).toEqual([payments[0], payments[2], emails[0], ready].sort((a, b) => a! - b!));
+    expect((await search(s, { next: first.next ?? 'gone', limit: '1' })).status).toBe(404);
+  });
+
+  it('answers bad input with a clear 400', async () => {
+    const s = await start();
+    const queries: Record<string, string>[] = [
+      { q: '(unclosed', regex: 'true' },
+      { q: 'a{1001}', regex: 'true' },
+      { q: 'x'.repeat(1001) },
+      { q: 'x', tube: '-bad' },
+      { q: 'x', state: 'lost' },
+      { q: 'x', limit: '0' },
+      { q: 'x', limit: '501' },
+      { q: 'x', regex: 'maybe' },
+    ];
+    for (const query of queries) {
+      const res = await search(s, query);
+      expect(res.status, JSON.stringify(query)).toBe(400);
+      expect((res.json as { error: string }).error).toBe('BAD_REQUEST');
+    }
+  });
+
+  it('never holds up the job port: a worker’s commands are answered all through a long search', async () => {
+    const s = await start();
+    const c = await tcp(s);
+    // 60,000 jobs of 1 KiB: the search reads 60 MiB in 59 slices.
+    const body = Buffer.alloc(1024, 'a');
+    const put = Buffer.concat([Buffer.from(`put 0 0 60 ${body.length}\r\n`), body, Buffer.from('\r\n')]);
+    const batch = Buffer.concat(Array.from({ length: 1000 }, () => put));
+    for (let i = 0; i < 60; i++) {
+      c.send(batch);
+      for (let k = 0; k < 1000; k++) expect(await c.reply()).toMatch(/^INSERTED \d+\r\n$/);
+    }
+    // A worker keeps asking while the search runs: a search that held up the event loop would
+    // leave one gap as long as the whole search between two of its answers.
+    const worker = await tcp(s);
+    // The dashboard's modules load on its first request: not part of what is measured here.
+    expectOk(await api(s.url, API.stats));
+    const started = performance.now();
+    let finished = 0;
+    const searching = search(s, { q: 'never (there|here)', regex: 'true' }).then((r) => {
+      finished = performance.now();
+      return r;
+    });
+    const answers: number[] = [];
+    while (finished === 0) {
+      expect(yamlMap(await worker.call('stats\r\n')).get('current-jobs-ready')).toBe('60000');
+      answers.push(performance.now());
+    }
+    const page = expectOk<SearchPageDto>(await searching);
+    expect(page).toMatchObject({ jobs: [], next: null, matched: 0, scanned: 60000, complete: true });
+    const took = finished - started;
+    const gaps = answers.map((t, i) => t - (i === 0 ? started : answers[i - 1]!));
+    expect(answers.length).toBeGreaterThanOrEqual(5);
+    expect(Math.max(...gaps), `longest gap of ${answers.length} answers in a ${took.toFixed(0)} ms search`).toBeLessThan(took / 3);
+  });
+});
+
+describe('POST /api/bulk', () => {
+  it('kicks, moves and deletes by ids or by search, skipping what it cannot act on', async () => {
+    const s = await start();
+    const c = await tcp(s);
+    const bad = await buried(c, 'orders', ['bad 1', 'bad 2', 'bad 3', 'fine']);
+
+    const kicked = expectOk<BulkResponse>(await api(s.url, API.bulk, { json: { action: 'kick', search: { q: 'bad', tube: 'orders', state: 'buried' } } }));
+    expect(kicked).toEqual({ count: 3, skipped: 0, complete: true });
+    const st = yamlMap(await c.call('stats-tube orders\r\n'));
+    expect([st.get('current-jobs-ready'), st.get('current-jobs-buried')]).toEqual(['3', '1']);
+
+    // One of them is held by a worker: a move skips it; ids not found are skipped too.
+    await expectLine(c, 'watch orders', 'WATCHING 2');
+    const held = (await tcpReserve(c)).id;
+    const moved = expectOk<BulkResponse>(await api(s.url, API.bulk, { json: { action: 'move', to: 'orders-retry', ids: [...bad.slice(0, 3), 999_999] } }));
+    expect(moved).toEqual({ count: 2, skipped: 2, complete: true });
+    expect(yamlMap(await c.call('stats-tube orders-retry\r\n')).get('current-jobs-ready')).toBe('2');
+    expect(held).toBe(bad[0]);
+
+    const deleted = expectOk<BulkResponse>(await api(s.url, API.bulk, { json: { action: 'delete', search: { q: '' , tube: 'orders-retry' } } }));
+    expect(deleted).toEqual({ count: 2, skipped: 0, complete: true });
+    await expectLine(c, `peek ${bad[1]}`, 'NOT_FOUND');
+  });
+
+  it('refuses bad requests with a 400, and every bulk action in read-only mode', async () => {
+    const s = await start();
+    for (const json of [
+      { action: 'kick' },
+      { action: 'kick', ids: [] },
+      { action: 'explode', ids: [1] },
+      { action: 'move', ids: [1] },
+      { action: 'kick', ids: [1], to: 'x' },
+      { action: 'kick', ids: [1], search: { q: 'x' } },
+      { action: 'kick', ids: [0] },
+      { action: 'kick', ids: ['1'] },
+      { action: 'delete', search: { q: '(', regex: true } },
+    ]) {
+      const res = await api(s.url, API.bulk, { json });
+      expect(res.status, JSON.stringify(json)).toBe(400);
+    }
+    // A selection too large for one request body is refused, not half done.
+    const huge = await api(s.url, API.bulk, { json: { action: 'delete', ids: Array.from({ length: 200_000 }, (_, i) => i + 1) } });
+    expect(huge.status).toBe(413);
+
+    const ro = await start(['--admin-read-only']);
+    expect((await api(ro.url, API.bulk, { json: { action: 'delete', ids: [1] } })).status).toBe(403);
+    expect((await search(ro, { q: 'x' })).status).toBe(200);
+  });
+});
