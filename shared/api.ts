@@ -27,6 +27,10 @@ export const API = {
   /** A function's jobs: GET with `function` (any name, the empty one too), `state`, `limit`, `cursor`. */
   gearmanJobs: '/api/gearman/jobs',
   gearmanJob: (handle: string) => `/api/gearman/jobs/${encodeURIComponent(handle)}`,
+  /** GET: as /api/search, with `function` and `state` queued | scheduled | running; matched against the job's data. */
+  gearmanSearch: '/api/gearman/search',
+  /** POST {action: 'delete', handles? | search?}: cancels many queued jobs (running ones are skipped). */
+  gearmanBulk: '/api/gearman/bulk',
   gearmanJobHistory: (handle: string) => `/api/gearman/jobs/${encodeURIComponent(handle)}/history`,
 } as const;
 

@@ -89,6 +89,15 @@ export interface SearchPageDto {
   complete: boolean;
 }
 
+/** GET /api/gearman/search: as SearchPageDto, with Gearman jobs. */
+export interface GearmanSearchPageDto {
+  jobs: GearmanJobDto[];
+  next: string | null;
+  scanned: number;
+  matched: number;
+  complete: boolean;
+}
+
 export interface JobPageDto {
   jobs: JobSummaryDto[];
   /** Cursor for the next page, or null at the end. */

@@ -5,8 +5,8 @@
  */
 import { io, type Socket } from 'socket.io-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API } from '../shared/api.js';
-import type { GearmanJobDto, GearmanJobPageDto, GearmanSnapshotDto } from '../shared/dto.js';
+import { API, type BulkResponse } from '../shared/api.js';
+import type { GearmanJobDto, GearmanJobPageDto, GearmanSearchPageDto, GearmanSnapshotDto } from '../shared/dto.js';
 import type { ClientToServerEvents, ServerToClientEvents } from '../shared/events.js';
 import { PACKET } from '../server/protocol/gearman/packets.js';
 import type { JobHistoryDto } from '../shared/history.js';
@@ -134,6 +134,31 @@ describe('Gearman in the admin API', () => {
     expect(history.events[0]!.peer).toBe(`127.0.0.1:${c.socket.localPort}`);
     expect(history.events[3]!.peer).toBe(`127.0.0.1:${second.socket.localPort}`);
     expect((await api(server.url, API.gearmanJobHistory('H:other-host:1'))).status).toBe(404);
+  });
+
+  it('searches queued jobs’ data (not their unique ids) and cancels the matches in bulk', async () => {
+    const c = await connect();
+    const bad = [await submit(c, 'search-fn', 'refund-1', '{"error":"invalid currency"}'), await submit(c, 'search-fn', '', '{"error":"Invalid Currency"}')];
+    const good = await submit(c, 'search-fn', 'invalid currency', '{"ok":true}');
+    await submit(c, 'other-fn', '', '{"error":"invalid currency"}');
+    const q = new URLSearchParams({ q: 'invalid currency', function: 'search-fn', state: 'queued' });
+    const page = expectOk<GearmanSearchPageDto>(await api(server.url, `${API.gearmanSearch}?${q.toString()}`));
+    expect(page.jobs.map((j) => j.handle).sort()).toEqual([...bad].sort());
+    expect(page).toMatchObject({ next: null, matched: 2, complete: true });
+    expect((await api(server.url, `${API.gearmanSearch}?q=(&regex=true`)).status).toBe(400);
+
+    const r = expectOk<BulkResponse>(
+      await api(server.url, API.gearmanBulk, { json: { action: 'delete', search: { q: 'invalid currency', function: 'search-fn' } } }),
+    );
+    expect(r).toEqual({ count: 2, skipped: 0, complete: true });
+    for (const h of bad) expect((await api(server.url, API.gearmanJob(h))).status).toBe(404);
+    expect((await api(server.url, API.gearmanJob(good))).status).toBe(200);
+    expect(expectOk<BulkResponse>(await api(server.url, API.gearmanBulk, { json: { action: 'delete', handles: [good, 'H:nope:1'] } }))).toEqual({
+      count: 1,
+      skipped: 1,
+      complete: true,
+    });
+    expect((await api(readOnly.url, API.gearmanBulk, { json: { action: 'delete', handles: [good] } })).status).toBe(403);
   });
 
   it('counts Gearman jobs and workers in /metrics', async () => {

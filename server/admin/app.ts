@@ -88,7 +88,7 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
     res.json(config);
   });
   app.use('/api', requireToken(options.token), sameOriginForChanges(), readOnlyGuard(options.readOnly));
-  if (ctx.gearman !== null) app.use(gearmanRoutes(ctx.gearman.view, ctx.gearman.onActivity));
+  if (ctx.gearman !== null) app.use(gearmanRoutes(ctx.gearman.view, ctx.gearman.ops, ctx.gearman.onActivity));
   app.use(apiRoutes({ ops, info, config, onActivity: ctx.onActivity }));
   if (existsSync(path.join(ctx.uiDir, 'index.html'))) {
     app.use(express.static(ctx.uiDir, { index: false, maxAge: '1h' }));

@@ -1,11 +1,14 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
-import { API } from '../../shared/api.js';
-import { GEARMAN_JOB_STATES } from '../../shared/dto.js';
+import { API, type BulkResponse } from '../../shared/api.js';
+import { GEARMAN_JOB_STATES, type GearmanJobState, type GearmanSearchPageDto } from '../../shared/dto.js';
+import type { JobState, Operations } from '../operations/operations.js';
+import { dataOf } from '../protocol/gearman/job-body.js';
 import type { GearmanView } from '../protocol/gearman/view.js';
 import { gearmanJobDto } from './dto.js';
 import { ApiError, engineError } from './errors.js';
-import { pageCursor, parseOrThrow } from './validation.js';
+import { MAX_PATTERN_LENGTH, Searches, type SearchFilter } from './search.js';
+import { abandonedSignal as abandoned, pageCursor, parseOrThrow, queryFlag } from './validation.js';
 
 const MAX_PAGE = 500;
 const listQuery = z.object({
@@ -16,14 +19,94 @@ const listQuery = z.object({
 });
 /** Gearman handles and function names are bytes; the API takes them as Latin-1 text, as the wire does. */
 const handleParam = z.string().min(1).max(63);
+const gearmanState = z.enum(GEARMAN_JOB_STATES as unknown as ['queued', 'scheduled', 'running']);
+const selection = {
+  q: z.string().max(MAX_PATTERN_LENGTH).default(''),
+  function: z.string().max(255).optional(),
+  state: gearmanState.optional(),
+};
+const searchQuery = z.object({
+  ...selection,
+  regex: queryFlag.default(false),
+  ignoreCase: queryFlag.optional(),
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE).default(50),
+  next: z.string().max(32).optional(),
+});
+const MAX_BULK = 1_000_000;
+const BULK_SLICE = 1024;
+const bulkSchema = z
+  .strictObject({
+    action: z.literal('delete'),
+    handles: z.array(handleParam).min(1).max(10_000).optional(),
+    search: z.strictObject({ ...selection, regex: z.boolean().default(false), ignoreCase: z.boolean().optional() }).optional(),
+  })
+  .refine((b) => (b.handles === undefined) !== (b.search === undefined), 'give handles or search, not both');
+
+/** A Gearman search's filter: a function is a tube, and queued / scheduled / running are ready / delayed / reserved. */
+function gearmanFilter(q: { q: string; regex: boolean; ignoreCase?: boolean; function?: string; state?: GearmanJobState }): SearchFilter {
+  return {
+    text: q.q,
+    regex: q.regex,
+    ignoreCase: q.ignoreCase ?? !q.regex,
+    tube: q.function ?? null,
+    state: q.state === undefined ? null : ENGINE_STATES[q.state],
+  };
+}
+
+const ENGINE_STATES: Readonly<Record<GearmanJobState, JobState>> = { queued: 'ready', scheduled: 'delayed', running: 'reserved' };
+
 
 /**
  * The dashboard's Gearman section: functions and workers, a function's jobs by state, one job by
  * handle, and cancelling a queued job. Read-only mode and the token apply as to the rest of /api.
  */
-export function gearmanRoutes(view: GearmanView, onActivity: () => void): Router {
+export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: () => void): Router {
   const router = express.Router();
   const route = (fn: (req: Request, res: Response) => unknown) => fn;
+  // Searches read a job's data, not the unique id kept in front of it.
+  const searches = new Searches(ops, dataOf);
+  const json = express.json({ limit: '1mb', strict: true });
+
+  router.get(
+    API.gearmanSearch,
+    route(async (req, res) => {
+      const q = parseOrThrow(searchQuery, req.query);
+      const signal = abandoned(res);
+      const page =
+        q.next !== undefined
+          ? await searches.continue(q.next, q.limit, signal)
+          : await searches.start(gearmanFilter(q), q.limit, signal);
+      const now = Date.now();
+      res.json({ ...page, jobs: page.jobs.map((j) => gearmanJobDto(view.recordOf(j), now)) } satisfies GearmanSearchPageDto);
+    }),
+  );
+
+  router.post(
+    API.gearmanBulk,
+    json,
+    route(async (req, res) => {
+      const r = parseOrThrow(bulkSchema, req.body);
+      const signal = abandoned(res);
+      let complete = true;
+      let count = 0;
+      let total = 0;
+      if (r.handles !== undefined) {
+        total = r.handles.length;
+        for (const handle of r.handles) if ((await view.cancel(handle)).ok) count++;
+      } else {
+        const found = await searches.all(gearmanFilter(r.search!), MAX_BULK, signal);
+        complete = found.complete;
+        total = found.ids.length;
+        for (let i = 0; i < found.ids.length; i++) {
+          // A running job is refused by the store (JOB_RESERVED) and counted as skipped.
+          if ((await ops.delete(found.ids[i]!)).ok) count++;
+          if (i % BULK_SLICE === BULK_SLICE - 1) await new Promise((resolve) => setImmediate(resolve));
+        }
+      }
+      onActivity();
+      res.json({ count, skipped: total - count, complete } satisfies BulkResponse);
+    }),
+  );
 
   router.get(
     API.gearman,

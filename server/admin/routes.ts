@@ -8,7 +8,7 @@ import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
 import { ApiError, engineError } from './errors.js';
 import { MAX_PATTERN_LENGTH, Searches, type SearchFilter } from './search.js';
-import { pageCursor, parseOrThrow as parse } from './validation.js';
+import { abandonedSignal as abandoned, pageCursor, parseOrThrow as parse, queryFlag } from './validation.js';
 
 export interface RoutesContext {
   ops: Operations;
@@ -96,12 +96,11 @@ const searchFields = {
   tube: tubeName.optional(),
   state: jobStates.optional(),
 };
-const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const searchQuery = z.object({
   ...searchFields,
-  regex: flag.default(false),
+  regex: queryFlag.default(false),
   /** Plain text ignores case unless told; a pattern respects it unless told ((?i) works too). */
-  ignoreCase: flag.optional(),
+  ignoreCase: queryFlag.optional(),
   limit: z.coerce.number().int().min(1).max(MAX_PAGE).default(50),
   next: z.string().max(32).optional(),
 });
@@ -347,14 +346,6 @@ export function apiRoutes(ctx: RoutesContext): Router {
   );
 
   const searches = new Searches(ops);
-  /** Aborted when the client goes away before its answer is sent. */
-  const abandoned = (res: Response): AbortSignal => {
-    const abort = new AbortController();
-    res.on('close', () => {
-      if (!res.writableEnded) abort.abort();
-    });
-    return abort.signal;
-  };
 
   router.get(
     API.search,

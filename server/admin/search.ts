@@ -76,6 +76,7 @@ class Search {
     readonly token: string,
     private readonly scan: JobScan,
     private readonly filter: SearchFilter,
+    private readonly searched: BodyPart,
   ) {
     this.matches = bodyMatcher(filter);
   }
@@ -110,23 +111,29 @@ class Search {
     this.scanned++;
     const f = this.filter;
     if ((f.tube !== null && view.tube !== f.tube) || (f.state !== null && view.state !== f.state)) return;
-    if (!this.matches(body)) return;
+    if (!this.matches(this.searched(body))) return;
     this.matched++;
     this.found.push(view.id);
   };
 }
 
+/** The part of a stored body that a search reads (a Gearman job keeps its unique id in front of its data). */
+export type BodyPart = (body: Buffer) => Buffer;
+
 /** The open searches of one store (the beanstalkd jobs, or Gearman's). */
 export class Searches {
   private readonly open = new Map<string, Search>();
 
-  constructor(private readonly ops: Operations) {}
+  constructor(
+    private readonly ops: Operations,
+    private readonly searched: BodyPart = (body) => body,
+  ) {}
 
   /** Starts a search and answers its first page. */
   start(filter: SearchFilter, limit: number, signal: AbortSignal): Promise<SearchPage> {
     this.expire();
     if (this.open.size >= MAX_OPEN_SEARCHES) this.dropOldest();
-    const search = new Search(randomBytes(12).toString('base64url'), this.ops.scanJobs(), filter);
+    const search = new Search(randomBytes(12).toString('base64url'), this.ops.scanJobs(), filter, this.searched);
     this.open.set(search.token, search);
     return this.pageOf(search, limit, signal);
   }
@@ -141,7 +148,7 @@ export class Searches {
 
   /** The ids of every match of `filter` (for a bulk action), up to `cap`; `complete` is false when the cap or an abort cut it short. */
   async all(filter: SearchFilter, cap: number, signal: AbortSignal): Promise<{ ids: number[]; complete: boolean }> {
-    const search = new Search('', this.ops.scanJobs(), filter);
+    const search = new Search('', this.ops.scanJobs(), filter, this.searched);
     const ids: number[] = [];
     while (!search.finished && ids.length < cap && !signal.aborted) {
       for (const id of await search.page(cap - ids.length, signal)) ids.push(id);

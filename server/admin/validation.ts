@@ -1,3 +1,4 @@
+import type { Response } from 'express';
 import { z } from 'zod';
 import { ApiError } from './errors.js';
 
@@ -10,6 +11,18 @@ export const pageCursor = z
   .max(64)
   .regex(/^\d+(?:\.\d+)?(?:_\d+)?$/, 'not a cursor from an earlier page')
   .optional();
+
+/** A yes/no query parameter: true, false, 1 or 0. */
+export const queryFlag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
+/** Aborted when the client goes away before its answer is sent (a long search then stops). */
+export function abandonedSignal(res: Response): AbortSignal {
+  const abort = new AbortController();
+  res.on('close', () => {
+    if (!res.writableEnded) abort.abort();
+  });
+  return abort.signal;
+}
 
 /** The value `schema` makes of `value`, or a 400 naming the first problem. */
 export function parseOrThrow<T>(schema: z.ZodType<T>, value: unknown): T {

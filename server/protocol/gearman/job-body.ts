@@ -16,4 +16,10 @@ export function uniqueEnd(buf: Buffer, start: number, end: number): number {
   return nul < 0 || nul >= end ? end : nul;
 }
 
+/** A stored body's data, without the unique id in front. */
+export function dataOf(body: Buffer): Buffer {
+  const end = uniqueEnd(body, 0, body.length);
+  return end === body.length ? body.subarray(end) : body.subarray(end + 1);
+}
+
 const NUL = Buffer.from([0]);

@@ -1,7 +1,7 @@
 import type { JobHistoryDto } from '../../../shared/history.js';
 import type { GearmanJobState, GearmanSnapshotDto } from '../../../shared/dto.js';
 import { whenReady, type JobSnapshot, type JobState, type Operations, type Pending, type Result } from '../../operations/operations.js';
-import { uniqueEnd } from './job-body.js';
+import { dataOf, uniqueEnd } from './job-body.js';
 import type { GearmanRegistry } from './registry.js';
 
 /** A Gearman job in Gearman's words: handle, function, unique id, data (the admin API makes JSON of it). */
@@ -51,14 +51,14 @@ export class GearmanView {
   /** A page of a function's jobs in `state`; undefined when no such function exists. */
   jobs(fn: string, state: GearmanJobState, limit: number, cursor: string | null): Pending<GearmanJobPage | undefined> {
     return whenReady(this.ops.listJobs(fn, ENGINE_STATE[state], limit, cursor), (page) =>
-      page === undefined ? undefined : { jobs: page.jobs.map((j) => this.record(j)), next: page.next },
+      page === undefined ? undefined : { jobs: page.jobs.map((j) => this.recordOf(j)), next: page.next },
     );
   }
 
   job(handle: string): Pending<GearmanJobRecord | undefined> {
     const id = this.registry.handles.idOf(handle);
     if (id === null) return undefined;
-    return whenReady(this.ops.job(id), (job) => (job === undefined ? undefined : this.record(job)));
+    return whenReady(this.ops.job(id), (job) => (job === undefined ? undefined : this.recordOf(job)));
   }
 
   /** What happened to the job lately (submit, grabs, requeues, completion); undefined for a handle not of this server. */
@@ -74,7 +74,8 @@ export class GearmanView {
     return this.ops.delete(id);
   }
 
-  private record(job: JobSnapshot): GearmanJobRecord {
+  /** A job of the Gearman store as the dashboard shows it. */
+  recordOf(job: JobSnapshot): GearmanJobRecord {
     const end = uniqueEnd(job.body, 0, job.body.length);
     const status = this.registry.statusOfJob(job.id);
     return {
@@ -87,7 +88,7 @@ export class GearmanView {
       createdAt: job.createdAt,
       grabs: job.reserves,
       status: status === undefined ? null : { numerator: status.numerator.toString('latin1'), denominator: status.denominator.toString('latin1') },
-      data: job.body.subarray(Math.min(end + 1, job.body.length)),
+      data: dataOf(job.body),
     };
   }
 }
