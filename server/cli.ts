@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_BINLOG_SIZE, DEFAULT_GEARMAN_MAX_SIZE, DEFAULT_MAX_JOB_SIZE, MAX_JOB_SIZE_LIMIT } from '../shared/limits.js';
 import { DEFAULT_HISTORY_EVENTS } from './engine/history.js';
+import { parseHostPort } from './host-port.js';
 import { hostName, isLoopback } from './host-name.js';
 
 /** Everything the command line sets. */
@@ -50,6 +51,8 @@ export interface AdminOptions {
    * token, beyond its listen address and loopback names (--admin-allowed-hosts).
    */
   allowedHosts: string[];
+  /** Other beanstalkd servers the dashboard shows (--admin-attach HOST:PORT, repeatable). */
+  attach: string[];
 }
 
 /** The admin side's defaults: loopback only, so a fresh `npm start` exposes nothing. */
@@ -105,6 +108,8 @@ Dashboard and admin API (HTTP + socket.io):
  --admin-allowed-hosts a,b  without a token, also answer requests for these
                         host names (the listen address, localhost, 127.0.0.1
                         and [::1] always work)
+ --admin-attach HOST:PORT  also show this beanstalkd server in the dashboard,
+                        through the beanstalkd protocol (repeatable)
  --admin-read-only      reject every change made through the dashboard
  --no-admin             no dashboard and no admin API
 
@@ -139,6 +144,7 @@ const OPTIONS = {
   'admin-port': { type: 'string' },
   'admin-token': { type: 'string' },
   'admin-allowed-hosts': { type: 'string' },
+  'admin-attach': { type: 'string', multiple: true },
   'admin-read-only': { type: 'boolean' },
   'no-admin': { type: 'boolean' },
   'gearman-port': { type: 'string' },
@@ -186,6 +192,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
     token: null,
     readOnly: false,
     allowedHosts: [],
+    attach: [],
   };
   let noAdmin = false;
   let noGearman = false;
@@ -260,6 +267,10 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
           break;
         case 'admin-allowed-hosts':
           admin.allowedHosts = hostList(value);
+          break;
+        case 'admin-attach':
+          if (parseHostPort(value) === null) throw new UsageError(`--admin-attach wants HOST:PORT, not ${value}`);
+          admin.attach.push(value);
           break;
         case 'admin-read-only':
           admin.readOnly = true;

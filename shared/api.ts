@@ -16,6 +16,17 @@ export const API = {
   jobKick: (id: number) => `/api/jobs/${id}/kick`,
   jobHistory: (id: number) => `/api/jobs/${id}/history`,
   connections: '/api/connections',
+  /** Other beanstalkd servers (--admin-attach, or POST {address}); /api/external/:id/... for each. */
+  external: '/api/external',
+  externalServer: (id: number) => `/api/external/${id}`,
+  externalStats: (id: number) => `/api/external/${id}/stats`,
+  externalTubes: (id: number) => `/api/external/${id}/tubes`,
+  externalPeek: (id: number, tube: string) => `/api/external/${id}/tubes/${encodeURIComponent(tube)}/peek`,
+  externalPut: (id: number, tube: string) => `/api/external/${id}/tubes/${encodeURIComponent(tube)}/jobs`,
+  externalKick: (id: number, tube: string) => `/api/external/${id}/tubes/${encodeURIComponent(tube)}/kick`,
+  externalPause: (id: number, tube: string) => `/api/external/${id}/tubes/${encodeURIComponent(tube)}/pause`,
+  externalJob: (id: number, job: number) => `/api/external/${id}/jobs/${job}`,
+  externalJobKick: (id: number, job: number) => `/api/external/${id}/jobs/${job}/kick`,
   /**
    * GET: `q` (text, or a pattern with `regex=true`), `tube`, `state`, `ignoreCase`, `limit`;
    * the next page with `next=TOKEN`. DELETE /api/search/TOKEN ends a search early.

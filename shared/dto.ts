@@ -98,6 +98,26 @@ export interface GearmanSearchPageDto {
   complete: boolean;
 }
 
+/** An attached beanstalkd server (external: not this one). */
+export interface ExternalServerDto {
+  id: number;
+  address: string;
+  /** Attached with --admin-attach, or from the dashboard. */
+  source: 'flag' | 'dashboard';
+  status: 'unknown' | 'up' | 'down';
+  /** Why it is down. */
+  error: string | null;
+  /** Its `stats` version. */
+  version: string | null;
+}
+
+/** A job of an external server: what peek and stats-job say (stats as beanstalkd names them). */
+export interface ExternalJobDto {
+  id: number;
+  body: BodyDto;
+  stats: Record<string, string | number>;
+}
+
 export interface JobPageDto {
   jobs: JobSummaryDto[];
   /** Cursor for the next page, or null at the end. */

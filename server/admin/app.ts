@@ -14,6 +14,8 @@ import type { ServerInfo } from '../server-info.js';
 import { errorHandler } from './errors.js';
 import { LiveUpdates } from './live.js';
 import { prometheusText } from './metrics.js';
+import { ExternalServers } from './external.js';
+import { externalRoutes } from './external-routes.js';
 import { apiRoutes } from './routes.js';
 import {
   allowedHostsOnly,
@@ -89,6 +91,10 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
   });
   app.use('/api', requireToken(options.token), sameOriginForChanges(), readOnlyGuard(options.readOnly));
   if (ctx.gearman !== null) app.use(gearmanRoutes(ctx.gearman.view, ctx.gearman.ops, ctx.gearman.onActivity));
+  // Before apiRoutes, whose last handler answers 404 for any other /api path.
+  const external = new ExternalServers();
+  for (const address of options.attach) external.add(address, 'flag');
+  app.use(externalRoutes(external));
   app.use(apiRoutes({ ops, info, config, onActivity: ctx.onActivity }));
   if (existsSync(path.join(ctx.uiDir, 'index.html'))) {
     app.use(express.static(ctx.uiDir, { index: false, maxAge: '1h' }));
@@ -118,6 +124,7 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
   return {
     close: async () => {
       live.close();
+      external.closeAll();
       await new Promise<void>((resolve) => {
         void io.close(() => resolve());
       });

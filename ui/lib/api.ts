@@ -28,6 +28,8 @@ import type {
   TubeDto,
   TubeSettingsDto,
   SearchPageDto,
+  ExternalJobDto,
+  ExternalServerDto,
 } from '../../shared/dto.js';
 import type { JobHistoryDto } from '../../shared/history.js';
 
@@ -169,6 +171,19 @@ export const api = {
   searchNext: (token: string, limit: number, signal?: AbortSignal) =>
     json<SearchPageDto>('GET', withQuery(API.search, { next: token, limit }), undefined, signal),
   bulk: (request: BulkRequest) => json<BulkResponse>('POST', API.bulk, request),
+  externalServers: (signal?: AbortSignal) => json<ExternalServerDto[]>('GET', API.external, undefined, signal),
+  attachServer: (address: string) => json<ExternalServerDto>('POST', API.external, { address }),
+  detachServer: (id: number) => discard('DELETE', API.externalServer(id)),
+  externalStats: (id: number, signal?: AbortSignal) => json<Record<string, string | number>>('GET', API.externalStats(id), undefined, signal),
+  externalTubes: (id: number, signal?: AbortSignal) => json<Record<string, string | number>[]>('GET', API.externalTubes(id), undefined, signal),
+  externalPeek: (id: number, tube: string, state: 'ready' | 'delayed' | 'buried') =>
+    json<ExternalJobDto | null>('GET', withQuery(API.externalPeek(id, tube), { state })),
+  externalPut: (id: number, tube: string, request: { body: string; priority: number; delay: number; ttr: number }) =>
+    json<{ id: number }>('POST', API.externalPut(id, tube), request),
+  externalKick: (id: number, tube: string, bound: number) => json<CountResponse>('POST', API.externalKick(id, tube), { bound }),
+  externalPause: (id: number, tube: string, seconds: number) => discard('POST', API.externalPause(id, tube), { seconds }),
+  externalDeleteJob: (id: number, job: number) => discard('DELETE', API.externalJob(id, job)),
+  externalKickJob: (id: number, job: number) => discard('POST', API.externalJobKick(id, job)),
   connections: (signal?: AbortSignal) => json<ConnectionDto[]>('GET', API.connections, undefined, signal),
   gearman: (signal?: AbortSignal) => json<GearmanSnapshotDto>('GET', API.gearman, undefined, signal),
   gearmanJobs: (fn: string, query: { state: GearmanJobState; limit: number; cursor: string | null }, signal?: AbortSignal) =>

@@ -12,6 +12,8 @@ export type Route =
   | { page: 'put'; tube: string }
   | { page: 'connections' }
   | { page: 'search'; spec: SearchSpec }
+  | { page: 'servers' }
+  | { page: 'server'; id: number }
   | { page: 'gearman' }
   | { page: 'gearman-function'; name: string; state: GearmanJobState }
   | { page: 'not-found'; path: string };
@@ -47,6 +49,11 @@ export function parseRoute(pathname: string, search: string): Route {
   if (path === '/tubes') return { page: 'tubes' };
   if (path === '/connections') return { page: 'connections' };
   if (path === '/search') return { page: 'search', spec: searchSpecOf(query) };
+  if (path === '/servers') return { page: 'servers' };
+  if (path.startsWith('/servers/')) {
+    const id = Number(path.slice('/servers/'.length));
+    if (Number.isInteger(id) && id >= 1 && id <= 1_000_000) return { page: 'server', id };
+  }
   if (path === '/gearman') return { page: 'gearman' };
   if (path.startsWith('/gearman/functions/')) {
     // A function name may be empty or hold '/': everything after the prefix is the name.
@@ -125,6 +132,10 @@ export function routeTitle(route: Route): string {
       return 'Connections';
     case 'search':
       return route.spec.q === '' ? 'Search' : `Search ${route.spec.q}`;
+    case 'servers':
+      return 'Other servers';
+    case 'server':
+      return `Server ${route.id}`;
     case 'gearman':
       return 'Gearman';
     case 'gearman-function':
@@ -144,6 +155,8 @@ export function routeKey(route: Route): string {
     case 'gearman-function':
       // A tab is a page of its own: its paging starts afresh.
       return `gearman-function:${route.name}:${route.state}`;
+    case 'server':
+      return `server:${route.id}`;
     case 'search':
       // Each search is a page of its own: it runs afresh, with no selection carried over.
       return searchHref(route.spec);

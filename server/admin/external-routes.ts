@@ -1,0 +1,132 @@
+import express, { type Request, type Response, type Router } from 'express';
+import { z } from 'zod';
+import { API } from '../../shared/api.js';
+import type { ExternalJobDto, ExternalServerDto } from '../../shared/dto.js';
+import { MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } from '../../shared/limits.js';
+import { bodyDto } from './dto.js';
+import { ApiError } from './errors.js';
+import type { ExternalJob, ExternalServer, ExternalServers } from './external.js';
+import { parseOrThrow as parse } from './validation.js';
+
+const serverId = z.coerce.number().int().min(1).max(1_000_000);
+const jobId = z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+const tubeName = z.string().max(MAX_TUBE_NAME_LENGTH).refine(isValidTubeName, 'not a valid tube name');
+const u32 = z.number().int().min(0).max(MAX_U32);
+const addSchema = z.strictObject({ address: z.string().min(3).max(300) });
+const peekQuery = z.object({ state: z.enum(['ready', 'delayed', 'buried']) });
+const kickSchema = z.strictObject({ bound: u32 });
+const pauseSchema = z.strictObject({ seconds: u32 });
+/** A put on an external server: text only (its bodies are what the protocol carries), durations in seconds. */
+const putSchema = z.strictObject({ body: z.string().max(1024 * 1024), priority: u32.default(0), delay: u32.default(0), ttr: u32.default(60) });
+
+function serverDto(s: ExternalServer): ExternalServerDto {
+  return { id: s.id, address: s.address, source: s.source, status: s.status, error: s.error, version: s.version };
+}
+
+function jobDto(job: ExternalJob): ExternalJobDto {
+  return { id: job.id, body: bodyDto(job.body), stats: job.stats };
+}
+
+/**
+ * Other beanstalkd servers, through the beanstalkd protocol (external.ts): the list (each one
+ * probed with a short deadline), adding and removing one, and what the protocol allows on each.
+ * Read-only mode and the token apply as to the rest of /api; adding needs both, since it makes
+ * this server open connections.
+ */
+export function externalRoutes(servers: ExternalServers): Router {
+  const router = express.Router();
+  const json = express.json({ limit: '2mb', strict: true });
+  const route = (fn: (req: Request, res: Response) => unknown) => fn;
+  const server = (req: Request): ExternalServer => servers.get(parse(serverId, req.params.id));
+  const tube = (req: Request): string => parse(tubeName, String(req.params.name));
+
+  router.get(
+    API.external,
+    route(async (_req, res) => {
+      const all = servers.list();
+      await Promise.all(all.map((s) => s.probe()));
+      res.json(all.map(serverDto));
+    }),
+  );
+  router.post(
+    API.external,
+    json,
+    route((req, res) => {
+      const { address } = parse(addSchema, req.body);
+      res.status(201).json(serverDto(servers.add(address, 'dashboard')));
+    }),
+  );
+  router.delete(
+    '/api/external/:id',
+    route((req, res) => {
+      servers.remove(parse(serverId, req.params.id));
+      res.status(204).end();
+    }),
+  );
+  router.get(
+    '/api/external/:id/stats',
+    route(async (req, res) => res.json(await server(req).stats())),
+  );
+  router.get(
+    '/api/external/:id/tubes',
+    route(async (req, res) => res.json(await server(req).tubes())),
+  );
+  router.get(
+    '/api/external/:id/tubes/:name/peek',
+    route(async (req, res) => {
+      const { state } = parse(peekQuery, req.query);
+      const job = await server(req).peek(tube(req), state);
+      res.json(job === null ? null : jobDto(job));
+    }),
+  );
+  router.post(
+    '/api/external/:id/tubes/:name/jobs',
+    json,
+    route(async (req, res) => {
+      const r = parse(putSchema, req.body);
+      const id = await server(req).put(tube(req), r.body, r.priority, r.delay, r.ttr);
+      res.status(201).json({ id });
+    }),
+  );
+  router.post(
+    '/api/external/:id/tubes/:name/kick',
+    json,
+    route(async (req, res) => {
+      const { bound } = parse(kickSchema, req.body);
+      res.json({ count: await server(req).kick(tube(req), bound) });
+    }),
+  );
+  router.post(
+    '/api/external/:id/tubes/:name/pause',
+    json,
+    route(async (req, res) => {
+      const { seconds } = parse(pauseSchema, req.body);
+      if (!(await server(req).pause(tube(req), seconds))) throw new ApiError(404, 'NOT_FOUND', 'no such tube there');
+      res.status(204).end();
+    }),
+  );
+  router.get(
+    '/api/external/:id/jobs/:jid',
+    route(async (req, res) => {
+      const job = await server(req).job(parse(jobId, req.params.jid));
+      if (job === null) throw new ApiError(404, 'NOT_FOUND', 'no such job there');
+      res.json(jobDto(job));
+    }),
+  );
+  router.delete(
+    '/api/external/:id/jobs/:jid',
+    route(async (req, res) => {
+      // beanstalkd deletes only jobs no other client holds: a reserved one is NOT_FOUND.
+      if (!(await server(req).deleteJob(parse(jobId, req.params.jid)))) throw new ApiError(404, 'NOT_FOUND', 'no such job there, or a worker holds it');
+      res.status(204).end();
+    }),
+  );
+  router.post(
+    '/api/external/:id/jobs/:jid/kick',
+    route(async (req, res) => {
+      if (!(await server(req).kickJob(parse(jobId, req.params.jid)))) throw new ApiError(404, 'NOT_FOUND', 'no such buried or delayed job there');
+      res.status(204).end();
+    }),
+  );
+  return router;
+}
