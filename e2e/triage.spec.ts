@@ -73,3 +73,25 @@ test('a bad pattern is said plainly, and nothing is searched', async ({ page }) 
   await page.goto('/search?q=%28unclosed&regex=1');
   await expect(page.getByTestId('search-error')).toContainText('not a valid regular expression');
 });
+
+test('the overview says which tubes need an operator, worst first, and how to start on an empty server', async ({ page, tcp }) => {
+  await page.goto('/');
+  await expectLive(page);
+  await expect(page.getByTestId('first-steps')).toBeVisible();
+
+  const client = await tcp();
+  // Ready jobs nobody watches, and (worse) buried ones.
+  await client.use('unwatched');
+  await client.put('waiting');
+  await buryAll(client, 'failing', ['x', 'y']);
+  await expect(page.getByTestId('first-steps')).toHaveCount(0);
+  const items = page.locator('[data-testid^="attention-"]');
+  await expect(items).toHaveCount(2);
+  await expect(items.nth(0)).toHaveAttribute('data-testid', 'attention-failing');
+  await expect(items.nth(0)).toContainText('2 buried');
+  await expect(items.nth(1)).toHaveAttribute('data-testid', 'attention-unwatched');
+  await expect(items.nth(1)).toContainText('no worker watching');
+  // The buried count stands out in the tubes list too.
+  await page.goto('/tubes');
+  await expect(page.getByTestId('tube-row-failing').getByTestId('count-buried')).toHaveClass(/alarm/);
+});

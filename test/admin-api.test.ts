@@ -47,6 +47,7 @@ const TUBE_KEYS = [
   'cmdPauseTube',
   'pauseSeconds',
   'pauseTimeLeftSeconds',
+  'nextReadyAgeSeconds',
   'deadLetterAfter',
   'ownDeadLetterAfter',
 ] as const satisfies readonly (keyof TubeDto)[];
@@ -279,7 +280,9 @@ describe('admin REST API on a real server', () => {
       cmdPauseTube: Number(y.get('cmd-pause-tube')),
       pauseSeconds: Number(y.get('pause')),
       pauseTimeLeftSeconds: Number(y.get('pause-time-left')),
-      // Not in stats-tube: the dead-letter rule is off unless asked for.
+      // Not in stats-tube: how long the next ready job has waited (just put: 0 s), and the
+      // dead-letter rule, off unless asked for.
+      nextReadyAgeSeconds: 0,
       deadLetterAfter: 0,
       ownDeadLetterAfter: null,
     });

@@ -37,6 +37,7 @@ export function tubeDto(tube: TubeCounts, now: number): TubeDto {
     cmdPauseTube: tube.pauses,
     pauseSeconds: seconds(tube.pauseMs),
     pauseTimeLeftSeconds: pauseTimeLeft(tube, now),
+    nextReadyAgeSeconds: tube.nextReadyCreatedAt === 0 ? 0 : Math.max(0, Math.floor((now - tube.nextReadyCreatedAt) / 1000)),
     deadLetterAfter: tube.deadLetterAfter,
     ownDeadLetterAfter: tube.ownSettings?.deadLetterAfter ?? null,
   };

@@ -369,12 +369,13 @@ function sameJob(mark: JobMark, job: JobView): boolean {
 }
 
 /**
- * True when nothing a dashboard shows of the tube changed. The pause's time left is left out:
- * it moves every second while a tube is paused, and the dashboard counts it down itself.
+ * True when nothing a dashboard shows of the tube changed. The pause's time left and the next
+ * ready job's age are left out: they move every second, and the dashboard counts them itself
+ * (from when it received the tube); a new head of the queue comes with changed counts.
  */
 function sameTube(a: TubeDto, b: TubeDto): boolean {
   for (const key of Object.keys(a) as (keyof TubeDto)[]) {
-    if (key !== 'pauseTimeLeftSeconds' && a[key] !== b[key]) return false;
+    if (key !== 'pauseTimeLeftSeconds' && key !== 'nextReadyAgeSeconds' && a[key] !== b[key]) return false;
   }
   return true;
 }

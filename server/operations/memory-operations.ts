@@ -512,6 +512,7 @@ export function tubeCounts(tube: Tube, ownSettings: TubeSettings | null): TubeCo
     pauseMs: tube.pauseMs,
     unpauseAt: tube.unpauseAt,
     stateChanges: [...tube.stateChanges],
+    nextReadyCreatedAt: tube.ready.peek()?.createdAt ?? 0,
     deadLetterAfter: tube.deadLetterAfter,
     ownSettings,
   };

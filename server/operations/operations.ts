@@ -116,6 +116,8 @@ export interface TubeCounts {
   unpauseAt: number;
   /** How many times a job entered or left each state here (ready, reserved, delayed, buried). */
   stateChanges: readonly [number, number, number, number];
+  /** When the ready job a worker would get next was put (epoch ms; 0: none ready): how long the queue's head has waited. */
+  nextReadyCreatedAt: number;
   /** The dead-letter limit in force here (0: off): the tube's own setting or the server's. */
   deadLetterAfter: number;
   /** The tube's own settings; null when the server's apply. */
