@@ -95,3 +95,33 @@ test('the overview says which tubes need an operator, worst first, and how to st
   await page.goto('/tubes');
   await expect(page.getByTestId('tube-row-failing').getByTestId('count-buried')).toHaveClass(/alarm/);
 });
+
+test('on a job page, a kick or a delete leads to the next job of the same list; a worker taking the job is said', async ({ page, tcp }) => {
+  const client = await tcp();
+  const ids = await buryAll(client, 'step', ['one', 'two', 'three']);
+  await page.goto(`/jobs/${ids[0]}`);
+  await expectLive(page);
+  await page.getByTestId('kick-job').click();
+  await expect(page.getByTestId('triage-bar')).toContainText(`Kicked job ${ids[0]}.`);
+  await page.getByTestId('next-job').click();
+  await expect(page).toHaveURL(new RegExp(`/jobs/${ids[1]}$`));
+  await page.getByTestId('delete-job').click();
+  await page.getByTestId('confirm-delete-job').click();
+  await expect(page.getByTestId('job-deleted')).toBeVisible();
+  await page.getByTestId('next-job').click();
+  await expect(page).toHaveURL(new RegExp(`/jobs/${ids[2]}$`));
+  await page.getByTestId('kick-job').click();
+  await expect(page.getByTestId('triage-bar')).toContainText('It was the last buried job in step.');
+  await page.getByTestId('back-to-list').click();
+  await expect(page).toHaveURL(/\/tubes\/step\?state=buried$/);
+
+  // The kicked job is ready again; a worker takes it while its page is open.
+  await page.goto(`/jobs/${ids[2]}`);
+  await expectLive(page);
+  await expect(page.getByTestId('job-field-state')).toHaveAttribute('data-value', 'ready');
+  await client.watchOnly('step');
+  const taken = await client.reserve();
+  expect([ids[0], ids[2]]).toContain(taken.id);
+  if (taken.id !== ids[2]) await client.reserve();
+  await expect(page.getByTestId('job-taken')).toBeVisible();
+});

@@ -15,6 +15,7 @@ export const API = {
   jobBody: (id: number) => `/api/jobs/${id}/body`,
   jobKick: (id: number) => `/api/jobs/${id}/kick`,
   jobHistory: (id: number) => `/api/jobs/${id}/history`,
+  jobNext: (id: number) => `/api/jobs/${id}/next`,
   connections: '/api/connections',
   /** Other beanstalkd servers (--admin-attach, or POST {address}); /api/external/:id/... for each. */
   external: '/api/external',

@@ -120,6 +120,13 @@ export interface ExternalJobDto {
   stats: Record<string, string | number>;
 }
 
+/** GET /api/jobs/:id/next: the job after this one in its tube's list for its state (null: it is the last). */
+export interface NextJobDto {
+  id: number | null;
+  tube: string;
+  state: JobStateName;
+}
+
 export interface JobPageDto {
   jobs: JobSummaryDto[];
   /** Cursor for the next page, or null at the end. */

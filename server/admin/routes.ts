@@ -1,7 +1,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { API, type BulkResponse, type CountResponse } from '../../shared/api.js';
-import type { AdminConfigDto, SearchPageDto } from '../../shared/dto.js';
+import type { AdminConfigDto, NextJobDto, SearchPageDto } from '../../shared/dto.js';
 import { MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } from '../../shared/limits.js';
 import type { Operations, Result } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
@@ -224,6 +224,16 @@ export function apiRoutes(ctx: RoutesContext): Router {
       const job = await ops.job(parse(jobId, req.params.id));
       if (job === undefined) throw engineError('NOT_FOUND');
       res.json(jobDto(job, ops.now()));
+    }),
+  );
+
+  router.get(
+    '/api/jobs/:id/next',
+    route(async (req, res) => {
+      const id = parse(jobId, req.params.id);
+      const job = await ops.job(id);
+      if (job === undefined) throw engineError('NOT_FOUND');
+      res.json({ id: await ops.nextInList(id), tube: job.tube, state: job.state } satisfies NextJobDto);
     }),
   );
 

@@ -37,7 +37,8 @@ export function listJobs(engine: Engine, tube: Tube, state: JobState, limit: num
   return { jobs, next: more && last !== undefined ? cursorOf(state, last) : null };
 }
 
-function cursorOf(state: JobState, job: Job): string {
+/** The cursor of a page that starts right after `job` in its `state` list. */
+export function cursorOf(state: JobState, job: Job): string {
   switch (state) {
     case 'ready':
       return `${job.priority}_${job.id}`;

@@ -2,7 +2,7 @@ import type { JobHistoryDto } from '../../shared/history.js';
 import { bodyStamp } from '../engine/body-store.js';
 import type { Engine, Job, PutRequest, Session, Tube } from '../engine/engine.js';
 import { BURY_CAUSES, TRANSIENT_FILE } from '../engine/job.js';
-import { listJobs } from '../engine/job-pages.js';
+import { cursorOf, listJobs } from '../engine/job-pages.js';
 import { fail, ok } from '../engine/results.js';
 import type {
   ClientDelegate,
@@ -180,6 +180,12 @@ export class MemoryOperations implements Operations {
     if (tube === undefined) return undefined;
     const page = listJobs(this.engine, tube, state, limit, cursor);
     return { jobs: page.jobs.map(jobSnapshot), next: page.next };
+  }
+
+  nextInList(id: number): number | null {
+    const job = this.engine.job(id);
+    if (job === undefined) return null;
+    return listJobs(this.engine, job.tube, job.state, 1, cursorOf(job.state, job)).jobs[0]?.id ?? null;
   }
 
   count(operation: CountedCommand): void {

@@ -356,6 +356,8 @@ export interface Operations {
    * Undefined when there is no such tube.
    */
   listJobs(tube: string, state: JobState, limit: number, cursor: string | null): Pending<JobPage | undefined>;
+  /** The id of the job after `id` in its tube's list for its state (the next one to triage), or null. */
+  nextInList(id: number): Pending<number | null>;
   /**
    * Counts a command for `stats`. A door counts the commands of its clients (which beanstalkd
    * counts even when they fail before any operation); the server-wide changes below count

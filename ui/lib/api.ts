@@ -28,6 +28,7 @@ import type {
   TubeDto,
   TubeSettingsDto,
   SearchPageDto,
+  NextJobDto,
   ExternalJobDto,
   ExternalServerDto,
 } from '../../shared/dto.js';
@@ -147,6 +148,7 @@ export const api = {
     signal?: AbortSignal,
   ) => json<JobPageDto>('GET', withQuery(API.tubeJobs(name), query), undefined, signal),
   job: (id: number, signal?: AbortSignal) => json<JobDto>('GET', API.job(id), undefined, signal),
+  nextJob: (id: number) => json<NextJobDto>('GET', API.jobNext(id)),
   jobHistory: (id: number, signal?: AbortSignal) => json<JobHistoryDto>('GET', API.jobHistory(id), undefined, signal),
   gearmanJobHistory: (handle: string, signal?: AbortSignal) =>
     json<JobHistoryDto>('GET', API.gearmanJobHistory(handle), undefined, signal),

@@ -1,6 +1,6 @@
 /** One job page: the job's stats and body, live updates, and the full body loaded on request. */
 
-import type { BodyDto, JobDto } from '../../../shared/dto.js';
+import type { BodyDto, JobDto, NextJobDto } from '../../../shared/dto.js';
 import { ApiError, api, describeError, isAbort } from '../api.js';
 import { BodyContent } from '../body.js';
 import { onConnected, onServerEvent, viewJob } from '../socket.js';
@@ -21,6 +21,10 @@ export class JobView {
   body = $state.raw<BodyContent | null>(null);
   notFound = $state(false);
   deleted = $state(false);
+  /** A worker reserved the job while the page was open (the operator should know before acting). */
+  takenByWorker = $state(false);
+  /** What the operator just did here, and the job to look at next (the triage flow). */
+  after = $state.raw<{ verb: string; next: NextJobDto | null } | null>(null);
   loading = $state(false);
   error = $state<string | null>(null);
   fullLoading = $state(false);
@@ -85,6 +89,8 @@ export class JobView {
   /** A new DTO (REST answer, PATCH answer or job:updated): keeps a loaded full body if the body is unchanged. */
   apply(job: JobDto): void {
     const previous = this.job;
+    if (previous !== null && previous.state !== 'reserved' && job.state === 'reserved') this.takenByWorker = true;
+    if (job.state !== 'reserved') this.takenByWorker = false;
     this.job = job;
     this.receivedAt = Date.now();
     this.deleted = false;
