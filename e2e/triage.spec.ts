@@ -125,3 +125,24 @@ test('on a job page, a kick or a delete leads to the next job of the same list; 
   if (taken.id !== ids[2]) await client.reserve();
   await expect(page.getByTestId('job-taken')).toBeVisible();
 });
+
+test('connections are pushed live with what each holds; an operator closes a stuck worker and its job is ready again', async ({ page, tcp }) => {
+  await page.goto('/connections');
+  await expectLive(page);
+  const worker = await tcp();
+  await worker.use('stuck');
+  await worker.watchOnly('stuck');
+  const id = await worker.put('held for ever', { ttr: 3600 });
+  expect((await worker.reserve()).id).toBe(id);
+  // No reload and no refresh click: the row appears by itself.
+  const holding = page.locator(`[data-testid^="conn-holding-"]`).filter({ hasText: String(id) });
+  await expect(holding).toBeVisible({ timeout: 5_000 });
+  await expect(holding).toContainText('(59m');
+  const testid = await holding.getAttribute('data-testid');
+  const connId = testid!.replace('conn-holding-', '');
+  await page.getByTestId(`close-${connId}`).click();
+  await page.getByTestId(`confirm-close-${connId}`).click();
+  await expect(page.getByText(`Closed connection ${connId}`)).toBeVisible();
+  await page.goto(`/jobs/${id}`);
+  await expect(page.getByTestId('job-field-state')).toHaveAttribute('data-value', 'ready');
+});

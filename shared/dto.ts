@@ -63,6 +63,8 @@ export interface JobStatsDto {
   releases: number;
   buries: number;
   kicks: number;
+  /** The connection holding it while reserved (see /api/connections), else null. */
+  reservedBy: number | null;
   /** Releases plus timeouts since the job was put or last kicked: what the dead-letter rule counts. */
   strikes: number;
   /** Why a buried job was buried: a worker's bury, or the dead-letter rule on a release or a timeout. */
@@ -143,6 +145,12 @@ export interface ConnectionDto {
   using: string;
   watching: string[];
   reserved: number[];
+  /** Seconds since it connected, and since its last command (which `lastCommand` names). */
+  ageSeconds: number;
+  idleSeconds: number;
+  lastCommand: string;
+  /** The jobs it holds, with the seconds each has left (null: held without a TTR, a Gearman worker). */
+  holding: { id: number; tube: string; timeLeftSeconds: number | null }[];
 }
 
 export interface AdminConfigDto {

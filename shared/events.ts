@@ -1,4 +1,4 @@
-import type { GearmanSnapshotDto, JobDto, JobStateName, SnapshotDto, StatsTickDto, TubeDto } from './dto.js';
+import type { ConnectionDto, GearmanSnapshotDto, JobDto, JobStateName, SnapshotDto, StatsTickDto, TubeDto } from './dto.js';
 
 /** Acknowledgement of a client request: ok, or why not. */
 export type Ack = (result: { ok: true } | { ok: false; error: string }) => void;
@@ -18,6 +18,8 @@ export interface ServerToClientEvents {
   'job:updated': (job: JobDto) => void;
   'job:deleted': (id: number) => void;
   'server:draining': () => void;
+  /** To viewers of the connections list, once a second: the first connections by id, and how many there are. */
+  'connections:updated': (update: { connections: ConnectionDto[]; total: number }) => void;
   /** The Gearman functions and workers, when they changed since the last batch (and on connect). */
   'gearman:updated': (snapshot: GearmanSnapshotDto) => void;
 }
@@ -28,4 +30,6 @@ export interface ClientToServerEvents {
   'tube:leave': (name: string) => void;
   'job:view': (id: number, ack: Ack) => void;
   'job:leave': (id: number) => void;
+  'connections:view': (ack: Ack) => void;
+  'connections:leave': () => void;
 }

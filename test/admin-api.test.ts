@@ -67,6 +67,7 @@ const JOB_STATS_KEYS = [
   'releases',
   'buries',
   'kicks',
+  'reservedBy',
   'strikes',
   'buryCause',
   'bodyBytes',
@@ -720,7 +721,20 @@ describe('admin REST API on a real server', () => {
     const pc = list.find((x) => x.address === addr(p));
     expect(wc, JSON.stringify(list)).toBeDefined();
     expect(pc).toBeDefined();
-    expect(Object.keys(wc!).sort()).toEqual(['address', 'id', 'producer', 'reserved', 'using', 'waiting', 'watching', 'worker']);
+    expect(Object.keys(wc!).sort()).toEqual([
+      'address',
+      'ageSeconds',
+      'holding',
+      'id',
+      'idleSeconds',
+      'lastCommand',
+      'producer',
+      'reserved',
+      'using',
+      'waiting',
+      'watching',
+      'worker',
+    ]);
     expect(wc!.address).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(wc).toMatchObject({ using: 'conn-used', worker: true, producer: false, waiting: false });
     expect([...wc!.watching].sort()).toEqual(['conn-w1', 'conn-w2']);

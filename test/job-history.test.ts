@@ -1,11 +1,12 @@
 /**
  * Job history on the real server: every transition a job goes through over TCP and in the
  * dashboard is listed by GET /api/jobs/:id/history, oldest first, with the connection that made
- * it; a deleted job keeps its history; --history-events 0 keeps none.
+ * it; a deleted job keeps its history; --history-events 0 keeps none. And the connections list:
+ * who holds what, for how long, and closing a connection.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { API } from '../shared/api.js';
-import type { JobDto } from '../shared/dto.js';
+import type { ConnectionDto, JobDto } from '../shared/dto.js';
 import type { JobHistoryDto } from '../shared/history.js';
 import { api, startAdminServer, type AdminServerProcess } from './support/admin-server.js';
 import { expectLine, expectOk } from './support/expectations.js';
@@ -86,5 +87,32 @@ describe('GET /api/jobs/:id/history', () => {
     const c = await tcp(s);
     const id = await tcpPut(c, 'no history');
     expect(expectOk<JobHistoryDto>(await api(s.url, API.jobHistory(id)))).toEqual({ id, events: [], capacity: 0, recorded: 0 });
+  });
+});
+
+describe('connections', () => {
+  it('shows each connection’s age, idle time, last command and held jobs with time left, and who holds a job; closes one', async () => {
+    const s = await start();
+    const worker = await tcp(s);
+    const id = await tcpPut(worker, 'held', 0, 0, 120);
+    expect((await tcpReserve(worker)).id).toBe(id);
+    await worker.call('list-tubes\r\n');
+    const list = expectOk<ConnectionDto[]>(await api(s.url, API.connections));
+    const me = list.find((c) => c.address === `127.0.0.1:${worker.socket.localPort}`)!;
+    expect(me).toMatchObject({ lastCommand: 'list-tubes', holding: [{ id, tube: 'default' }] });
+    expect(me.holding[0]!.timeLeftSeconds).toBeGreaterThan(100);
+    expect(me.idleSeconds).toBeLessThan(5);
+    expect(me.ageSeconds).toBeLessThan(60);
+    const job = expectOk<JobDto>(await api(s.url, API.job(id)));
+    expect(job.reservedBy).toBe(me.id);
+
+    expect((await api(s.url, `${API.connections}/${me.id}`, { method: 'DELETE' })).status).toBe(204);
+    expect(await worker.waitClosed()).toBe('');
+    // Its job is ready again, as on any disconnect.
+    const after = expectOk<JobDto>(await api(s.url, API.job(id)));
+    expect(after).toMatchObject({ state: 'ready', reservedBy: null });
+    expect((await api(s.url, `${API.connections}/${me.id}`, { method: 'DELETE' })).status).toBe(404);
+    const ro = await start(['--admin-read-only']);
+    expect((await api(ro.url, `${API.connections}/1`, { method: 'DELETE' })).status).toBe(403);
   });
 });

@@ -60,6 +60,7 @@ export function jobStatsDto(job: JobView, now: number): JobStatsDto {
     releases: job.releases,
     buries: job.buries,
     kicks: job.kicks,
+    reservedBy: job.reservedBy === 0 ? null : job.reservedBy,
     strikes: job.strikes,
     buryCause: job.buryCause,
     bodyBytes: job.bodyLength,
@@ -106,8 +107,16 @@ export function jobSummaryDto(job: JobSnapshot, now: number): JobSummaryDto {
   return { ...jobStatsDto(job, now), preview: head.toString('utf8').slice(0, PREVIEW_CHARS) };
 }
 
-export function connectionDto(session: SessionView): ConnectionDto {
+export function connectionDto(session: SessionView, now: number): ConnectionDto {
   return {
+    ageSeconds: Math.max(0, Math.floor((now - session.openedAt) / 1000)),
+    idleSeconds: Math.max(0, Math.floor((now - session.lastCommandAt) / 1000)),
+    lastCommand: session.lastCommand,
+    holding: session.holding.map((h) => ({
+      id: h.id,
+      tube: h.tube,
+      timeLeftSeconds: h.deadlineAt === Number.POSITIVE_INFINITY ? null : Math.max(0, Math.ceil((h.deadlineAt - now) / 1000)),
+    })),
     id: session.id,
     address: session.peer,
     producer: session.producer,

@@ -3,7 +3,7 @@ import type { AdminConfigDto, JobStateName, TubeDto } from '../../shared/dto.js'
 import type { Ack, ClientToServerEvents, ServerToClientEvents } from '../../shared/events.js';
 import { whenReady, type JobSnapshot, type JobView, type Operations, type Pending, type TubeCounts } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
-import { jobDto, statsDto, tubeDto } from './dto.js';
+import { connectionDto, jobDto, statsDto, tubeDto } from './dto.js';
 import type { GearmanView } from '../protocol/gearman/view.js';
 import type { StatsHistory } from './stats-history.js';
 
@@ -12,6 +12,10 @@ type AdminSocket = Socket<ClientToServerEvents, ServerToClientEvents>;
 
 /** How often dashboards are brought up to date. */
 const BATCH_MS = 250;
+const SWEEPS_PER_SECOND = 1000 / BATCH_MS;
+/** The socket.io room of dashboards looking at the connections list, and how many connections it is sent. */
+const CONNECTIONS_ROOM = 'connections';
+const CONNECTIONS_SENT = 1000;
 /**
  * Views (tube:view and job:view counted together) one socket may hold. The dashboard views one
  * tube page and one job page at a time, so 1,000 is far beyond real use; each view costs a room
@@ -174,6 +178,12 @@ export class LiveUpdates {
       this.leaveJob(id);
       void socket.leave(jobRoom(id));
     });
+    socket.on('connections:view', (ack) => {
+      void socket.join(CONNECTIONS_ROOM);
+      this.sendConnections(socket);
+      reply(ack, { ok: true });
+    });
+    socket.on('connections:leave', () => void socket.leave(CONNECTIONS_ROOM));
     socket.on('disconnect', () => {
       this.views -= viewing.tubes.size + viewing.jobs.size;
       for (const name of viewing.tubes) this.leave(this.tubeViewers, name);
@@ -241,7 +251,7 @@ export class LiveUpdates {
     try {
       done = whenReady(this.ops.tubes(), (tubes) => {
         this.sweepTubes(tubes);
-        return whenReady(this.sweepJobs(), () => this.sweepGearman());
+        return whenReady(this.sweepJobs(), () => whenReady(this.sweepGearman(), () => this.sweepConnections()));
       });
     } finally {
       if (!(done instanceof Promise)) this.sweeping = false;
@@ -284,6 +294,23 @@ export class LiveUpdates {
     }
     if (updated.length > 0) this.io.emit('tubes:updated', updated);
     if (removed.length > 0) this.io.emit('tubes:removed', removed);
+  }
+
+  /**
+   * Once a second, while anyone looks at the connections list: ages and idle times move every
+   * second, so it is sent whole (the first CONNECTIONS_SENT by id) rather than compared.
+   */
+  private sweepConnections(): Pending<void> {
+    if (this.sweepCount % SWEEPS_PER_SECOND !== 0 || (this.io.sockets.adapter.rooms.get(CONNECTIONS_ROOM)?.size ?? 0) === 0) return;
+    return this.sendConnections(this.io.to(CONNECTIONS_ROOM));
+  }
+
+  private sendConnections(to: { emit: AdminSocket['emit'] }): Pending<void> {
+    return whenReady(this.ops.sessions(), (sessions) => {
+      const now = this.ops.now();
+      const first = [...sessions].sort((a, b) => a.id - b.id).slice(0, CONNECTIONS_SENT);
+      to.emit('connections:updated', { connections: first.map((s) => connectionDto(s, now)), total: sessions.length });
+    });
   }
 
   /** Sends the Gearman functions and workers when anything in them changed. */

@@ -407,7 +407,18 @@ export function apiRoutes(ctx: RoutesContext): Router {
 
   router.get(
     API.connections,
-    route(async (_req, res) => res.json((await ops.sessions()).map(connectionDto))),
+    route(async (_req, res) => {
+      const now = ops.now();
+      res.json((await ops.sessions()).map((s) => connectionDto(s, now)));
+    }),
+  );
+
+  router.delete(
+    '/api/connections/:id',
+    route(async (req, res) => {
+      valueOf(await ops.closeConnection(parse(jobId, req.params.id)));
+      res.status(204).end();
+    }),
   );
 
   router.use('/api', (_req, _res, next) => next(new ApiError(404, 'NOT_FOUND', 'no such API path')));

@@ -294,6 +294,7 @@ export class Engine {
    */
   openSession(delegate: SessionDelegate, options: { watchNothing?: boolean } = {}): Session {
     const session = new Session(this.nextSessionId++, delegate);
+    session.openedAt = session.lastCommandAt = this.clock.now();
     this.sessions.add(session);
     session.used = this.defaultTube;
     this.defaultTube.using++;

@@ -17,6 +17,8 @@ export interface SessionDelegate {
    * tube it watches. No job is reserved for it (Gearman's NOOP to a worker in PRE_SLEEP).
    */
   woken(): void;
+  /** An operator closes this connection (the dashboard): the front door drops it. */
+  disconnect?(): void;
 }
 
 /**
@@ -49,6 +51,10 @@ export class Session {
   isWorker = false;
   /** Who the front door says this is (a peer address), for the dashboard's connection list. */
   peer = '';
+  /** When it connected, and its last command and when (epoch ms; set by its front door). */
+  openedAt = 0;
+  lastCommandAt = 0;
+  lastCommand = '';
   /** The peer will send nothing more: a blocking reserve times out at once. */
   halfClosed = false;
   closed = false;

@@ -28,6 +28,9 @@ class Delegate implements ClientDelegate {
   woken(): void {
     this.calls.push('woken');
   }
+  disconnect(): void {
+    this.calls.push('disconnect');
+  }
 }
 
 function value<T>(r: Result<T> | Promise<Result<T>>): T {
@@ -197,9 +200,24 @@ describe('snapshots', () => {
     const c = client();
     value(c.watch('w'));
     putVia(c);
+    c.noteCommand('reserve-with-timeout');
     c.reserve(0);
+    const now = engine.now();
     expect(ops.sessions()).toEqual([
-      { id: c.id, peer: 'test', producer: true, worker: true, waiting: false, using: 'default', watching: ['default', 'w'], reserved: [1] },
+      {
+        id: c.id,
+        peer: 'test',
+        openedAt: expect.any(Number),
+        lastCommandAt: now,
+        lastCommand: 'reserve-with-timeout',
+        holding: [{ id: 1, tube: 'default', deadlineAt: now + 60_000 }],
+        producer: true,
+        worker: true,
+        waiting: false,
+        using: 'default',
+        watching: ['default', 'w'],
+        reserved: [1],
+      },
     ]);
   });
 });

@@ -175,6 +175,15 @@ export class MemoryOperations implements Operations {
     return [...this.engine.allSessions()].map(sessionView);
   }
 
+  closeConnection(id: number): Result<void> {
+    for (const session of this.engine.allSessions()) {
+      if (session.id !== id || session.delegate.disconnect === undefined) continue;
+      session.delegate.disconnect();
+      return ok(undefined);
+    }
+    return fail('NOT_FOUND');
+  }
+
   listJobs(tubeName: string, state: JobState, limit: number, cursor: string | null): JobPage | undefined {
     const tube = this.engine.tube(tubeName);
     if (tube === undefined) return undefined;
@@ -339,6 +348,12 @@ class MemoryClient implements ClientOperations {
 
   get id(): number {
     return this.session.id;
+  }
+
+  noteCommand(name: string): void {
+    const session = this.session;
+    session.lastCommand = name;
+    session.lastCommandAt = this.engine.now();
   }
 
   usedTube(): string {
@@ -535,6 +550,7 @@ function emptyView(): JobView {
     createdAt: 0,
     deadlineAt: 0,
     file: 0,
+    reservedBy: 0,
     reserves: 0,
     timeouts: 0,
     releases: 0,
@@ -558,6 +574,7 @@ function fillView(job: Job, view: JobView): JobView {
   view.createdAt = job.createdAt;
   view.deadlineAt = job.deadlineAt;
   view.file = job.file;
+  view.reservedBy = job.reservedBy?.id ?? 0;
   view.reserves = job.reserves;
   view.timeouts = job.timeouts;
   view.releases = job.releases;
@@ -579,6 +596,10 @@ function sessionView(session: Session): SessionView {
   return {
     id: session.id,
     peer: session.peer,
+    openedAt: session.openedAt,
+    lastCommandAt: session.lastCommandAt,
+    lastCommand: session.lastCommand,
+    holding: [...session.reservedJobs.values()].map((j) => ({ id: j.id, tube: j.tube.name, deadlineAt: j.deadlineAt })),
     producer: session.isProducer,
     worker: session.isWorker,
     waiting: session.waiting,

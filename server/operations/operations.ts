@@ -67,6 +67,8 @@ export interface JobView {
   deadlineAt: number;
   /** Binlog segment holding the job (0 without persistence, -1 for a transient job). */
   file: number;
+  /** The connection holding it (0 unless reserved). */
+  reservedBy: number;
   /** Kept in memory only (NewJob.transient): a Gearman foreground job. */
   transient: boolean;
   reserves: number;
@@ -170,6 +172,12 @@ export interface ServerCounts {
 export interface SessionView {
   id: number;
   peer: string;
+  /** Epoch ms: when it connected, and its last command. */
+  openedAt: number;
+  lastCommandAt: number;
+  lastCommand: string;
+  /** The jobs it holds and when each runs out (epoch ms; Infinity: held without a TTR). */
+  holding: { id: number; tube: string; deadlineAt: number }[];
   producer: boolean;
   worker: boolean;
   waiting: boolean;
@@ -246,6 +254,8 @@ export interface ClientDelegate {
   deadlineSoon(): void;
   /** After `sleep`: a job this client may take is ready (no job is reserved for it). */
   woken(): void;
+  /** An operator closes the connection: drop it (its jobs go back as on any disconnect). */
+  disconnect(): void;
 }
 
 /** One connected client's operations: its tube, its watch list and the jobs it holds. */
@@ -300,6 +310,8 @@ export interface ClientOperations {
   holds(id: number): Pending<boolean>;
   /** The peer sends nothing more: a blocked reserve gives up. */
   halfClose(): void;
+  /** Its last command, for the dashboard (a wire word such as `reserve` or `GRAB_JOB`). */
+  noteCommand(name: string): void;
   /** Ends the client: its reserved jobs go back to ready (in slices), its tubes are let go. */
   close(): Pending<void>;
 }
@@ -351,6 +363,8 @@ export interface Operations {
   tubeNames(): Pending<string[]>;
   serverCounts(): Pending<ServerCounts>;
   sessions(): Pending<SessionView[]>;
+  /** Closes connection `id` (the dashboard's "close connection"): NOT_FOUND when there is none. */
+  closeConnection(id: number): Pending<Result<void>>;
   /**
    * A page of `tube`'s jobs in `state`, in queue order; `cursor` from the previous page.
    * Undefined when there is no such tube.

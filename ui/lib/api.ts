@@ -186,6 +186,7 @@ export const api = {
   externalPause: (id: number, tube: string, seconds: number) => discard('POST', API.externalPause(id, tube), { seconds }),
   externalDeleteJob: (id: number, job: number) => discard('DELETE', API.externalJob(id, job)),
   externalKickJob: (id: number, job: number) => discard('POST', API.externalJobKick(id, job)),
+  closeConnection: (id: number) => discard('DELETE', `${API.connections}/${id}`),
   connections: (signal?: AbortSignal) => json<ConnectionDto[]>('GET', API.connections, undefined, signal),
   gearman: (signal?: AbortSignal) => json<GearmanSnapshotDto>('GET', API.gearman, undefined, signal),
   gearmanJobs: (fn: string, query: { state: GearmanJobState; limit: number; cursor: string | null }, signal?: AbortSignal) =>

@@ -44,10 +44,18 @@ function joinJob(id: number): void {
   });
 }
 
+function joinConnections(): void {
+  socket.timeout(ACK_TIMEOUT_MS).emit('connections:view', () => undefined);
+}
+
+/** Pages looking at the connections list (pushed once a second while any is open). */
+let connectionViews = 0;
+
 socket.on('connect', () => {
   setStatus('connected');
   for (const name of tubeViews.keys()) joinTube(name);
   for (const id of jobViews.keys()) joinJob(id);
+  if (connectionViews > 0) joinConnections();
   for (const listener of connectListeners) listener();
 });
 
@@ -139,6 +147,15 @@ export function viewTube(name: string): () => void {
 }
 
 /** Joins a job's room while the returned function has not been called. */
+export function viewConnections(): () => void {
+  connectionViews++;
+  if (connectionViews === 1 && socket.connected) joinConnections();
+  return () => {
+    connectionViews--;
+    if (connectionViews === 0 && socket.connected) socket.emit('connections:leave');
+  };
+}
+
 export function viewJob(id: number): () => void {
   const count = jobViews.get(id) ?? 0;
   jobViews.set(id, count + 1);

@@ -119,6 +119,10 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
   /** The protocol has no wake-up without a job; nothing asks for one. */
   woken(): void {}
 
+  disconnect(): void {
+    this.link.destroy();
+  }
+
   // ---- LinkOwner -----------------------------------------------------------------------------
 
   halfClosed(): void {
@@ -140,6 +144,7 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
     const ops = this.ops;
     const client = this.client;
     const link = this.link;
+    client.noteCommand(cmd.op);
     switch (cmd.op) {
       case 'put':
         ops.count('put');

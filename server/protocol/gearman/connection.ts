@@ -15,7 +15,7 @@ import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js'
 import type { PacketPart } from '../reply-buffer.js';
 import { runAdminCommand, type AdminContext } from './admin.js';
 import { jobBody, uniqueEnd } from './job-body.js';
-import { encodePacket, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
+import { encodePacket, packetName, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
 import { GearmanParser, type GearmanFrameHandler, type Magic } from './parser.js';
 import type { GearmanRegistry } from './registry.js';
 import { NOOP, NO_JOB, OPTION_EXCEPTIONS, errorPacket, type GearmanError } from './replies.js';
@@ -144,6 +144,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   packet(magic: Magic, type: number, data: Buffer): void {
     if (magic === 'RES') return this.sendError('INVALID_MAGIC');
+    this.client.noteCommand(packetName(type));
     const count = REQUEST_ARGS[type];
     if (count === undefined) return this.sendError('INVALID_COMMAND');
     const args = splitArgs(data, count);
@@ -222,6 +223,10 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   /** A job is ready for a function this sleeping worker can do. */
   woken(): void {
     this.send(NOOP);
+  }
+
+  disconnect(): void {
+    this.link.destroy();
   }
 
   // ---- the foreground jobs this client waits on -------------------------------------------------

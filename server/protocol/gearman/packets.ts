@@ -3,6 +3,11 @@
  * which libgearman and the stock `gearman` worker use) and how many NUL-separated arguments
  * each request carries: the last one is raw bytes and may contain NULs.
  */
+/** Packet names by type (for the dashboard's "last command"). */
+export function packetName(type: number): string {
+  return PACKET_NAMES.get(type) ?? 'UNKNOWN';
+}
+
 export const PACKET = {
   CAN_DO: 1,
   CANT_DO: 2,
@@ -42,6 +47,8 @@ export const PACKET = {
   GRAB_JOB_ALL: 39,
   JOB_ASSIGN_ALL: 40,
 } as const;
+
+const PACKET_NAMES: ReadonlyMap<number, string> = new Map(Object.entries(PACKET).map(([name, type]) => [type, name]));
 
 export type PacketName = keyof typeof PACKET;
 
