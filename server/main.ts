@@ -124,6 +124,7 @@ async function main(argv: string[]): Promise<void> {
     gearmanEngine.setDraining();
   });
   let admin: AdminShell | null = null;
+  const banner: BannerFacts = { beanstalkd: null, gearman: null, dashboard: null };
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
@@ -171,6 +172,7 @@ async function main(argv: string[]): Promise<void> {
     if (user !== null) await admin.preload();
     try {
       const url = await admin.listen();
+      banner.dashboard = url;
       log.info({ url }, `dashboard on ${url}`);
     } catch (err) {
       // The job server matters more than its dashboard: keep serving without it.
@@ -184,11 +186,13 @@ async function main(argv: string[]): Promise<void> {
     // Root is given up before the first client is served (this runs before any I/O callback),
     // so no binlog file is ever created as root.
     if (user !== null) privileged(log, () => becomeUser(user));
+    banner.beanstalkd = where;
     log.info({ address: where, version: VERSION }, `beanstalkd protocol listening on ${where}`);
     if (gearman !== null) {
       const { listen, port } = options.gearman!;
       try {
         const at = await gearman.listen(listen, port);
+        banner.gearman = at;
         log.info({ address: at }, `Gearman protocol listening on ${at}`);
       } catch (err) {
         // As for the dashboard: the beanstalkd side keeps serving without it.
@@ -197,10 +201,30 @@ async function main(argv: string[]): Promise<void> {
     }
     const jobs = Math.floor(budget.maxRecordHeapBytes / JOB_RECORD_HEAP_BYTES);
     log.info({ ...budget }, `memory budget: ${jobs} jobs on the heap, ${budget.maxJobBytes} bytes of bodies`);
+    // A person at a terminal gets the addresses in words; logs stay JSON on stderr for machines.
+    if (process.stdout.isTTY) process.stdout.write(startupBanner(banner));
   } catch (err) {
     log.fatal({ err }, 'cannot listen');
     process.exit(111);
   }
+}
+
+/** What the startup banner lists (null: not serving it). */
+interface BannerFacts {
+  beanstalkd: string | null;
+  gearman: string | null;
+  dashboard: string | null;
+}
+
+function startupBanner(facts: BannerFacts): string {
+  const lines = [
+    `Beanpole ${VERSION}`,
+    `  beanstalkd protocol  ${facts.beanstalkd ?? 'off'}`,
+    `  Gearman protocol     ${facts.gearman ?? 'off'}`,
+    `  dashboard            ${facts.dashboard ?? 'off'}`,
+    '  (logs: JSON on stderr; beanpole --help for every flag)',
+  ];
+  return `${lines.join('\n')}\n`;
 }
 
 /** Runs a step of -u USER; failing, exits with beanstalkd's status for it. */

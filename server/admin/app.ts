@@ -14,6 +14,7 @@ import type { ServerInfo } from '../server-info.js';
 import { errorHandler } from './errors.js';
 import { LiveUpdates } from './live.js';
 import { prometheusText } from './metrics.js';
+import compression from 'compression';
 import { ExternalServers } from './external.js';
 import { externalRoutes } from './external-routes.js';
 import { apiRoutes } from './routes.js';
@@ -74,6 +75,8 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   app.use(securityHeaders());
+  // The dashboard's script and JSON answers shrink about 4x; socket.io compresses its own.
+  app.use(compression());
   const isAllowedHost = hostCheck(options);
   app.use(allowedHostsOnly(isAllowedHost));
   app.get('/healthz', (_req, res) => {
