@@ -106,7 +106,7 @@ test('put a job with the form; a TCP client peeks it', async ({ page, tcp }) => 
   await expectLive(page);
   await expect(page.getByTestId('put-tube')).toHaveValue('formtube');
   const body = 'hello from the form — ✓\nline two';
-  await page.getByTestId('put-body').fill(body);
+  await page.getByTestId('put-body').locator('.cm-content').fill(body);
   await page.getByTestId('put-priority').fill('7');
   await page.getByTestId('put-ttr').fill('30');
   await page.getByTestId('put-job-submit').click();

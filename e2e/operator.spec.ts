@@ -57,8 +57,8 @@ test('a buried job is seen live, fixed in the dashboard, kicked and reserved aga
   // Edit body and priority; save and kick.
   const fixed = '{"to":"ops@example.com","subject":"fixed ✓ — naïve café"}\nsecond line\ttab';
   await page.getByTestId('edit-job').click();
-  await expect(page.getByTestId('edit-body')).toHaveValue(bad[0]!);
-  await page.getByTestId('edit-body').fill(fixed);
+  await expect(page.getByTestId('edit-body')).toHaveAttribute('data-value', bad[0]!);
+  await page.getByTestId('edit-body').locator('.cm-content').fill(fixed);
   await page.getByTestId('edit-priority').fill('7');
   await page.getByTestId('save-kick-job').click();
 
@@ -100,7 +100,7 @@ test('a job a worker holds cannot be edited; once released it can', async ({ pag
   await expect(page.getByTestId('job-field-state')).toHaveAttribute('data-value', 'reserved');
   await page.getByTestId('edit-job').click();
   await expect(page.getByTestId('save-kick-job')).toHaveCount(0); // only buried or delayed jobs
-  await page.getByTestId('edit-body').fill('changed while reserved');
+  await page.getByTestId('edit-body').locator('.cm-content').fill('changed while reserved');
   await page.getByTestId('save-job').click();
   await expect(page.getByTestId('edit-error')).toContainText('Not saved');
   expect((await worker.peek(id))?.body.toString('utf8')).toBe('original');
@@ -108,7 +108,7 @@ test('a job a worker holds cannot be edited; once released it can', async ({ pag
   // The worker gives it back; the job page follows live and the same form now saves.
   await worker.release(id, 1024, 0);
   await expect(page.getByTestId('job-field-state')).toHaveAttribute('data-value', 'ready');
-  await expect(page.getByTestId('edit-body')).toHaveValue('changed while reserved'); // not overwritten
+  await expect(page.getByTestId('edit-body')).toHaveAttribute('data-value', 'changed while reserved'); // not overwritten
   await page.getByTestId('save-job').click();
   await expect(page.getByTestId('edit-form')).toHaveCount(0);
   const job = await worker.reserve();
@@ -188,4 +188,39 @@ test('a tube gets a dead-letter limit in the dashboard; the job it buries says w
   await page.getByTestId('dead-letter-default').click();
   await expect(page.getByTestId('dead-letter-current')).toHaveAttribute('data-value', '0');
   await expect(page.getByTestId('dead-letter-default')).toHaveCount(0);
+});
+
+test('bodies are edited in a code editor that checks JSON; big JSON reads as a tree, finds text, downloads as .json', async ({ page, tcp }) => {
+  const client = await tcp();
+  await client.use('shop');
+  const body = JSON.stringify({ order: { id: 7, lines: [{ sku: 'a-1', qty: 2 }, { sku: 'b-2', qty: 1 }] }, note: 'invalid currency' });
+  const id = await client.put(body);
+
+  await page.goto(`/jobs/${id}`);
+  await expectLive(page);
+  // Find in body, and the collapsible tree.
+  await page.getByTestId('body-view-json').click();
+  await page.getByTestId('find-in-body').fill('SKU');
+  await expect(page.getByTestId('find-count')).toHaveAttribute('data-value', '2');
+  await expect(page.getByTestId('job-body').locator('mark')).toHaveCount(2);
+  await page.getByTestId('json-tree').check();
+  await expect(page.getByTestId('json-tree-view')).toContainText('"invalid currency"');
+  const download = page.waitForEvent('download');
+  await page.getByTestId('download-body').click();
+  expect((await download).suggestedFilename()).toBe(`job-${id}.json`);
+
+  // Edit: the editor says when the JSON breaks, pretty-prints it when it parses.
+  await page.getByTestId('edit-job').click();
+  const editor = page.getByTestId('edit-body');
+  await expect(editor).toHaveAttribute('data-value', body);
+  await editor.locator('.cm-content').fill('{"order": {"id": 7,}');
+  await expect(page.getByTestId('edit-body-json-error')).toBeVisible();
+  await editor.locator('.cm-content').fill('{"order":{"id":7}}');
+  await page.getByTestId('edit-body-pretty').click();
+  await expect(editor).toHaveAttribute('data-value', '{\n  "order": {\n    "id": 7\n  }\n}');
+  // A tube that does not exist yet is said before it is made.
+  await page.getByTestId('edit-tube').fill('shop');
+  await expect(page.getByTestId('edit-tube-new')).toHaveCount(0);
+  await page.getByTestId('edit-tube').fill('shopp');
+  await expect(page.getByTestId('edit-tube-new')).toContainText('No tube named shopp yet');
 });

@@ -156,7 +156,7 @@ test('screenshots of the main pages', async ({ page, tcp }) => {
     await page.getByTestId('edit-job').click();
     await page.getByTestId('edit-priority').fill('10');
     const fixedBody = JSON.stringify({ ...EMAIL_JOBS[0], attempt: 0, error: undefined }, null, 2);
-    await page.getByTestId('edit-body').fill(fixedBody);
+    await page.getByTestId('edit-body').locator('.cm-content').fill(fixedBody);
     // Show the actions card, the form and the top of the body; no focus ring.
     await page.getByTestId('edit-job').evaluate((button) => {
       (document.activeElement as HTMLElement | null)?.blur();
