@@ -1,5 +1,6 @@
 /**
- * Screenshots of the main pages for the README (docs/screenshots/*.png), light mode, 1280x800.
+ * Screenshots of the main pages for the README (docs/screenshots/*.png), light mode, 1280x800,
+ * and two at a phone's 390x844.
  * Not part of the default run (playwright.config.ts ignores this file unless SCREENSHOTS=1):
  * `npm run screenshots` after `npm run build`.
  *
@@ -174,6 +175,24 @@ test('screenshots of the main pages', async ({ page, tcp }) => {
     await expect.poll(async () => Number(await page.getByTestId('stat-total-jobs').textContent().then((t) => (t ?? '').replace(/\D/g, '')))).toBeGreaterThan(100);
     await delay(2500); // a few live ticks after the snapshot
     await shot(page, 'overview');
+
+    // A search across tubes, with matches ticked for a bulk action.
+    await page.goto('/search?q=smtp');
+    await expectLive(page);
+    await expect(page.getByTestId('search-status')).toHaveAttribute('data-done', 'true');
+    await page.getByTestId('select-page').check();
+    await shot(page, 'search');
+
+    // A phone: a tube's buried jobs, and a job with its actions first.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(tubePath('emails', 'buried'));
+    await expectLive(page);
+    await expect(page.getByTestId(`job-row-${emailIds[4]!}`)).toBeVisible();
+    await shot(page, 'phone-tube-buried');
+    await page.goto(`/jobs/${emailIds[1]!}`);
+    await expectLive(page);
+    await expect(page.getByTestId('job-body')).toHaveAttribute('data-view', 'json');
+    await shot(page, 'phone-job');
   } finally {
     await traffic.stop();
   }

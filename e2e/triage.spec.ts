@@ -146,3 +146,29 @@ test('connections are pushed live with what each holds; an operator closes a stu
   await page.goto(`/jobs/${id}`);
   await expect(page.getByTestId('job-field-state')).toHaveAttribute('data-value', 'ready');
 });
+
+test.describe('on a phone (390 px)', () => {
+  test.use({ viewport: { width: 390, height: 844 } });
+
+  test('Ready and Buried come first, the job actions are on screen, and no page scrolls sideways', async ({ page, tcp }) => {
+    const client = await tcp();
+    const [id] = await buryAll(client, 'mobile', ['{"a":1}']);
+    await page.goto('/tubes/mobile?state=buried');
+    await expectLive(page);
+    const tabs = await page.locator('[role="tab"]').evaluateAll((els) =>
+      els.map((e) => ({ id: e.getAttribute('data-testid'), x: e.getBoundingClientRect().left, y: e.getBoundingClientRect().top })),
+    );
+    const ordered = [...tabs].sort((a, b) => a.y - b.y || a.x - b.x).map((t) => t.id);
+    expect(ordered.slice(0, 2)).toEqual(['job-state-tab-ready', 'job-state-tab-buried']);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(391);
+
+    await page.goto(`/jobs/${id}`);
+    await expectLive(page);
+    for (const testid of ['kick-job', 'delete-job']) {
+      const box = await page.getByTestId(testid).boundingBox();
+      expect(box, testid).not.toBeNull();
+      expect(box!.y + box!.height).toBeLessThanOrEqual(844);
+    }
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(391);
+  });
+});
