@@ -172,3 +172,17 @@ test.describe('on a phone (390 px)', () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(391);
   });
 });
+
+test('the throughput chart switches to the minute history and to a log scale; a tube has its own chart', async ({ page }) => {
+  await page.goto('/');
+  await expectLive(page);
+  await page.getByTestId('chart-log').check();
+  await expect(page.getByTestId('throughput-chart').locator('canvas')).toBeVisible();
+  await page.getByTestId('chart-range').selectOption('day');
+  await expect(page.getByTestId('history-chart')).toHaveAttribute('data-points', '0');
+  await expect(page.getByText('No minute has been sampled yet')).toBeVisible();
+  await page.getByTestId('chart-range').selectOption('live');
+  await expect(page.getByTestId('throughput-chart').locator('canvas')).toBeVisible();
+  await page.goto('/tubes/default');
+  await expect(page.getByTestId('tube-chart')).toBeAttached();
+});

@@ -166,6 +166,7 @@ async function main(argv: string[]): Promise<void> {
       options: options.admin,
       uiDir: path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'ui'),
       binlog: binlog !== null,
+      historyDir: binlogDir === null ? null : path.join(binlogDir, 'stats-history'),
       onActivity: scheduler.poke,
     });
     // Except with -u: USER may not be able to read them, so they load while the server is root.

@@ -17,6 +17,9 @@ export const API = {
   jobHistory: (id: number) => `/api/jobs/${id}/history`,
   jobNext: (id: number) => `/api/jobs/${id}/next`,
   connections: '/api/connections',
+  /** GET ?minutes=N (default and most 10080, 7 days): the server's minute samples. */
+  history: '/api/history',
+  tubeHistory: (name: string) => `/api/tubes/${encodeURIComponent(name)}/history`,
   /** Other beanstalkd servers (--admin-attach, or POST {address}); /api/external/:id/... for each. */
   external: '/api/external',
   externalServer: (id: number) => `/api/external/${id}`,

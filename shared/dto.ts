@@ -129,6 +129,31 @@ export interface NextJobDto {
   state: JobStateName;
 }
 
+/** One minute of the server (GET /api/history): rates per second over the minute, and counts at its end. */
+export interface MinuteSampleDto {
+  /** Epoch ms at the end of the minute. */
+  at: number;
+  put: number;
+  reserve: number;
+  delete: number;
+  bury: number;
+  timeouts: number;
+  ready: number;
+  reserved: number;
+  delayed: number;
+  buried: number;
+}
+
+/** One minute of a tube (GET /api/tubes/:name/history): counts at its end, jobs in and out during it. */
+export interface TubeMinuteDto {
+  at: number;
+  ready: number;
+  buried: number;
+  /** Jobs put into the tube, and deleted from it, during the minute. */
+  in: number;
+  out: number;
+}
+
 export interface JobPageDto {
   jobs: JobSummaryDto[];
   /** Cursor for the next page, or null at the end. */

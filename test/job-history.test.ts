@@ -116,3 +116,15 @@ describe('connections', () => {
     expect((await api(ro.url, `${API.connections}/1`, { method: 'DELETE' })).status).toBe(403);
   });
 });
+
+describe('GET /api/history and /api/tubes/:name/history', () => {
+  it('answers the minute samples (none yet on a fresh server) and refuses a bad range', async () => {
+    const s = await start();
+    expect(expectOk<unknown[]>(await api(s.url, API.history))).toEqual([]);
+    expect(expectOk<unknown[]>(await api(s.url, `${API.history}?minutes=60`))).toEqual([]);
+    expect(expectOk<unknown[]>(await api(s.url, API.tubeHistory('default')))).toEqual([]);
+    expect((await api(s.url, `${API.history}?minutes=0`)).status).toBe(400);
+    expect((await api(s.url, `${API.history}?minutes=99999`)).status).toBe(400);
+    expect((await api(s.url, API.tubeHistory('-bad'))).status).toBe(400);
+  });
+});

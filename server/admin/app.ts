@@ -16,6 +16,7 @@ import { LiveUpdates } from './live.js';
 import { prometheusText } from './metrics.js';
 import compression from 'compression';
 import { ExternalServers } from './external.js';
+import type { MinuteHistory } from './minute-history.js';
 import { externalRoutes } from './external-routes.js';
 import { apiRoutes } from './routes.js';
 import {
@@ -49,6 +50,8 @@ export interface AdminContext {
   /** The built dashboard (dist/ui); served when it exists. */
   uiDir: string;
   binlog: boolean;
+  /** Where the minute history is kept across restarts (with -b: DIR/stats-history), or null. */
+  historyDir: string | null;
   onActivity: () => void;
 }
 
@@ -62,7 +65,7 @@ export interface AttachedAdmin {
  * The dashboard's HTTP side on `server` (already listening; see shell.ts): the REST API,
  * socket.io, /metrics, /healthz and the built UI. `history` has sampled the stats since start.
  */
-export function attachAdmin(server: http.Server, ctx: AdminContext, history: StatsHistory): AttachedAdmin {
+export function attachAdmin(server: http.Server, ctx: AdminContext, history: StatsHistory, minutes: MinuteHistory): AttachedAdmin {
   const { ops, info, options } = ctx;
   const config: AdminConfigDto = {
     version: info.version,
@@ -98,7 +101,7 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
   const external = new ExternalServers();
   for (const address of options.attach) external.add(address, 'flag');
   app.use(externalRoutes(external));
-  app.use(apiRoutes({ ops, info, config, onActivity: ctx.onActivity }));
+  app.use(apiRoutes({ ops, info, config, minutes, onActivity: ctx.onActivity }));
   if (existsSync(path.join(ctx.uiDir, 'index.html'))) {
     app.use(express.static(ctx.uiDir, { index: false, maxAge: '1h' }));
     // Deep links (/tubes/a%2Fb, /jobs/7) load the app, which routes on the client.

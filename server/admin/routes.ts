@@ -7,6 +7,7 @@ import type { Operations, Result } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
 import { ApiError, engineError } from './errors.js';
+import { SERVER_MINUTES, type MinuteHistory } from './minute-history.js';
 import { MAX_PATTERN_LENGTH, Searches, type SearchFilter } from './search.js';
 import { abandonedSignal as abandoned, pageCursor, parseOrThrow as parse, queryFlag } from './validation.js';
 
@@ -14,6 +15,8 @@ export interface RoutesContext {
   ops: Operations;
   info: ServerInfo;
   config: AdminConfigDto;
+  /** The minute samples of the long charts. */
+  minutes: MinuteHistory;
   /** Called after a change, so the scheduler re-arms for new deadlines. */
   onActivity: () => void;
 }
@@ -89,6 +92,7 @@ const listQuery = z.object({
   cursor: pageCursor,
 });
 const clearQuery = z.object({ state: z.enum(['ready', 'delayed', 'buried']) });
+const historyQuery = z.object({ minutes: z.coerce.number().int().min(1).max(SERVER_MINUTES).default(SERVER_MINUTES) });
 const jobStates = z.enum(['ready', 'delayed', 'buried', 'reserved']);
 /** What a search or a bulk action selects: body text or pattern, tube, state. */
 const searchFields = {
@@ -403,6 +407,19 @@ export function apiRoutes(ctx: RoutesContext): Router {
       await changed();
       res.json({ count, skipped: ids.length - count, complete } satisfies BulkResponse);
     }),
+  );
+
+  router.get(
+    API.history,
+    route((req, res) => {
+      const { minutes } = parse(historyQuery, req.query);
+      res.json(ctx.minutes.serverHistory(minutes));
+    }),
+  );
+
+  router.get(
+    '/api/tubes/:name/history',
+    route((req, res) => res.json(ctx.minutes.tubeHistory(tubeParam(req)))),
   );
 
   router.get(

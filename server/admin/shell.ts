@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AdminContext, AttachedAdmin } from './app.js';
+import { MinuteHistory } from './minute-history.js';
 import { StatsHistory } from './stats-history.js';
 
 /** Requests held while the dashboard's modules load; more are answered 503 (they load in ~200 ms). */
@@ -25,6 +26,7 @@ export type AdminLoader = () => Promise<{ attachAdmin: typeof import('./app.js')
 export class AdminShell {
   private readonly server = http.createServer();
   private readonly history: StatsHistory;
+  private readonly minutes: MinuteHistory;
   private attached: AttachedAdmin | null = null;
   private modules: ReturnType<AdminLoader> | null = null;
   private loading = false;
@@ -38,6 +40,8 @@ export class AdminShell {
   ) {
     this.history = new StatsHistory(ctx.ops, ctx.info);
     this.history.start();
+    this.minutes = new MinuteHistory(ctx.ops, ctx.historyDir, ctx.log);
+    this.minutes.start();
     this.server.on('request', this.holdRequest);
     this.server.on('upgrade', this.holdUpgrade);
   }
@@ -68,6 +72,7 @@ export class AdminShell {
   async close(): Promise<void> {
     this.closing = true;
     this.history.stop();
+    this.minutes.stop();
     for (const { refuse } of this.held.splice(0)) refuse();
     if (this.attached !== null) return this.attached.close();
     if (!this.server.listening) return;
@@ -110,7 +115,7 @@ export class AdminShell {
       // listeners it finds when it attaches, so these must be gone first).
       this.server.removeAllListeners('request');
       this.server.removeAllListeners('upgrade');
-      this.attached = attachAdmin(this.server, this.ctx, this.history);
+      this.attached = attachAdmin(this.server, this.ctx, this.history, this.minutes);
       log.info({ ms: Math.round(performance.now() - started) }, 'dashboard loaded (first request)');
     } catch (err) {
       // Not expected of an installed server; the job server matters more, so it keeps going,

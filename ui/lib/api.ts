@@ -29,6 +29,8 @@ import type {
   TubeSettingsDto,
   SearchPageDto,
   NextJobDto,
+  MinuteSampleDto,
+  TubeMinuteDto,
   ExternalJobDto,
   ExternalServerDto,
 } from '../../shared/dto.js';
@@ -187,6 +189,8 @@ export const api = {
   externalDeleteJob: (id: number, job: number) => discard('DELETE', API.externalJob(id, job)),
   externalKickJob: (id: number, job: number) => discard('POST', API.externalJobKick(id, job)),
   closeConnection: (id: number) => discard('DELETE', `${API.connections}/${id}`),
+  history: (minutes: number, signal?: AbortSignal) => json<MinuteSampleDto[]>('GET', withQuery(API.history, { minutes }), undefined, signal),
+  tubeHistory: (name: string, signal?: AbortSignal) => json<TubeMinuteDto[]>('GET', API.tubeHistory(name), undefined, signal),
   connections: (signal?: AbortSignal) => json<ConnectionDto[]>('GET', API.connections, undefined, signal),
   gearman: (signal?: AbortSignal) => json<GearmanSnapshotDto>('GET', API.gearman, undefined, signal),
   gearmanJobs: (fn: string, query: { state: GearmanJobState; limit: number; cursor: string | null }, signal?: AbortSignal) =>
