@@ -186,3 +186,16 @@ test('the throughput chart switches to the minute history and to a log scale; a 
   await page.goto('/tubes/default');
   await expect(page.getByTestId('tube-chart')).toBeAttached();
 });
+
+test('kick all buried jobs across tubes from the tubes list, with one confirmation', async ({ page, tcp }) => {
+  const client = await tcp();
+  await buryAll(client, 'x1', ['a', 'b']);
+  await buryAll(client, 'x2', ['c']);
+  await page.goto('/tubes');
+  await expectLive(page);
+  await page.getByTestId('kick-all').click();
+  await expect(page.getByTestId('all-confirm-text')).toHaveText('Kick 3 buried jobs in 2 tubes?');
+  await page.getByTestId('all-confirm').click();
+  await expect(page.getByText('Kicked 3 jobs across all tubes.')).toBeVisible();
+  await expect(page.getByTestId('tube-row-x1').getByTestId('count-buried')).toHaveAttribute('data-value', '0');
+});

@@ -8,6 +8,10 @@ export const API = {
   tubeJobs: (name: string) => `/api/tubes/${encodeURIComponent(name)}/jobs`,
   tubeKick: (name: string) => `/api/tubes/${encodeURIComponent(name)}/kick`,
   tubePause: (name: string) => `/api/tubes/${encodeURIComponent(name)}/pause`,
+  /** POST {bound}: kicks up to `bound` jobs in every tube; answers {count} of jobs kicked. */
+  allTubesKick: '/api/all-tubes/kick',
+  /** POST {seconds}: pauses every tube (0 unpauses); answers {count} of tubes. */
+  allTubesPause: '/api/all-tubes/pause',
   tubeMove: (name: string) => `/api/tubes/${encodeURIComponent(name)}/move`,
   /** GET a tube's settings; PUT TubeSettingsRequest (the tube need not exist). */
   tubeSettings: (name: string) => `/api/tubes/${encodeURIComponent(name)}/settings`,

@@ -192,3 +192,20 @@ describe('POST /api/bulk', () => {
     expect((await search(ro, { q: 'x' })).status).toBe(200);
   });
 });
+
+describe('kick all and pause all', () => {
+  it('kicks the buried jobs of every tube, and pauses and unpauses every tube', async () => {
+    const s = await start();
+    const c = await tcp(s);
+    await buried(c, 'a', ['1', '2']);
+    await buried(c, 'b', ['3']);
+    expect(expectOk<{ count: number }>(await api(s.url, API.allTubesKick, { json: { bound: 100 } }))).toEqual({ count: 3 });
+    expect(yamlMap(await c.call('stats\r\n')).get('current-jobs-buried')).toBe('0');
+    const paused = expectOk<{ count: number }>(await api(s.url, API.allTubesPause, { json: { seconds: 60 } }));
+    expect(paused.count).toBeGreaterThanOrEqual(3);
+    expect(yamlMap(await c.call('stats-tube b\r\n')).get('pause')).toBe('60');
+    expectOk(await api(s.url, API.allTubesPause, { json: { seconds: 0 } }));
+    expect(yamlMap(await c.call('stats-tube b\r\n')).get('pause')).toBe('0');
+    expect((await api(s.url, API.allTubesKick, { json: { bound: -1 } })).status).toBe(400);
+  });
+});

@@ -335,6 +335,34 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
+  router.post(
+    API.allTubesKick,
+    json,
+    route(async (req, res) => {
+      const { bound } = parse(kickSchema, req.body);
+      let count = 0;
+      // Tube by tube, each in slices as a kick is: other clients are served all along.
+      for (const name of await ops.tubeNames()) {
+        const r = await ops.kick(name, bound);
+        if (r.ok) count += r.value;
+      }
+      await changed();
+      res.json({ count } satisfies CountResponse);
+    }),
+  );
+
+  router.post(
+    API.allTubesPause,
+    json,
+    route(async (req, res) => {
+      const { seconds } = parse(pauseSchema, req.body);
+      let count = 0;
+      for (const name of await ops.tubeNames()) if ((await ops.pauseTube(name, seconds * 1000)).ok) count++;
+      await changed();
+      res.json({ count } satisfies CountResponse);
+    }),
+  );
+
   router.delete(
     '/api/tubes/:name/jobs',
     route(async (req, res) => {
