@@ -5,43 +5,15 @@
  * job says why it was buried; bad settings get a 400 and read-only mode a 403.
  */
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { API } from '../shared/api.js';
 import type { JobDto, TubeDto, TubeSettingsDto } from '../shared/dto.js';
-import { api, startAdminServer, yamlMap, type AdminServerProcess } from './support/admin-server.js';
+import { api, yamlMap } from './support/admin-server.js';
 import { expectLine, expectOk } from './support/expectations.js';
-import { RawClient, tcpPut, tcpReserve } from './support/raw-client.js';
+import { adminFixture } from './support/admin-fixture.js';
+import { type RawClient, tcpPut, tcpReserve } from './support/raw-client.js';
 
-const servers: AdminServerProcess[] = [];
-const clients: RawClient[] = [];
-const dirs: string[] = [];
-
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.destroy();
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-async function start(args: readonly string[]): Promise<AdminServerProcess> {
-  const s = await startAdminServer(args);
-  servers.push(s);
-  return s;
-}
-
-async function tcp(s: AdminServerProcess): Promise<RawClient> {
-  const c = await RawClient.connect(s.port);
-  clients.push(c);
-  return c;
-}
-
-function tmpDir(): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'beanpole-dead-letter-'));
-  dirs.push(dir);
-  return dir;
-}
+const { start, tcp, tmpDir } = adminFixture();
 
 /** Reserves the next job (which must be `id`) and releases it; returns the reply line. */
 async function reserveAndRelease(c: RawClient, id: number): Promise<string> {

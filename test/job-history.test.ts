@@ -4,33 +4,16 @@
  * it; a deleted job keeps its history; --history-events 0 keeps none. And the connections list:
  * who holds what, for how long, and closing a connection.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { API } from '../shared/api.js';
 import type { ConnectionDto, JobDto } from '../shared/dto.js';
 import type { JobHistoryDto } from '../shared/history.js';
-import { api, startAdminServer, type AdminServerProcess } from './support/admin-server.js';
+import { api } from './support/admin-server.js';
 import { expectLine, expectOk } from './support/expectations.js';
-import { RawClient, tcpPut, tcpReserve } from './support/raw-client.js';
+import { adminFixture } from './support/admin-fixture.js';
+import { type RawClient, tcpPut, tcpReserve } from './support/raw-client.js';
 
-const servers: AdminServerProcess[] = [];
-const clients: RawClient[] = [];
-
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.destroy();
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
-});
-
-async function start(args: readonly string[] = []): Promise<AdminServerProcess> {
-  const s = await startAdminServer(args);
-  servers.push(s);
-  return s;
-}
-
-async function tcp(s: AdminServerProcess): Promise<RawClient> {
-  const c = await RawClient.connect(s.port);
-  clients.push(c);
-  return c;
-}
+const { start, tcp } = adminFixture();
 
 describe('GET /api/jobs/:id/history', () => {
   it('lists what happened to a job, by whom, oldest first, and keeps it after the delete', async () => {

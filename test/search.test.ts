@@ -4,32 +4,15 @@
  * many jobs that never holds up the job port, bulk kick / delete / move by ids or by search,
  * and read-only mode.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { API, type BulkResponse } from '../shared/api.js';
 import type { SearchPageDto } from '../shared/dto.js';
-import { api, startAdminServer, yamlMap, type AdminServerProcess } from './support/admin-server.js';
+import { api, yamlMap, type AdminServerProcess } from './support/admin-server.js';
 import { expectLine, expectOk } from './support/expectations.js';
-import { RawClient, tcpPut, tcpReserve } from './support/raw-client.js';
+import { adminFixture } from './support/admin-fixture.js';
+import { type RawClient, tcpPut, tcpReserve } from './support/raw-client.js';
 
-const servers: AdminServerProcess[] = [];
-const clients: RawClient[] = [];
-
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.destroy();
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
-});
-
-async function start(args: readonly string[] = []): Promise<AdminServerProcess> {
-  const s = await startAdminServer(args);
-  servers.push(s);
-  return s;
-}
-
-async function tcp(s: AdminServerProcess): Promise<RawClient> {
-  const c = await RawClient.connect(s.port);
-  clients.push(c);
-  return c;
-}
+const { start, tcp } = adminFixture();
 
 const search = (s: AdminServerProcess, query: Record<string, string>) => api(s.url, `${API.search}?${new URLSearchParams(query).toString()}`);
 

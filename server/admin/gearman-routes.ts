@@ -7,7 +7,7 @@ import { dataOf } from '../protocol/gearman/job-body.js';
 import type { GearmanView } from '../protocol/gearman/view.js';
 import { gearmanJobDto } from './dto.js';
 import { ApiError, engineError } from './errors.js';
-import { MAX_PATTERN_LENGTH, Searches, type SearchFilter } from './search.js';
+import { MAX_PATTERN_LENGTH, Searches, actInSlices, type SearchFilter } from './search.js';
 import { abandonedSignal as abandoned, pageCursor, parseOrThrow, queryFlag } from './validation.js';
 
 const MAX_PAGE = 500;
@@ -33,7 +33,6 @@ const searchQuery = z.object({
   next: z.string().max(32).optional(),
 });
 const MAX_BULK = 1_000_000;
-const BULK_SLICE = 1024;
 const bulkSchema = z
   .strictObject({
     action: z.literal('delete'),
@@ -88,20 +87,17 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
       const r = parseOrThrow(bulkSchema, req.body);
       const signal = abandoned(res);
       let complete = true;
-      let count = 0;
-      let total = 0;
+      let count: number;
+      let total: number;
       if (r.handles !== undefined) {
         total = r.handles.length;
-        for (const handle of r.handles) if ((await view.cancel(handle)).ok) count++;
+        count = await actInSlices(r.handles, async (handle) => (await view.cancel(handle)).ok);
       } else {
         const found = await searches.all(gearmanFilter(r.search!), MAX_BULK, signal);
         complete = found.complete;
         total = found.ids.length;
-        for (let i = 0; i < found.ids.length; i++) {
-          // A running job is refused by the store (JOB_RESERVED) and counted as skipped.
-          if ((await ops.delete(found.ids[i]!)).ok) count++;
-          if (i % BULK_SLICE === BULK_SLICE - 1) await new Promise((resolve) => setImmediate(resolve));
-        }
+        // A running job is refused by the store (JOB_RESERVED) and counted as skipped.
+        count = await actInSlices(found.ids, async (id) => (await ops.delete(id)).ok);
       }
       onActivity();
       res.json({ count, skipped: total - count, complete } satisfies BulkResponse);

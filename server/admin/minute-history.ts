@@ -1,8 +1,9 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { MinuteSampleDto, TubeMinuteDto } from '../../shared/dto.js';
+import type { MinuteSampleDto, RatesDto, TubeMinuteDto } from '../../shared/dto.js';
 import { whenReady, type Operations, type Pending } from '../operations/operations.js';
+import { operationTotals } from './stats-history.js';
 
 /** Minutes kept for the whole server (7 days) and for each tube (24 hours). */
 export const SERVER_MINUTES = 7 * 24 * 60;
@@ -10,12 +11,7 @@ export const TUBE_MINUTES = 24 * 60;
 /** Tubes sampled each minute: the busiest, so 10,000 idle tubes cost nothing. */
 const TUBES_PER_MINUTE = 200;
 
-interface Counters {
-  put: number;
-  reserve: number;
-  delete: number;
-  bury: number;
-  timeouts: number;
+interface Counters extends RatesDto {
   tubes: Map<string, { totalJobs: number; deletes: number }>;
 }
 
@@ -69,13 +65,8 @@ export class MinuteHistory {
   sample(now: number): Pending<void> {
     return whenReady(this.ops.serverCounts(), (s) =>
       whenReady(this.ops.tubes(), (tubes) => {
-        const c = s.operations;
         const counters: Counters = {
-          put: c.put,
-          reserve: c.reserve + c['reserve-with-timeout'] + c['reserve-job'],
-          delete: c.delete,
-          bury: c.bury,
-          timeouts: s.jobTimeouts,
+          ...operationTotals(s),
           tubes: new Map(tubes.map((t) => [t.name, { totalJobs: t.totalJobs, deletes: t.deletes }])),
         };
         const prev = this.last;

@@ -8,7 +8,7 @@ import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
 import { ApiError, engineError } from './errors.js';
 import { SERVER_MINUTES, type MinuteHistory } from './minute-history.js';
-import { MAX_PATTERN_LENGTH, Searches, type SearchFilter } from './search.js';
+import { MAX_PATTERN_LENGTH, Searches, actInSlices, type SearchFilter } from './search.js';
 import { abandonedSignal as abandoned, pageCursor, parseOrThrow as parse, queryFlag } from './validation.js';
 
 export interface RoutesContext {
@@ -125,9 +125,6 @@ const bulkSchema = z
 const isBase64 = (text: string): boolean =>
   /^[A-Za-z0-9+/]*={0,2}$/.test(text) && (text.endsWith('=') ? text.length % 4 === 0 : text.length % 4 !== 1);
 const jobId = z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
-
-/** Jobs a bulk action changes per turn of the event loop. */
-const BULK_SLICE = 1024;
 
 /** A search's filter from the request: plain text ignores case unless asked not to. */
 function searchFilter(q: { q: string; regex: boolean; ignoreCase?: boolean; tube?: string; state?: SearchFilter['state'] }): SearchFilter {
@@ -426,12 +423,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
           : r.action === 'delete'
             ? (id: number) => ops.delete(id)
             : (id: number) => ops.editJob(id, { tube: r.to! });
-      let count = 0;
-      for (let i = 0; i < ids.length; i++) {
-        if ((await act(ids[i]!)).ok) count++;
-        // A slice per turn, as for kick: other clients are served between slices.
-        if (i % BULK_SLICE === BULK_SLICE - 1) await new Promise((resolve) => setImmediate(resolve));
-      }
+      const count = await actInSlices(ids, async (id) => (await act(id)).ok);
       await changed();
       res.json({ count, skipped: ids.length - count, complete } satisfies BulkResponse);
     }),

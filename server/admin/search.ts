@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { RE2JS } from 're2js';
-import type { JobScan, JobSnapshot, JobState, JobView, Operations } from '../operations/operations.js';
+import type { JobScan, JobSnapshot, JobState, JobView, Operations, Pending } from '../operations/operations.js';
 import { ApiError } from './errors.js';
 
 /**
@@ -115,6 +115,19 @@ class Search {
     this.matched++;
     this.found.push(view.id);
   };
+}
+
+/** Jobs a bulk action changes per turn of the event loop (other clients are served between slices). */
+const BULK_SLICE = 1024;
+
+/** Runs `act` on each item, a slice per turn, as a large kick does; returns how many it did (true). */
+export async function actInSlices<T>(items: readonly T[], act: (item: T) => Pending<boolean>): Promise<number> {
+  let count = 0;
+  for (let i = 0; i < items.length; i++) {
+    if (await act(items[i]!)) count++;
+    if (i % BULK_SLICE === BULK_SLICE - 1) await nextTurn();
+  }
+  return count;
 }
 
 /** The part of a stored body that a search reads (a Gearman job keeps its unique id in front of its data). */

@@ -3,6 +3,20 @@ import { whenReady, type Operations, type Pending, type ServerCounts } from '../
 import type { ServerInfo } from '../server-info.js';
 import { statsDto } from './dto.js';
 
+/** The counters the charts turn into rates: every reserve command together, every kick, timeouts. */
+export function operationTotals(s: ServerCounts): RatesDto {
+  const c = s.operations;
+  return {
+    put: c.put,
+    reserve: c.reserve + c['reserve-with-timeout'] + c['reserve-job'],
+    delete: c.delete,
+    release: c.release,
+    bury: c.bury,
+    kick: c.kick + c['kick-job'],
+    timeouts: s.jobTimeouts,
+  };
+}
+
 /** 15 minutes of one-second samples. */
 const KEEP = 15 * 60;
 
@@ -44,16 +58,7 @@ export class StatsHistory {
 
   private record(s: ServerCounts): StatsTickDto {
     const at = this.ops.now();
-    const c = s.operations;
-    const counts: RatesDto = {
-      put: c.put,
-      reserve: c.reserve + c['reserve-with-timeout'] + c['reserve-job'],
-      delete: c.delete,
-      release: c.release,
-      bury: c.bury,
-      kick: c.kick + c['kick-job'],
-      timeouts: s.jobTimeouts,
-    };
+    const counts = operationTotals(s);
     const rates = { put: 0, reserve: 0, delete: 0, release: 0, bury: 0, kick: 0, timeouts: 0 };
     if (this.last !== null && at > this.last.at) {
       const dt = (at - this.last.at) / 1000;
