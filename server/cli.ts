@@ -97,7 +97,8 @@ Beyond beanstalkd:
                         BURIED); a tube's own setting in the dashboard
                         overrides it (default: off)
  --history-events N     events kept in the job history ring, shared by all
-                        jobs (default 100000, about 40 bytes each; 0 keeps
+                        jobs (default 100000, about 37 bytes each, for the
+                        beanstalkd jobs and as many for Gearman's; 0 keeps
                         none; at most 10000000)
 
 Dashboard and admin API (HTTP + socket.io):

@@ -33,6 +33,17 @@ async function buried(c: RawClient, tube: string, bodies: string[]): Promise<num
   return ids;
 }
 
+/** Puts `count` jobs of `body` into the used tube, 1,000 pipelined at a time. */
+async function fill(c: RawClient, count: number, body: Buffer): Promise<void> {
+  const put = Buffer.concat([Buffer.from(`put 0 0 60 ${body.length}\r\n`), body, Buffer.from('\r\n')]);
+  for (let done = 0; done < count; done += 1000) {
+    const n = Math.min(1000, count - done);
+    c.send(Buffer.concat(Array.from({ length: n }, () => put)));
+    for (let k = 0; k < n; k++) expect(await c.reply()).toMatch(/^INSERTED \d+\r\n$/);
+  }
+}
+
+
 describe('GET /api/search', () => {
   it('finds text in any case, RE2 patterns, in a tube and a state, page by page', async () => {
     const s = await start();
@@ -90,39 +101,47 @@ describe('GET /api/search', () => {
     }
   });
 
-  it('never holds up the job port: a worker’s commands are answered all through a long search', async () => {
-    const s = await start();
-    const c = await tcp(s);
-    // 60,000 jobs of 1 KiB: the search reads 60 MiB in 59 slices.
-    const body = Buffer.alloc(1024, 'a');
-    const put = Buffer.concat([Buffer.from(`put 0 0 60 ${body.length}\r\n`), body, Buffer.from('\r\n')]);
-    const batch = Buffer.concat(Array.from({ length: 1000 }, () => put));
-    for (let i = 0; i < 60; i++) {
-      c.send(batch);
-      for (let k = 0; k < 1000; k++) expect(await c.reply()).toMatch(/^INSERTED \d+\r\n$/);
-    }
-    // A worker keeps asking while the search runs: a search that held up the event loop would
-    // leave one gap as long as the whole search between two of its answers.
+  /**
+   * A worker keeps asking while `searching` runs: a search that held up the event loop would leave
+   * one gap, between two of its answers, as long as a large part of the whole search.
+   */
+  async function expectWorkerServedDuring(s: AdminServerProcess, query: Record<string, string>, jobs: number): Promise<void> {
     const worker = await tcp(s);
     // The dashboard's modules load on its first request: not part of what is measured here.
     expectOk(await api(s.url, API.stats));
     const started = performance.now();
     let finished = 0;
-    const searching = search(s, { q: 'never (there|here)', regex: 'true' }).then((r) => {
+    const searching = search(s, query).then((r) => {
       finished = performance.now();
       return r;
     });
     const answers: number[] = [];
     while (finished === 0) {
-      expect(yamlMap(await worker.call('stats\r\n')).get('current-jobs-ready')).toBe('60000');
+      expect(yamlMap(await worker.call('stats\r\n')).get('current-jobs-ready')).toBe(String(jobs));
       answers.push(performance.now());
     }
     const page = expectOk<SearchPageDto>(await searching);
-    expect(page).toMatchObject({ jobs: [], next: null, matched: 0, scanned: 60000, complete: true });
+    expect(page).toMatchObject({ jobs: [], next: null, matched: 0, scanned: jobs, complete: true });
     const took = finished - started;
     const gaps = answers.map((t, i) => t - (i === 0 ? started : answers[i - 1]!));
     expect(answers.length).toBeGreaterThanOrEqual(5);
     expect(Math.max(...gaps), `longest gap of ${answers.length} answers in a ${took.toFixed(0)} ms search`).toBeLessThan(took / 3);
+  }
+
+  it('never holds up the job port: a worker’s commands are answered all through a search of many jobs', async () => {
+    const s = await start();
+    const c = await tcp(s);
+    // 60,000 jobs of 1 KiB.
+    await fill(c, 60_000, Buffer.alloc(1024, 'a'));
+    await expectWorkerServedDuring(s, { q: 'never (there|here)', regex: 'true' }, 60_000);
+  });
+
+  it('never holds up the job port with big bodies either: a slice is bounded by bytes and time, not only jobs', async () => {
+    const s = await start();
+    const c = await tcp(s);
+    // 600 bodies of 64 KiB: fewer than one slice of jobs, but 38 MiB to read.
+    await fill(c, 600, Buffer.alloc(65_000, 'b'));
+    await expectWorkerServedDuring(s, { q: 'nowhere to be found' }, 600);
   });
 });
 
@@ -145,9 +164,46 @@ describe('POST /api/bulk', () => {
     expect(yamlMap(await c.call('stats-tube orders-retry\r\n')).get('current-jobs-ready')).toBe('2');
     expect(held).toBe(bad[0]);
 
-    const deleted = expectOk<BulkResponse>(await api(s.url, API.bulk, { json: { action: 'delete', search: { q: '' , tube: 'orders-retry' } } }));
+    // A move into the tube a job is in already is no change: skipped.
+    expect(expectOk<BulkResponse>(await api(s.url, API.bulk, { json: { action: 'move', to: 'orders-retry', search: { tube: 'orders-retry' } } }))).toEqual({
+      count: 0,
+      skipped: 2,
+      complete: true,
+    });
+    const deleted = expectOk<BulkResponse>(await api(s.url, API.bulk, { json: { action: 'delete', search: { q: '', tube: 'orders-retry' } } }));
     expect(deleted).toEqual({ count: 2, skipped: 0, complete: true });
     await expectLine(c, `peek ${bad[1]}`, 'NOT_FOUND');
+  });
+
+  it('acts on nothing when its client goes away while matches are being found, and never on a job that stopped matching', async () => {
+    const s = await start();
+    const c = await tcp(s);
+    const first = await tcpPut(c, `${'x'.repeat(4000)} MARK`);
+    await fill(c, 20_000, Buffer.from(`${'x'.repeat(4000)} MARK`));
+    // The dashboard's modules load on its first request: loaded before, so the bulk starts at once.
+    expectOk(await api(s.url, API.stats));
+    const abort = new AbortController();
+    const abandoned = fetch(new URL(API.bulk, s.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ action: 'delete', search: { q: 'mark' } }),
+      signal: abort.signal,
+    }).catch(() => undefined);
+    // Selecting 80 MB of bodies takes far longer than this.
+    await new Promise((r) => setTimeout(r, 150));
+    abort.abort();
+    await abandoned;
+    // Long enough for a bulk that went on anyway to delete some.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(yamlMap(await c.call('stats\r\n')).get('current-jobs-ready')).toBe('20001');
+
+    // An operator fixes the first job while a bulk delete of the matches is selecting: it stays.
+    const bulk = api(s.url, API.bulk, { json: { action: 'delete', search: { q: 'mark' } } });
+    await new Promise((r) => setTimeout(r, 50));
+    expectOk(await api(s.url, API.job(first), { method: 'PATCH', json: { body: 'fixed: nothing to see' } }));
+    const done = expectOk<BulkResponse>(await bulk);
+    expect(done.count).toBe(20_000);
+    expect((await api(s.url, API.job(first))).status).toBe(200);
   });
 
   it('refuses bad requests with a 400, and every bulk action in read-only mode', async () => {

@@ -94,12 +94,16 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
         count = await actInSlices(r.handles, async (handle) => (await view.cancel(handle)).ok);
       } else {
         const found = await searches.all(gearmanFilter(r.search!), MAX_BULK, signal);
+        if (signal.aborted) return; // nobody waits: a selection cut short is not acted on
         complete = found.complete;
         total = found.ids.length;
-        // A running job is refused by the store (JOB_RESERVED) and counted as skipped.
-        count = await actInSlices(found.ids, async (id) => (await ops.delete(id)).ok);
+        // A running job is refused by the store (JOB_RESERVED) and counted as skipped; one that no
+        // longer matches is left alone.
+        count = await actInSlices(found.ids, async (id) => (await found.stillMatches(id)) && (await ops.delete(id)).ok);
       }
       onActivity();
+      // Answered once the deletes are durable, as every change through the API is.
+      await new Promise<void>((resolve) => ops.durability.whenDurable(ops.durability.appendedSeq, resolve));
       res.json({ count, skipped: total - count, complete } satisfies BulkResponse);
     }),
   );

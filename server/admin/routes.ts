@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { API, type BulkResponse, type CountResponse } from '../../shared/api.js';
 import type { AdminConfigDto, NextJobDto, SearchPageDto } from '../../shared/dto.js';
 import { MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } from '../../shared/limits.js';
-import type { Operations, Result } from '../operations/operations.js';
+import type { Operations, Pending, Result } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
 import { ApiError, engineError } from './errors.js';
@@ -416,14 +416,24 @@ export function apiRoutes(ctx: RoutesContext): Router {
       const signal = abandoned(res);
       let ids = r.ids ?? [];
       let complete = true;
-      if (r.search !== undefined) ({ ids, complete } = await searches.all(searchFilter(r.search), MAX_BULK, signal));
+      let stillMatches: (id: number) => Pending<boolean> = () => true;
+      if (r.search !== undefined) {
+        ({ ids, complete, stillMatches } = await searches.all(searchFilter(r.search), MAX_BULK, signal));
+        // Nobody waits for the answer any more: a selection cut short is not acted on at all.
+        if (signal.aborted) return;
+      }
       const act =
         r.action === 'kick'
           ? (id: number) => ops.kickJob(id)
           : r.action === 'delete'
             ? (id: number) => ops.delete(id)
             : (id: number) => ops.editJob(id, { tube: r.to! });
-      const count = await actInSlices(ids, async (id) => (await act(id)).ok);
+      const count = await actInSlices(ids, async (id) => {
+        // A job edited or moved since the search found it is left alone; so is one already in the target tube.
+        if (!(await stillMatches(id))) return false;
+        if (r.action === 'move' && (await ops.job(id))?.tube === r.to) return false;
+        return (await act(id)).ok;
+      });
       await changed();
       res.json({ count, skipped: ids.length - count, complete } satisfies BulkResponse);
     }),

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { RE2JS } from 're2js';
-import type { JobScan, JobSnapshot, JobState, JobView, Operations, Pending } from '../operations/operations.js';
+import { whenReady, type JobScan, type JobSnapshot, type JobState, type JobView, type Operations, type Pending } from '../operations/operations.js';
 import { ApiError } from './errors.js';
 
 /**
@@ -18,6 +18,14 @@ export const SEARCH_BYTES_PER_BODY = 64 * 1024;
 /** Longest pattern accepted (characters). */
 export const MAX_PATTERN_LENGTH = 1000;
 const SLICE = 1024;
+/**
+ * A slice also ends after this many body bytes or this long, whichever comes first: 1,024 bodies
+ * of 64 KiB, or a costly pattern, would otherwise hold the event loop for most of a second.
+ */
+const SLICE_BYTES = 1024 * 1024;
+const SLICE_MS = 8;
+/** Searches walking at once (pages and bulk selections): each adds a slice to every turn. */
+const MAX_RUNNING = 4;
 const MAX_SCANNED_PER_PAGE = 200_000;
 const SEARCH_IDLE_MS = 60_000;
 const MAX_OPEN_SEARCHES = 32;
@@ -43,6 +51,9 @@ export function bodyMatcher(filter: Pick<SearchFilter, 'text' | 'regex' | 'ignor
   }
   return (body) => re.test(body.toString('utf8', 0, Math.min(body.length, SEARCH_BYTES_PER_BODY)));
 }
+
+/** Pages and bulk selections walking right now, over every store. */
+let running = 0;
 
 /** One page of a search: the matches, and whether the walk is over. */
 export interface SearchPage {
@@ -81,6 +92,10 @@ class Search {
     this.matches = bodyMatcher(filter);
   }
 
+  get fetching(): boolean {
+    return this.busy;
+  }
+
   get finished(): boolean {
     return this.done && this.found.length === 0;
   }
@@ -93,7 +108,9 @@ class Search {
   /** The ids of the next `limit` matches (fewer at the end, or when this page looked at enough jobs). */
   async page(limit: number, signal: AbortSignal): Promise<number[]> {
     if (this.busy) throw new ApiError(409, 'SEARCH_BUSY', 'this search is already fetching a page');
+    if (running >= MAX_RUNNING) throw new ApiError(429, 'TOO_MANY_SEARCHES', `at most ${MAX_RUNNING} searches run at once: try again in a moment`);
     this.busy = true;
+    running++;
     try {
       const start = this.scanned;
       while (!this.done && this.found.length < limit && this.scanned - start < MAX_SCANNED_PER_PAGE && !signal.aborted) {
@@ -104,16 +121,31 @@ class Search {
       return this.found.splice(0, limit);
     } finally {
       this.busy = false;
+      running--;
     }
   }
 
-  private readonly visit = (view: JobView, body: Buffer): void => {
-    this.scanned++;
+  /** True when `job` still matches (a bulk action checks again right before it acts). */
+  stillMatches(view: JobView, body: Buffer): boolean {
     const f = this.filter;
-    if ((f.tube !== null && view.tube !== f.tube) || (f.state !== null && view.state !== f.state)) return;
-    if (!this.matches(this.searched(body))) return;
-    this.matched++;
-    this.found.push(view.id);
+    if ((f.tube !== null && view.tube !== f.tube) || (f.state !== null && view.state !== f.state)) return false;
+    return this.matches(this.searched(body));
+  }
+
+  private sliceBytes = 0;
+  private sliceStarted = 0;
+
+  private readonly visit = (view: JobView, body: Buffer): boolean => {
+    if (this.sliceBytes === 0) this.sliceStarted = performance.now();
+    this.scanned++;
+    if (this.stillMatches(view, body)) {
+      this.matched++;
+      this.found.push(view.id);
+    }
+    this.sliceBytes += Math.min(body.length, SEARCH_BYTES_PER_BODY) + 64;
+    if (this.sliceBytes < SLICE_BYTES && performance.now() - this.sliceStarted < SLICE_MS) return true;
+    this.sliceBytes = 0;
+    return false;
   };
 }
 
@@ -159,14 +191,24 @@ export class Searches {
     return this.pageOf(search, limit, signal);
   }
 
-  /** The ids of every match of `filter` (for a bulk action), up to `cap`; `complete` is false when the cap or an abort cut it short. */
-  async all(filter: SearchFilter, cap: number, signal: AbortSignal): Promise<{ ids: number[]; complete: boolean }> {
+  /**
+   * The ids of every match of `filter` (for a bulk action), up to `cap`; `complete` is false when
+   * the cap cut it short. `stillMatches` checks a job again right before the action (a job edited
+   * or moved since it was found is left alone).
+   */
+  async all(
+    filter: SearchFilter,
+    cap: number,
+    signal: AbortSignal,
+  ): Promise<{ ids: number[]; complete: boolean; stillMatches: (id: number) => Pending<boolean> }> {
     const search = new Search('', this.ops.scanJobs(), filter, this.searched);
     const ids: number[] = [];
     while (!search.finished && ids.length < cap && !signal.aborted) {
       for (const id of await search.page(cap - ids.length, signal)) ids.push(id);
     }
-    return { ids, complete: search.finished };
+    const stillMatches = (id: number): Pending<boolean> =>
+      whenReady(this.ops.job(id), (job) => job !== undefined && search.stillMatches(job, job.body));
+    return { ids, complete: search.finished, stillMatches };
   }
 
   cancel(token: string): boolean {
@@ -176,8 +218,9 @@ export class Searches {
   private async pageOf(search: Search, limit: number, signal: AbortSignal): Promise<SearchPage> {
     const jobs: JobSnapshot[] = [];
     for (const id of await search.page(limit, signal)) {
+      // As it is now: a job changed since it was found is shown only if it still matches.
       const job = await this.ops.job(id);
-      if (job !== undefined) jobs.push(job);
+      if (job !== undefined && search.stillMatches(job, job.body)) jobs.push(job);
     }
     if (search.finished) this.open.delete(search.token);
     return { jobs, next: search.finished ? null : search.token, scanned: search.scanned, matched: search.matched, complete: search.walked };
@@ -190,7 +233,8 @@ export class Searches {
 
   private dropOldest(): void {
     let oldest: Search | undefined;
-    for (const s of this.open.values()) if (oldest === undefined || s.lastUsed < oldest.lastUsed) oldest = s;
+    // One fetching a page right now is not dropped: its answer hands out its token.
+    for (const s of this.open.values()) if (!s.fetching && (oldest === undefined || s.lastUsed < oldest.lastUsed)) oldest = s;
     if (oldest !== undefined) this.open.delete(oldest.token);
   }
 }

@@ -323,9 +323,10 @@ export class Engine {
       // skipped rather than failing the disconnect when the binlog has no room.
       const recorded = this.journalOf(job).canUpdate(1);
       this.removeReserved(session, job);
+      // Recorded before the job is ready: a waiting worker may take it at once, and reserve after.
+      this.history.record(job.id, this.clock.now(), 'disconnect', session.id, session.peer);
       this.enqueueReady(job, 'reserved');
       if (recorded) this.journalOf(job).update(job);
-      this.history.record(job.id, this.clock.now(), 'disconnect', session.id, session.peer);
     }
     // protocol: beanstalkd clears the watch list by always removing the first item, which
     // decides the order in which unreferenced tubes leave list-tubes.
@@ -814,6 +815,11 @@ export class Engine {
     if (edit.delayMs !== undefined) job.delayMs = edit.delayMs;
     // total-jobs stays with the tube the job was put into: it counts puts, not residents.
     if (moving) job.tube = this.findOrCreateTube(tubeName);
+    // Recorded before the job is queued again: a waiting worker may reserve it at once.
+    const now = this.clock.now();
+    const changed = editedFields(edit, moving);
+    if (changed !== '') this.history.record(id, now, 'edit', 0, '', changed);
+    if (moving) this.history.record(id, now, 'move', 0, '', oldTube.name);
     if (from === 'buried') {
       if (moving) {
         job.buriedSeq = ++this.lastBuriedSeq;
@@ -827,10 +833,6 @@ export class Engine {
     } else {
       this.enqueueReady(job, from);
     }
-    const now = this.clock.now();
-    const changed = editedFields(edit, moving);
-    if (changed !== '') this.history.record(id, now, 'edit', 0, '', changed);
-    if (moving) this.history.record(id, now, 'move', 0, '', oldTube.name);
     if (moving) {
       oldTube.touchState(from);
       if (this.events.has('job:moved')) this.events.emit('job:moved', { job, from: oldTube, state: from });

@@ -3,7 +3,7 @@
  * that made it, a job's events come back oldest first, and the ring keeps only the newest events.
  */
 import { describe, expect, it } from 'vitest';
-import { JobHistory } from './history.js';
+import { JobHistory, MAX_EVENTS_READ } from './history.js';
 import { Harness, unwrap } from './testing.js';
 
 describe('the job history of the engine', () => {
@@ -70,5 +70,40 @@ describe('the job history of the engine', () => {
     const none = new JobHistory(0);
     none.record(1, 1, 'put', 0, '');
     expect(none.of(1)).toEqual([]);
+  });
+});
+
+describe('the order of history events when a job goes straight to a waiting worker', () => {
+  const kinds = (h: Harness, id: number): string[] => h.engine.history.of(id).map((e) => `${e.kind}${e.connection === 0 ? '' : `@${e.connection}`}`);
+
+  it('records a disconnect before the reserve that hands the job on', () => {
+    const h = new Harness();
+    const a = h.open();
+    const b = h.open();
+    const job = a.put();
+    a.reserveNow();
+    expect(b.reserve(null).kind).toBe('waiting');
+    a.close();
+    expect(job.reservedBy).toBe(b.session);
+    expect(kinds(h, job.id)).toEqual([`put@${a.id}`, `reserve@${a.id}`, `disconnect@${a.id}`, `reserve@${b.id}`]);
+  });
+
+  it('records an edit before the reserve it causes', () => {
+    const h = new Harness();
+    const a = h.open();
+    const w = h.open();
+    const job = a.put({ delayMs: 60_000 });
+    expect(w.reserve(null).kind).toBe('waiting');
+    unwrap(h.engine.editJob(job.id, { delayMs: 0 }));
+    expect(job.state).toBe('reserved');
+    expect(kinds(h, job.id)).toEqual([`put@${a.id}`, 'edit', `reserve@${w.id}`]);
+  });
+
+  it('answers at most the newest MAX_EVENTS_READ events of one job', () => {
+    const ring = new JobHistory(5000);
+    for (let i = 1; i <= 3000; i++) ring.record(7, i, 'kick', 0, '');
+    const events = ring.of(7);
+    expect(events).toHaveLength(MAX_EVENTS_READ);
+    expect(events[0]!.at).toBe(3000 - MAX_EVENTS_READ + 1);
   });
 });

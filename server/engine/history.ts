@@ -16,6 +16,9 @@ const KIND_CODE = Object.fromEntries(HISTORY_KINDS.map((k, i) => [k, i])) as Rec
 /** One event as it is read back (the API's shape). */
 export type HistoryEvent = JobEventDto;
 
+/** Events of one job a read answers at most (the newest). */
+export const MAX_EVENTS_READ = 1000;
+
 /** Default ring size: `--history-events`. */
 export const DEFAULT_HISTORY_EVENTS = 100_000;
 
@@ -57,8 +60,8 @@ export class JobHistory {
     this.written++;
   }
 
-  /** Job `id`'s events still in the ring, oldest first. */
-  of(id: number): HistoryEvent[] {
+  /** Job `id`'s last `limit` events still in the ring, oldest first (a busy job may have thousands). */
+  of(id: number, limit = MAX_EVENTS_READ): HistoryEvent[] {
     const out: HistoryEvent[] = [];
     const held = Math.min(this.written, this.capacity);
     let i = (this.next - held + this.capacity) % this.capacity;
@@ -74,6 +77,6 @@ export class JobHistory {
       }
       i = i + 1 === this.capacity ? 0 : i + 1;
     }
-    return out;
+    return out.length > limit ? out.slice(-limit) : out;
   }
 }

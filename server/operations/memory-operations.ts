@@ -119,7 +119,7 @@ export class MemoryOperations implements Operations {
           const step = jobs.next();
           if (step.done === true) return true;
           const job = step.value;
-          visit(fillView(job, view), job.slab.buf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength));
+          if (!visit(fillView(job, view), job.slab.buf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength))) return false;
         }
         return false;
       },

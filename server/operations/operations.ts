@@ -192,10 +192,11 @@ export interface SessionView {
  */
 export interface JobScan {
   /**
-   * Visits up to `max` more jobs; answers true once every job has been visited. `view` is reused
-   * and `body` is a view of the store's memory: read both during the call.
+   * Visits up to `max` more jobs (fewer when `visit` answers false: the slice ends there); answers
+   * true once every job has been visited. `view` is reused and `body` is a view of the store's
+   * memory: read both during the call.
    */
-  next(max: number, visit: (view: JobView, body: Buffer) => void): Pending<boolean>;
+  next(max: number, visit: (view: JobView, body: Buffer) => boolean): Pending<boolean>;
 }
 
 /** One page of a tube's jobs in one state, and the cursor of the next page (null: no more). */
