@@ -34,15 +34,15 @@ test('search buried bodies across tubes, kick every match, delete a few picked b
   await page.getByTestId('find-job-submit').click();
   await expect(page).toHaveURL(/\/search\?q=invalid\+currency$/);
   const status = page.getByTestId('search-status');
-  await expect(status).toHaveAttribute('data-done', 'true');
-  await expect(status).toHaveAttribute('data-matched', '90');
+  // The first page holds 50; the walk may stop there (a slice is bounded by time too), so the
+  // count may still be partial ("50+").
   await expect(page.locator('[data-testid^="search-row-"]')).toHaveCount(50);
+  await expect(status).toHaveAttribute('data-matched', /^(5\d|[6-8]\d|90)$/);
 
-  // All 90, not just the 50 shown: one confirmation that says how many.
+  // All of them, not just the 50 shown: one confirmation that says how many are known so far.
   await page.getByTestId('select-all-matching').click();
-  await expect(page.getByTestId('bulk-count')).toHaveAttribute('data-value', '90');
   await page.getByTestId('bulk-kick').click();
-  await expect(page.getByTestId('bulk-confirm-text')).toContainText('(90)');
+  await expect(page.getByTestId('bulk-confirm-text')).toContainText('every job matching this search');
   await page.getByTestId('bulk-confirm').click();
   await expect(page.getByText('Kicked: 90 jobs.')).toBeVisible();
   for (const tube of ['payments', 'refunds', 'invoices']) {
