@@ -199,3 +199,25 @@ test('kick all buried jobs across tubes from the tubes list, with one confirmati
   await expect(page.getByText('Kicked 3 jobs across all tubes.')).toBeVisible();
   await expect(page.getByTestId('tube-row-x1').getByTestId('count-buried')).toHaveAttribute('data-value', '0');
 });
+
+test('the tubes list shows each tube’s jobs in and out per second and how long its next job has waited', async ({ page, tcp }) => {
+  await page.goto('/tubes');
+  await expectLive(page);
+  const client = await tcp();
+  await client.use('flow');
+  await client.put('first');
+  const row = page.getByTestId('tube-row-flow');
+  await expect(row).toBeVisible();
+  // Each poll puts one more job: updates arrive over time, and the rate rises above zero.
+  await expect
+    .poll(
+      async () => {
+        await client.put('more');
+        return Number(await row.getByTestId('count-in-rate').getAttribute('data-value'));
+      },
+      { timeout: 10_000 },
+    )
+    .toBeGreaterThan(0);
+  await expect(row.getByTestId('count-out-rate')).toHaveAttribute('data-value', '0.0');
+  await expect(row.getByTestId('count-waited')).toHaveAttribute('data-value', /^\d+$/);
+});

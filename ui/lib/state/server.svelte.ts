@@ -1,5 +1,6 @@
 /** What the server pushes: config, stats, the tube list and the throughput history. */
 
+import { forgetTube, observeTube } from './tube-rates.js';
 import type {
   AdminConfigDto,
   ServerStatsDto,
@@ -88,6 +89,7 @@ export class ServerState {
     this.config = snapshot.config;
     this.stats = snapshot.stats;
     this.tubes = new Map(snapshot.tubes.map((tube) => [tube.name, tube]));
+    for (const tube of snapshot.tubes) observeTube(tube, now);
     this.tubesReceivedAt = new Map(snapshot.tubes.map((tube) => [tube.name, now]));
     this.throughput.reset(snapshot.history);
     this.drainingAnnounced = snapshot.stats.draining === true;
@@ -107,6 +109,7 @@ export class ServerState {
     for (const tube of changed) {
       tubes.set(tube.name, tube);
       receivedAt.set(tube.name, now);
+      observeTube(tube, now);
     }
     this.tubes = tubes;
     this.tubesReceivedAt = receivedAt;
@@ -124,6 +127,7 @@ export class ServerState {
     for (const name of names) {
       tubes.delete(name);
       receivedAt.delete(name);
+      forgetTube(name);
     }
     this.tubes = tubes;
     this.tubesReceivedAt = receivedAt;

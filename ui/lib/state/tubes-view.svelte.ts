@@ -1,6 +1,7 @@
 /** The tube table's filter and sort (kept while moving between pages). */
 
 import type { TubeDto } from '../../../shared/dto.js';
+import { tubeRate } from './tube-rates.js';
 
 export type TubeColumn =
   | 'name'
@@ -13,6 +14,9 @@ export type TubeColumn =
   | 'watching'
   | 'using'
   | 'pause'
+  | 'inRate'
+  | 'outRate'
+  | 'waited'
   | 'total';
 
 export interface TubeColumnInfo {
@@ -34,6 +38,9 @@ export const TUBE_COLUMNS: readonly TubeColumnInfo[] = [
   { key: 'watching', label: 'Watching', countId: 'watching', value: (t) => t.watching },
   { key: 'using', label: 'Using', countId: 'using', value: (t) => t.using },
   { key: 'pause', label: 'Pause left', countId: 'pause', value: (t) => t.pauseTimeLeftSeconds },
+  { key: 'inRate', label: 'In/s', countId: 'in-rate', value: (t) => tubeRate(t.name, 'in', Date.now()) },
+  { key: 'outRate', label: 'Out/s', countId: 'out-rate', value: (t) => tubeRate(t.name, 'out', Date.now()) },
+  { key: 'waited', label: 'Next waited', countId: 'waited', value: (t) => (t.ready > 0 ? t.nextReadyAgeSeconds : 0) },
   { key: 'total', label: 'Total jobs', countId: 'total', value: (t) => t.totalJobs },
 ];
 
