@@ -5,6 +5,9 @@ import { defineConfig } from 'vite';
 export default defineConfig({
   root: 'ui',
   plugins: [svelte()],
+  // Relative asset URLs: the server writes a <base> into the page, so the same build serves
+  // under any --admin-base-path.
+  base: './',
   build: {
     outDir: '../dist/ui',
     emptyOutDir: true,

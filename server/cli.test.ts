@@ -17,7 +17,7 @@ const DEFAULTS: ServerOptions = {
   maxJobBytes: null,
   deadLetterAfter: 0,
   historyEvents: 100_000,
-  admin: { listen: '127.0.0.1', port: 11380, token: null, readOnly: false, allowedHosts: [], attach: [] },
+  admin: { listen: '127.0.0.1', port: 11380, token: null, readOnly: false, allowedHosts: [], attach: [], basePath: '' },
   gearman: { listen: '0.0.0.0', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE },
 };
 
@@ -62,6 +62,14 @@ describe('parseCommandLine: the admin flags', () => {
     );
     expect(parseCommandLine(['--no-admin'])).toStrictEqual(run({ admin: null }));
     expect(parseCommandLine(['--admin-listen', '::1'])).toStrictEqual(run({ admin: { ...admin, listen: '::1' } }));
+  });
+
+  it('takes --admin-base-path as a path without its trailing slash, and refuses what would need escaping', () => {
+    expect(parseCommandLine(['--admin-base-path', '/ops/beanpole/'])).toStrictEqual(run({ admin: { ...admin, basePath: '/ops/beanpole' } }));
+    expect(parseCommandLine(['--admin-base-path', '/'])).toStrictEqual(run({ admin: { ...admin, basePath: '' } }));
+    for (const value of ['beanpole', '/a b', '/a/../b', '/"x', '/a//b', '/x?y']) {
+      expect(parseCommandLine(['--admin-base-path', value]), value).toMatchObject({ kind: 'usage-error', message: /--admin-base-path/ });
+    }
   });
 
   it('reads the token from BEANPOLE_ADMIN_TOKEN; the flag wins', () => {

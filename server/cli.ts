@@ -53,6 +53,11 @@ export interface AdminOptions {
   allowedHosts: string[];
   /** Other beanstalkd servers the dashboard shows (--admin-attach HOST:PORT, repeatable). */
   attach: string[];
+  /**
+   * The path the dashboard is reached under behind a reverse proxy ('/beanpole'; '' at the root).
+   * Requests arrive with or without it, since proxies differ on stripping it (--admin-base-path).
+   */
+  basePath: string;
 }
 
 /** The admin side's defaults: loopback only, so a fresh `npm start` exposes nothing. */
@@ -112,6 +117,8 @@ Dashboard and admin API (HTTP + socket.io):
  --admin-attach HOST:PORT  also show this beanstalkd server in the dashboard,
                         through the beanstalkd protocol (repeatable)
  --admin-read-only      reject every change made through the dashboard
+ --admin-base-path PATH serve the dashboard under PATH (/beanpole) behind a
+                        reverse proxy, which may strip PATH or pass it on
  --no-admin             no dashboard and no admin API
 
 Gearman protocol (binary and text admin, same jobs engine):
@@ -147,6 +154,7 @@ const OPTIONS = {
   'admin-allowed-hosts': { type: 'string' },
   'admin-attach': { type: 'string', multiple: true },
   'admin-read-only': { type: 'boolean' },
+  'admin-base-path': { type: 'string' },
   'no-admin': { type: 'boolean' },
   'gearman-port': { type: 'string' },
   'gearman-listen': { type: 'string' },
@@ -194,6 +202,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
     readOnly: false,
     allowedHosts: [],
     attach: [],
+    basePath: '',
   };
   let noAdmin = false;
   let noGearman = false;
@@ -273,6 +282,9 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
           if (parseHostPort(value) === null) throw new UsageError(`--admin-attach wants HOST:PORT, not ${value}`);
           admin.attach.push(value);
           break;
+        case 'admin-base-path':
+          admin.basePath = basePath(value);
+          break;
         case 'admin-read-only':
           admin.readOnly = true;
           break;
@@ -321,6 +333,20 @@ function adminToken(value: string, where: string): string {
 }
 
 /** `a,b:8080,[::1]` -> ['a', 'b', '::1']: names compared case-insensitively, ports ignored. */
+/**
+ * A URL path prefix as links will carry it: '/a/b', no trailing slash ('' for '/'). Only
+ * characters that need no escaping in a URL path or an HTML attribute, so it is written into the
+ * page as it is.
+ */
+function basePath(value: string): string {
+  const trimmed = value.replace(/\/+$/, '');
+  if (trimmed === '') return '';
+  if (!/^(\/[A-Za-z0-9._~-]+)+$/.test(trimmed) || /\/\.\.?(\/|$)/.test(trimmed)) {
+    throw new UsageError(`--admin-base-path wants a path such as /beanpole (letters, digits, . _ ~ -), not ${JSON.stringify(value)}`);
+  }
+  return trimmed;
+}
+
 function hostList(value: string): string[] {
   return value.split(',').map((item) => {
     const name = hostName(item.trim());

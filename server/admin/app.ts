@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import express from 'express';
@@ -11,6 +11,7 @@ import type { Operations } from '../operations/operations.js';
 import type { GearmanView } from '../protocol/gearman/view.js';
 import { gearmanRoutes } from './gearman-routes.js';
 import type { ServerInfo } from '../server-info.js';
+import { withBasePath } from './base-path.js';
 import { errorHandler } from './errors.js';
 import { LiveUpdates } from './live.js';
 import { prometheusText } from './metrics.js';
@@ -102,11 +103,13 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
   for (const address of options.attach) external.add(address, 'flag');
   app.use(externalRoutes(external));
   app.use(apiRoutes({ ops, info, config, minutes, onActivity: ctx.onActivity }));
-  if (existsSync(path.join(ctx.uiDir, 'index.html'))) {
+  const indexFile = path.join(ctx.uiDir, 'index.html');
+  if (existsSync(indexFile)) {
+    const page = withBasePath(readFileSync(indexFile, 'utf8'), options.basePath);
     app.use(express.static(ctx.uiDir, { index: false, maxAge: '1h' }));
     // Deep links (/tubes/a%2Fb, /jobs/7) load the app, which routes on the client.
     app.get(/^(?!\/api\/|\/socket\.io\/).*/, (_req, res) => {
-      res.set('Cache-Control', 'no-cache').sendFile(path.join(ctx.uiDir, 'index.html'));
+      res.set('Cache-Control', 'no-cache').type('html').send(page);
     });
   }
   app.use(errorHandler(ctx.log));

@@ -21,7 +21,8 @@ export function securityHeaders(): RequestHandler {
         imgSrc: ["'self'", 'data:'],
         connectSrc: ["'self'"],
         objectSrc: ["'none'"],
-        baseUri: ["'none'"],
+        // The page's own <base> (the base path the server writes in); no injected one elsewhere.
+        baseUri: ["'self'"],
         frameAncestors: ["'none'"],
         formAction: ["'self'"],
       },

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AdminContext, AttachedAdmin } from './app.js';
+import { stripBasePath } from './base-path.js';
 import { MinuteHistory } from './minute-history.js';
 import { StatsHistory } from './stats-history.js';
 
@@ -42,8 +43,7 @@ export class AdminShell {
     this.history.start();
     this.minutes = new MinuteHistory(ctx.ops, ctx.historyDir, ctx.log);
     this.minutes.start();
-    this.server.on('request', this.holdRequest);
-    this.server.on('upgrade', this.holdUpgrade);
+    this.listenForRequests();
   }
 
   /**
@@ -64,7 +64,7 @@ export class AdminShell {
         const addr = this.server.address();
         const actual = typeof addr === 'object' && addr !== null ? addr.port : port;
         const host = listen.includes(':') ? `[${listen}]` : listen;
-        resolve(`http://${host}:${actual}/`);
+        resolve(`http://${host}:${actual}${this.ctx.options.basePath}/`);
       });
     });
   }
@@ -77,6 +77,24 @@ export class AdminShell {
     if (this.attached !== null) return this.attached.close();
     if (!this.server.listening) return;
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private listenForRequests(): void {
+    this.server.on('request', this.holdRequest);
+    this.server.on('upgrade', this.holdUpgrade);
+    this.stripBasePathFirst();
+  }
+
+  /**
+   * Behind a proxy that passes the base path on, requests arrive as /beanpole/api/...: the
+   * prefix goes before any other listener (socket.io's included) sees the URL, so the dashboard
+   * itself only ever deals with paths from the root.
+   */
+  private stripBasePathFirst(): void {
+    const { basePath } = this.ctx.options;
+    if (basePath === '') return;
+    this.server.prependListener('request', (req: http.IncomingMessage) => stripBasePath(req, basePath));
+    this.server.prependListener('upgrade', (req: http.IncomingMessage) => stripBasePath(req, basePath));
   }
 
   private readonly holdRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
@@ -116,6 +134,7 @@ export class AdminShell {
       this.server.removeAllListeners('request');
       this.server.removeAllListeners('upgrade');
       this.attached = attachAdmin(this.server, this.ctx, this.history, this.minutes);
+      this.stripBasePathFirst();
       log.info({ ms: Math.round(performance.now() - started) }, 'dashboard loaded (first request)');
     } catch (err) {
       // Not expected of an installed server; the job server matters more, so it keeps going,
@@ -124,8 +143,7 @@ export class AdminShell {
       this.modules = null;
       this.server.removeAllListeners('request');
       this.server.removeAllListeners('upgrade');
-      this.server.on('request', this.holdRequest);
-      this.server.on('upgrade', this.holdUpgrade);
+      this.listenForRequests();
       for (const { refuse } of this.held.splice(0)) refuse();
       this.loading = false;
       return;

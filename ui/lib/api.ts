@@ -14,6 +14,7 @@ import {
   type BulkResponse,
   type SearchSpec,
 } from '../../shared/api.js';
+import { withBase } from './base.js';
 import type {
   AdminConfigDto,
   ApiErrorDto,
@@ -85,7 +86,7 @@ async function send(method: Method, path: string, body?: unknown, signal?: Abort
   }
   let response: Response;
   try {
-    response = await fetch(path, init);
+    response = await fetch(withBase(path), init);
   } catch (error) {
     if (error instanceof DOMException && error.name === 'AbortError') throw error;
     throw new ApiError(0, 'UNREACHABLE', 'The server cannot be reached.');

@@ -1,8 +1,12 @@
-/** The dashboard's pages and their URLs (history API paths; the server serves index.html for them). */
+/**
+ * The dashboard's pages and their URLs (history API paths; the server serves index.html for them).
+ * Routes are parsed from paths without the base path; the links made here carry it.
+ */
 
 import { GEARMAN_JOB_STATES, JOB_STATES, type GearmanJobState, type JobStateName } from '../../shared/dto.js';
 import type { SearchSpec } from '../../shared/api.js';
 import { DEFAULT_TUBE } from '../../shared/limits.js';
+import { withBase } from './base.js';
 
 export type Route =
   | { page: 'overview' }
@@ -78,12 +82,12 @@ export function parseRoute(pathname: string, search: string): Route {
 
 /** URL of a tube's page (the name is one encoded path segment, '/' included). */
 export function tubeHref(name: string, state?: JobStateName): string {
-  const base = `/tubes/${encodeURIComponent(name)}`;
+  const base = withBase(`/tubes/${encodeURIComponent(name)}`);
   return state === undefined || state === 'ready' ? base : `${base}?state=${state}`;
 }
 
 export function gearmanFunctionHref(name: string, state?: GearmanJobState): string {
-  const base = `/gearman/functions/${encodeURIComponent(name)}`;
+  const base = withBase(`/gearman/functions/${encodeURIComponent(name)}`);
   return state === undefined || state === 'queued' ? base : `${base}?state=${state}`;
 }
 
@@ -104,15 +108,15 @@ export function searchHref(spec: SearchSpec): string {
   if (spec.tube !== undefined) query.set('tube', spec.tube);
   if (spec.state !== undefined) query.set('state', spec.state);
   const text = query.toString();
-  return text === '' ? '/search' : `/search?${text}`;
+  return withBase(text === '' ? '/search' : `/search?${text}`);
 }
 
 export function jobHref(id: number): string {
-  return `/jobs/${id}`;
+  return withBase(`/jobs/${id}`);
 }
 
 export function putHref(tube?: string): string {
-  return tube === undefined ? '/put' : `/put?tube=${encodeURIComponent(tube)}`;
+  return withBase(tube === undefined ? '/put' : `/put?tube=${encodeURIComponent(tube)}`);
 }
 
 /** A short title for the browser tab. */

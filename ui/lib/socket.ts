@@ -2,6 +2,7 @@
 
 import { io, type Socket } from 'socket.io-client';
 import type { ClientToServerEvents, ServerToClientEvents } from '../../shared/events.js';
+import { withBase } from './base.js';
 
 export type AdminSocket = Socket<ServerToClientEvents, ClientToServerEvents>;
 
@@ -12,7 +13,7 @@ const ACK_TIMEOUT_MS = 5000;
 /** After a refusal by the server's middleware socket.io does not retry by itself. */
 const RETRY_AFTER_REFUSAL_MS = 3000;
 
-const socket: AdminSocket = io({ autoConnect: false });
+const socket: AdminSocket = io({ autoConnect: false, path: withBase('/socket.io') });
 
 const statusListeners = new Set<(status: LinkStatus, detail: string) => void>();
 const connectListeners = new Set<() => void>();

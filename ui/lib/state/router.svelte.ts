@@ -1,9 +1,11 @@
 /** History API routing: the current location as state, and same-origin link clicks kept in the app. */
 
+import { withBase, withoutBase } from '../base.js';
 import { parseRoute, routeKey, type Route } from '../routes.js';
 
 export class Router {
-  pathname = $state(window.location.pathname);
+  /** The path inside the app, without --admin-base-path's prefix. */
+  pathname = $state(withoutBase(window.location.pathname));
   search = $state(window.location.search);
   readonly route: Route = $derived(parseRoute(this.pathname, this.search));
   readonly key: string = $derived(routeKey(this.route));
@@ -16,14 +18,17 @@ export class Router {
     document.addEventListener('click', (event) => this.onClick(event));
   }
 
-  /** Goes to an app path (`/tubes/x?state=buried`); `replace` rewrites the current history entry. */
+  /**
+   * Goes to a path (`/tubes/x?state=buried`, with or without the base path: the route helpers'
+   * links carry it); `replace` rewrites the current history entry.
+   */
   navigate(href: string, options: { replace?: boolean } = {}): void {
     const url = new URL(href, window.location.href);
     if (url.origin !== window.location.origin) {
       window.location.assign(url.href);
       return;
     }
-    const target = url.pathname + url.search + url.hash;
+    const target = withBase(withoutBase(url.pathname)) + url.search + url.hash;
     const current = window.location.pathname + window.location.search + window.location.hash;
     if (target !== current) {
       if (options.replace === true) window.history.replaceState(null, '', target);
@@ -35,7 +40,7 @@ export class Router {
   }
 
   private sync(): void {
-    this.pathname = window.location.pathname;
+    this.pathname = withoutBase(window.location.pathname);
     this.search = window.location.search;
   }
 
@@ -48,7 +53,7 @@ export class Router {
     if (anchor === null || !anchor.hasAttribute('href')) return;
     if ((anchor.target !== '' && anchor.target !== '_self') || anchor.hasAttribute('download')) return;
     const url = new URL(anchor.href, window.location.href);
-    if (url.origin !== window.location.origin || url.pathname.startsWith('/api/')) return;
+    if (url.origin !== window.location.origin || withoutBase(url.pathname).startsWith('/api/')) return;
     // In-page anchors (the skip link) keep the browser's own behaviour.
     if (url.hash !== '' && url.pathname === window.location.pathname && url.search === window.location.search) return;
     event.preventDefault();
