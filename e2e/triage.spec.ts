@@ -200,7 +200,7 @@ test('kick all buried jobs across tubes from the tubes list, with one confirmati
   await expect(page.getByTestId('tube-row-x1').getByTestId('count-buried')).toHaveAttribute('data-value', '0');
 });
 
-test('the tubes list shows each tube’s jobs in and out per second and how long its next job has waited', async ({ page, tcp }) => {
+test('the tubes list shows each tube’s jobs in and out per second, how long its next job has waited and its oldest ready job’s age', async ({ page, tcp }) => {
   await page.goto('/tubes');
   await expectLive(page);
   const client = await tcp();
@@ -220,4 +220,11 @@ test('the tubes list shows each tube’s jobs in and out per second and how long
     .toBeGreaterThan(0);
   await expect(row.getByTestId('count-out-rate')).toHaveAttribute('data-value', '0.0');
   await expect(row.getByTestId('count-waited')).toHaveAttribute('data-value', /^\d+$/);
+
+  // The oldest ready job, found by the server's walk over the jobs, is not the queue head: a more
+  // urgent job put later is next, and younger.
+  const seconds = async (id: string): Promise<number> => Number(await row.getByTestId(id).getAttribute('data-value'));
+  await expect.poll(() => seconds('count-oldest'), { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
+  await client.put('urgent', { priority: 0 });
+  await expect.poll(async () => (await seconds('count-oldest')) - (await seconds('count-waited')), { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
 });

@@ -23,6 +23,8 @@ export const API = {
   connections: '/api/connections',
   /** GET ?minutes=N (default and most 10080, 7 days): the server's minute samples. */
   history: '/api/history',
+  /** GET: TubeHealthDto[] (oldest ready job, reservations near their TTR, rising backlog). */
+  tubeHealth: '/api/tube-health',
   tubeHistory: (name: string) => `/api/tubes/${encodeURIComponent(name)}/history`,
   /** Other beanstalkd servers (--admin-attach, or POST {address}); /api/external/:id/... for each. */
   external: '/api/external',

@@ -33,6 +33,17 @@ export interface TubeDto {
   ownDeadLetterAfter: number | null;
 }
 
+/** GET /api/tube-health: what a tube's counts do not say, for the attention list (tubes with nothing to say are left out). */
+export interface TubeHealthDto {
+  tube: string;
+  /** How long the oldest ready job has existed, in seconds (0: none ready). */
+  oldestReadyAgeSeconds: number;
+  /** Reserved jobs with less than a fifth of their TTR left. */
+  reservedNearTtr: number;
+  /** Ready jobs gained over the last five minutes while more came in than went out each minute (0: not rising). */
+  backlogRise: number;
+}
+
 /** GET and PUT /api/tubes/:name/settings: a tube's settings, which outlive the tube (kept in the binlog). */
 export interface TubeSettingsDto {
   tube: string;

@@ -14,6 +14,7 @@ import { io, type Socket } from 'socket.io-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { API, BODY_PREVIEW_BYTES } from '../shared/api.js';
 import type {
+  TubeHealthDto,
   AdminConfigDto,
   ApiErrorDto,
   ConnectionDto,
@@ -296,6 +297,17 @@ describe('admin REST API on a real server', () => {
     expect(one).toMatchObject({ urgent: 1, ready: 2, reserved: 1, delayed: 1, buried: 1, totalJobs: 5, using: 1, watching: 1 });
 
     expectError(await api(base, API.tube('no-such-tube')), 404, 'NOT_FOUND');
+  });
+
+  it('GET /api/tube-health lists the tubes with ready or reserved jobs, with the oldest ready job\'s age', async () => {
+    const c = await tcp(srv);
+    await expectLine(c, 'use health-t', 'USING health-t');
+    await tcpPut(c, 'waiting', 10);
+    await expectLine(c, 'use health-empty', 'USING health-empty');
+    const health = expectOk<TubeHealthDto[]>(await api(base, API.tubeHealth));
+    const mine = health.find((h) => h.tube === 'health-t');
+    expect(mine).toEqual({ tube: 'health-t', oldestReadyAgeSeconds: expect.any(Number), reservedNearTtr: 0, backlogRise: 0 });
+    expect(health.find((h) => h.tube === 'health-empty')).toBeUndefined();
   });
 
   it('job lists page through every state in engine order with cursors', async () => {

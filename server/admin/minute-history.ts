@@ -57,8 +57,9 @@ export class MinuteHistory {
     return this.server.slice(-minutes);
   }
 
-  tubeHistory(name: string): TubeMinuteDto[] {
-    return this.tubes.get(name)?.slice() ?? [];
+  /** A tube's samples, oldest first: all of them, or the last `minutes`. */
+  tubeHistory(name: string, minutes = TUBE_MINUTES): TubeMinuteDto[] {
+    return this.tubes.get(name)?.slice(-minutes) ?? [];
   }
 
   /** Takes a minute's sample at `now` (the timer calls it; tests call it with their own times). */

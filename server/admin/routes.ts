@@ -8,6 +8,7 @@ import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
 import { ApiError, engineError } from './errors.js';
 import { SERVER_MINUTES, type MinuteHistory } from './minute-history.js';
+import { TubeHealth } from './tube-health.js';
 import { MAX_PATTERN_LENGTH, Searches, actInSlices, type SearchFilter } from './search.js';
 import { abandonedSignal as abandoned, pageCursor, parseOrThrow as parse, queryFlag } from './validation.js';
 
@@ -445,6 +446,12 @@ export function apiRoutes(ctx: RoutesContext): Router {
       const { minutes } = parse(historyQuery, req.query);
       res.json(ctx.minutes.serverHistory(minutes));
     }),
+  );
+
+  const health = new TubeHealth(ops, (name, minutes) => ctx.minutes.tubeHistory(name, minutes));
+  router.get(
+    API.tubeHealth,
+    route(async (_req, res) => res.json(await health.report())),
   );
 
   router.get(

@@ -1,6 +1,7 @@
 /** The tube table's filter and sort (kept while moving between pages). */
 
 import type { TubeDto } from '../../../shared/dto.js';
+import { tubeHealth } from './tube-health.svelte.js';
 import { tubeRate } from './tube-rates.js';
 
 export type TubeColumn =
@@ -17,6 +18,7 @@ export type TubeColumn =
   | 'inRate'
   | 'outRate'
   | 'waited'
+  | 'oldest'
   | 'total';
 
 export interface TubeColumnInfo {
@@ -41,6 +43,7 @@ export const TUBE_COLUMNS: readonly TubeColumnInfo[] = [
   { key: 'inRate', label: 'In/s', countId: 'in-rate', value: (t) => tubeRate(t.name, 'in', Date.now()) },
   { key: 'outRate', label: 'Out/s', countId: 'out-rate', value: (t) => tubeRate(t.name, 'out', Date.now()) },
   { key: 'waited', label: 'Next waited', countId: 'waited', value: (t) => (t.ready > 0 ? t.nextReadyAgeSeconds : 0) },
+  { key: 'oldest', label: 'Oldest ready', countId: 'oldest', value: (t) => tubeHealth.oldestReadyAge(t.name, t.ready, Date.now()) ?? 0 },
   { key: 'total', label: 'Total jobs', countId: 'total', value: (t) => t.totalJobs },
 ];
 
