@@ -228,3 +228,33 @@ test('the tubes list shows each tube’s jobs in and out per second, how long it
   await client.put('urgent', { priority: 0 });
   await expect.poll(async () => (await seconds('count-oldest')) - (await seconds('count-waited')), { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
 });
+
+test('filter a tube’s buried list by body with a pattern, then kick the page of matches', async ({ page, tcp }) => {
+  const client = await tcp();
+  const ids = await buryAll(
+    client,
+    'webhooks',
+    Array.from({ length: 12 }, (_, i) => `{"hook":${i},"status":${i % 3 === 0 ? 503 : 404}}`),
+  );
+  const unavailable = ids.filter((_, i) => i % 3 === 0);
+
+  await page.goto('/tubes/webhooks?state=buried');
+  await expectLive(page);
+  await expect(page.getByTestId('job-table').locator('tbody tr[data-testid^="job-row-"]')).toHaveCount(12);
+  await page.getByTestId('tube-filter').fill('"status":5\\d\\d');
+  await page.getByTestId('tube-filter-regex').check();
+  await page.getByTestId('tube-filter-apply').click();
+  await expect(page.getByTestId('search-status')).toHaveAttribute('data-matched', String(unavailable.length));
+  await expect(page.locator('[data-testid^="search-row-"]')).toHaveCount(unavailable.length);
+
+  await page.getByTestId('select-page').check();
+  await page.getByTestId('bulk-kick').click();
+  await expect(page.getByTestId('bulk-confirm-text')).toHaveText(`Kick ${unavailable.length} jobs?`);
+  await page.getByTestId('bulk-confirm').click();
+  await expect(page.getByText(`Kicked: ${unavailable.length} jobs.`)).toBeVisible();
+  for (const id of unavailable) expect((await client.statsJob(id)).get('state')).toBe('ready');
+  // The filter searched again: nothing buried matches now; "Show all" brings the list back.
+  await expect(page.getByTestId('search-empty')).toBeVisible();
+  await page.getByTestId('tube-filter-clear').click();
+  await expect(page.getByTestId('job-table').locator('tbody tr[data-testid^="job-row-"]')).toHaveCount(ids.length - unavailable.length);
+});
