@@ -108,6 +108,22 @@ export interface BulkRequest {
   search?: SearchSpec;
 }
 
+/** A search of Gearman jobs: data matched as SearchSpec's bodies, in one function and state. */
+export interface GearmanSearchSpec {
+  q?: string;
+  regex?: boolean;
+  ignoreCase?: boolean;
+  function?: string;
+  state?: 'queued' | 'scheduled' | 'running';
+}
+
+/** POST /api/gearman/bulk: cancels queued or scheduled jobs by handle, or every match of a search. */
+export interface GearmanBulkRequest {
+  action: 'delete';
+  handles?: string[];
+  search?: GearmanSearchSpec;
+}
+
 /** What a bulk action did: jobs changed, and jobs it could not act on (gone, held by a worker, not kickable). */
 export interface BulkResponse {
   count: number;

@@ -11,6 +11,8 @@ import {
   type PutJobRequest,
   type TubeSettingsRequest,
   type BulkRequest,
+  type GearmanBulkRequest,
+  type GearmanSearchSpec,
   type BulkResponse,
   type SearchSpec,
 } from '../../shared/api.js';
@@ -20,6 +22,7 @@ import type {
   ApiErrorDto,
   ConnectionDto,
   GearmanJobPageDto,
+  GearmanSearchPageDto,
   GearmanJobState,
   GearmanSnapshotDto,
   JobDto,
@@ -64,7 +67,7 @@ export function configureApi(next: ApiHooks): void {
   hooks = next;
 }
 
-type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 function isApiErrorDto(value: unknown): value is ApiErrorDto {
   return (
@@ -179,6 +182,16 @@ export const api = {
   searchNext: (token: string, limit: number, signal?: AbortSignal) =>
     json<SearchPageDto>('GET', withQuery(API.search, { next: token, limit }), undefined, signal),
   bulk: (request: BulkRequest) => json<BulkResponse>('POST', API.bulk, request),
+  gearmanSearch: (spec: GearmanSearchSpec, limit: number, signal?: AbortSignal) =>
+    json<GearmanSearchPageDto>(
+      'GET',
+      withQuery(API.gearmanSearch, { q: spec.q, regex: spec.regex === true ? 'true' : undefined, function: spec.function, state: spec.state, limit }),
+      undefined,
+      signal,
+    ),
+  gearmanSearchNext: (token: string, limit: number, signal?: AbortSignal) =>
+    json<GearmanSearchPageDto>('GET', withQuery(API.gearmanSearch, { next: token, limit }), undefined, signal),
+  gearmanBulk: (request: GearmanBulkRequest) => json<BulkResponse>('POST', API.gearmanBulk, request),
   externalServers: (signal?: AbortSignal) => json<ExternalServerDto[]>('GET', API.external, undefined, signal),
   attachServer: (address: string) => json<ExternalServerDto>('POST', API.external, { address }),
   detachServer: (id: number) => discard('DELETE', API.externalServer(id)),
