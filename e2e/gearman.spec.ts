@@ -58,3 +58,54 @@ test('functions, workers and queued jobs show live; a queued job is cancelled an
   client.destroy();
   worker.destroy();
 });
+
+test('filter a function’s queued jobs by their data, cancel every match at once, then one picked by hand', async ({ page, server }) => {
+  const port = await gearmanPortFromLog(() => server.stderr());
+  const client = await GearmanTestClient.connect(port);
+  const handles: string[] = [];
+  for (let i = 0; i < 9; i++) {
+    const data = `{"order":${i},"currency":"${i % 3 === 0 ? 'XYZ' : 'EUR'}"}`;
+    client.request(PACKET.SUBMIT_JOB_BG, 'charge', '', data);
+    const [, handle] = await client.args(1);
+    handles.push(handle!);
+  }
+  const bad = handles.filter((_, i) => i % 3 === 0);
+
+  await page.goto('/gearman/functions/charge');
+  await expectLive(page);
+  await expect(page.locator('[data-testid^="gearman-job-"]')).toHaveCount(9);
+  await page.getByTestId('gearman-filter').fill('"currency":"xyz"');
+  await page.getByTestId('gearman-filter-apply').click();
+  await expect(page.getByTestId('gearman-search-status')).toHaveAttribute('data-matched', String(bad.length));
+  await expect(page.locator('[data-testid^="gearman-job-"]')).toHaveCount(bad.length);
+
+  await page.getByTestId('gearman-select-page').check();
+  await page.getByTestId('gearman-bulk-cancel').click();
+  await expect(page.getByTestId('gearman-bulk-confirm-text')).toContainText(`Cancel ${bad.length} jobs?`);
+  await page.getByTestId('gearman-bulk-confirm').click();
+  await expect(page.getByText(`Cancelled ${bad.length} jobs.`)).toBeVisible();
+  await expect(page.getByTestId('gearman-empty')).toHaveText('No job matches.');
+
+  // Back to the whole list: six left; cancel one by hand.
+  await page.getByTestId('gearman-filter-clear').click();
+  await expect(page.locator('[data-testid^="gearman-job-"]')).toHaveCount(6);
+  await page.getByTestId(`gearman-select-${handles[1]}`).check();
+  await page.getByTestId('gearman-bulk-cancel').click();
+  await page.getByTestId('gearman-bulk-confirm').click();
+  await expect(page.getByText('Cancelled 1 job.')).toBeVisible();
+  await expect(page.locator('[data-testid^="gearman-job-"]')).toHaveCount(5);
+
+  // A worker gets exactly the five left, in order.
+  const worker = await GearmanTestClient.connect(port);
+  worker.request(PACKET.CAN_DO, 'charge');
+  const got: string[] = [];
+  for (;;) {
+    worker.request(PACKET.GRAB_JOB);
+    const [type, handle] = await worker.args(3);
+    if (type === PACKET.NO_JOB) break;
+    got.push(handle!);
+  }
+  expect(got).toEqual(handles.filter((h, i) => i % 3 !== 0 && h !== handles[1]));
+  client.destroy();
+  worker.destroy();
+});
