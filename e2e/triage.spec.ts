@@ -258,3 +258,34 @@ test('filter a tube’s buried list by body with a pattern, then kick the page o
   await page.getByTestId('tube-filter-clear').click();
   await expect(page.getByTestId('job-table').locator('tbody tr[data-testid^="job-row-"]')).toHaveCount(ids.length - unavailable.length);
 });
+
+test('a tube’s job list ticks jobs for bulk actions: two deleted by hand, then all the rest moved', async ({ page, tcp }) => {
+  const client = await tcp();
+  // More than the 50 a page shows, so "all" means more than the page.
+  const ids = await buryAll(client, 'exports', Array.from({ length: 60 }, (_, i) => `export ${i} failed`));
+
+  await page.goto('/tubes/exports?state=buried');
+  await expectLive(page);
+  await page.getByTestId(`select-${ids[0]}`).check();
+  await page.getByTestId(`select-${ids[1]}`).check();
+  await expect(page.getByTestId('bulk-count')).toHaveAttribute('data-value', '2');
+  await page.getByTestId('bulk-delete').click();
+  await expect(page.getByTestId('bulk-confirm-text')).toHaveText('Delete 2 jobs?');
+  await page.getByTestId('bulk-confirm').click();
+  await expect(page.getByText('Deleted: 2 jobs.')).toBeVisible();
+  expect(await client.command(`peek ${ids[0]}`)).toBe('NOT_FOUND\r\n');
+  await expect(page.getByTestId('count-buried')).toHaveAttribute('data-value', '58');
+
+  await page.getByTestId('select-page').check();
+  await page.getByTestId('select-all-matching').click();
+  await expect(page.getByTestId('bulk-count')).toHaveAttribute('data-value', '58');
+  await page.getByTestId('bulk-move-to').fill('exports-retry');
+  await page.getByTestId('bulk-move').click();
+  await expect(page.getByTestId('bulk-confirm-text')).toHaveText('Move every job buried in this tube (58) to exports-retry?');
+  await page.getByTestId('bulk-confirm').click();
+  await expect(page.getByText('Moved to exports-retry: 58 jobs.')).toBeVisible();
+  const moved = await client.statsTube('exports-retry');
+  expect(moved.get('current-jobs-buried')).toBe('58');
+  // Ids and attributes are kept by a move.
+  expect((await client.statsJob(ids[59]!)).get('tube')).toBe('exports-retry');
+});
