@@ -19,6 +19,7 @@ const DEFAULTS: ServerOptions = {
   historyEvents: 100_000,
   admin: { listen: '127.0.0.1', port: 11380, token: null, readOnly: false, allowedHosts: [], attach: [], basePath: '' },
   gearman: { listen: '0.0.0.0', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE },
+  cluster: null,
 };
 
 function run(changes: Partial<ServerOptions>, warnings: string[] = []): CliResult {
@@ -50,6 +51,37 @@ describe('parseCommandLine: the Gearman flags', () => {
     expect(parseCommandLine(['--gearman-max-size', 'x'])).toStrictEqual({ kind: 'usage-error', message: 'invalid size: x' });
     expect(parseCommandLine(['--gearman-port', '70000'])).toStrictEqual({ kind: 'usage-error', message: 'invalid Gearman port: 70000' });
     expect(USAGE).toContain('--gearman-port PORT');
+  });
+});
+
+describe('parseCommandLine: cluster mode', () => {
+  const url = 'postgres://beanpole@db.internal:5432/jobs';
+
+  it('takes --cluster URL or BEANPOLE_CLUSTER_URL (the flag wins), and --cluster-lease-ms', () => {
+    expect(parseCommandLine(['--cluster', url])).toStrictEqual(run({ cluster: { url, leaseMs: 5000 } }));
+    expect(parseCommandLine([], { BEANPOLE_CLUSTER_URL: url })).toStrictEqual(run({ cluster: { url, leaseMs: 5000 } }));
+    expect(parseCommandLine(['--cluster', 'postgresql://x@h/d'], { BEANPOLE_CLUSTER_URL: url })).toMatchObject({
+      options: { cluster: { url: 'postgresql://x@h/d' } },
+    });
+    expect(parseCommandLine(['--cluster', url, '--cluster-lease-ms', '1500'])).toMatchObject({ options: { cluster: { leaseMs: 1500 } } });
+  });
+
+  it('refuses the binlog flags with --cluster, a URL that is not postgres://, and a lease out of range', () => {
+    for (const flag of [['-b', '/tmp/x'], ['-f', '10'], ['-F']]) {
+      expect(parseCommandLine(['--cluster', url, ...flag]), flag[0]).toMatchObject({ kind: 'usage-error', message: new RegExp(`^${flag[0]} `) });
+      expect(parseCommandLine([...flag], { BEANPOLE_CLUSTER_URL: url }), flag[0]).toMatchObject({ kind: 'usage-error' });
+    }
+    expect(parseCommandLine(['--cluster', 'mysql://h/d'])).toMatchObject({ kind: 'usage-error', message: /postgres:\/\// });
+    expect(parseCommandLine(['--cluster', 'not a url'])).toMatchObject({ kind: 'usage-error', message: /--cluster/ });
+    expect(parseCommandLine(['--cluster', url, '--cluster-lease-ms', '50'])).toMatchObject({ kind: 'usage-error' });
+  });
+
+  it('warns about a password in the URL, and caps -z below what one bytea value holds', () => {
+    const result = parseCommandLine(['--cluster', 'postgres://u:secret@h/d', '-z', '1073741824']);
+    expect(result).toMatchObject({ kind: 'run', options: { maxJobSize: 64 * 1024 * 1024 } });
+    const warnings = result.kind === 'run' ? result.warnings : [];
+    expect(warnings.some((w) => w.includes('PGPASSWORD'))).toBe(true);
+    expect(warnings.some((w) => w.includes('cluster mode'))).toBe(true);
   });
 });
 

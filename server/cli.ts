@@ -25,7 +25,23 @@ export interface ServerOptions {
   admin: AdminOptions | null;
   /** The Gearman port; null with --no-gearman. */
   gearman: GearmanOptions | null;
+  /** Cluster mode: jobs in this PostgreSQL database, shared with other nodes; null: in memory. */
+  cluster: ClusterOptions | null;
 }
+
+export interface ClusterOptions {
+  /** postgres://USER@HOST:PORT/DB (--cluster or BEANPOLE_CLUSTER_URL). */
+  url: string;
+  /** How long a node's reservations outlive its last heartbeat (--cluster-lease-ms). */
+  leaseMs: number;
+}
+
+export const DEFAULT_CLUSTER_LEASE_MS = 5000;
+/**
+ * Largest job body in cluster mode: a body is one bytea value, which PostgreSQL caps at 1 GB,
+ * and the driver holds a whole row in memory while it reads it.
+ */
+export const MAX_CLUSTER_JOB_SIZE = 64 * 1024 * 1024;
 
 export interface GearmanOptions {
   listen: string;
@@ -129,6 +145,13 @@ Gearman protocol (binary and text admin, same jobs engine):
                         (default 67108864, 64 MiB; max 1073741824); -z
                         applies to beanstalkd jobs only
  --no-gearman           no Gearman port
+
+Cluster mode (several nodes sharing one PostgreSQL database):
+ --cluster URL          keep jobs in PostgreSQL at postgres://USER@HOST:PORT/DB
+                        (or set BEANPOLE_CLUSTER_URL); the password comes from
+                        PGPASSWORD or ~/.pgpass; not with -b, -f or -F
+ --cluster-lease-ms MS  a dead node's reserved jobs go back to ready this
+                        long after its last heartbeat (default 5000)
 `;
 
 const OPTIONS = {
@@ -160,6 +183,8 @@ const OPTIONS = {
   'gearman-listen': { type: 'string' },
   'gearman-max-size': { type: 'string' },
   'no-gearman': { type: 'boolean' },
+  cluster: { type: 'string' },
+  'cluster-lease-ms': { type: 'string' },
 } as const;
 
 const U64_MAX = 18446744073709551615n;
@@ -194,7 +219,12 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
     historyEvents: DEFAULT_HISTORY_EVENTS,
     admin: null,
     gearman: null,
+    cluster: null,
   };
+  let clusterUrl: string | null = null;
+  let clusterLeaseMs = DEFAULT_CLUSTER_LEASE_MS;
+  /** A flag that makes no sense with --cluster (the binlog's), or null. */
+  let localStoreFlag: string | null = null;
   const admin: AdminOptions = {
     listen: DEFAULT_ADMIN_LISTEN,
     port: DEFAULT_ADMIN_PORT,
@@ -225,12 +255,21 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
           return { kind: 'version' };
         case 'binlog-dir':
           options.binlogDir = value;
+          localStoreFlag = token.rawName;
           break;
         case 'fsync-ms':
           options.fsyncMs = integer(value, 'fsync interval', 0, 2 ** 31 - 1);
+          localStoreFlag = token.rawName;
           break;
         case 'no-fsync':
           options.fsyncMs = null;
+          localStoreFlag = token.rawName;
+          break;
+        case 'cluster':
+          clusterUrl = postgresUrl(value, '--cluster');
+          break;
+        case 'cluster-lease-ms':
+          clusterLeaseMs = integer(value, 'cluster lease', 100, 3_600_000);
           break;
         case 'listen':
           options.listen = value;
@@ -305,6 +344,20 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
           break;
       }
     }
+    if (clusterUrl === null && env.BEANPOLE_CLUSTER_URL) clusterUrl = postgresUrl(env.BEANPOLE_CLUSTER_URL, 'BEANPOLE_CLUSTER_URL');
+    if (clusterUrl !== null) {
+      if (localStoreFlag !== null) {
+        throw new UsageError(`${localStoreFlag} is for a node's own binlog; a --cluster node keeps its jobs in PostgreSQL`);
+      }
+      if (new URL(clusterUrl).password !== '') {
+        warnings.push('the --cluster URL holds a password, which other users can read in ps: use PGPASSWORD or ~/.pgpass');
+      }
+      if (options.maxJobSize > MAX_CLUSTER_JOB_SIZE) {
+        warnings.push(`maximum job size in cluster mode is ${MAX_CLUSTER_JOB_SIZE} bytes`);
+        options.maxJobSize = MAX_CLUSTER_JOB_SIZE;
+      }
+      options.cluster = { url: clusterUrl, leaseMs: clusterLeaseMs };
+    }
     // The flag wins over the variable; an empty variable means no token (set but blank in a shell).
     if (!noAdmin && admin.token === null && env.BEANPOLE_ADMIN_TOKEN) admin.token = adminToken(env.BEANPOLE_ADMIN_TOKEN, 'BEANPOLE_ADMIN_TOKEN');
     if (!noAdmin && admin.token === null && !isLoopback(admin.listen)) {
@@ -345,6 +398,20 @@ function basePath(value: string): string {
     throw new UsageError(`--admin-base-path wants a path such as /beanpole (letters, digits, . _ ~ -), not ${JSON.stringify(value)}`);
   }
   return trimmed;
+}
+
+/** A PostgreSQL connection URL (postgres:// or postgresql://), as the pg driver takes it. */
+function postgresUrl(value: string, where: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(`${where} wants a URL such as postgres://USER@HOST:PORT/DB, not ${JSON.stringify(value)}`);
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new UsageError(`${where} wants a postgres:// URL, not ${url.protocol}//`);
+  }
+  return value;
 }
 
 function hostList(value: string): string[] {

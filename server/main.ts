@@ -14,6 +14,7 @@ import { createLogger, type Logger } from './logger.js';
 import { machineFacts, memoryBudget } from './memory-budget.js';
 import { Binlog } from './persistence/binlog.js';
 import { BINLOG_EXIT_CODE, BinlogDirError, openBinlog, type OpenedBinlog } from './persistence/open-binlog.js';
+import { ClusterStore } from './cluster/cluster-store.js';
 import { BeanstalkServer } from './protocol/beanstalk/server.js';
 import { GEARMAN_JOB_RECORD_BYTES, MAX_UNIQUE_BYTES } from './protocol/gearman/connection.js';
 import { GearmanRegistry } from './protocol/gearman/registry.js';
@@ -43,6 +44,7 @@ async function main(argv: string[]): Promise<void> {
   const { options, warnings } = cli;
   const log = createLogger(options.verbosity);
   for (const w of warnings) log.warn(w);
+  if (options.cluster !== null) return clusterMain(options, log);
 
   const user = options.user === null ? null : privileged(log, () => lookUpUser(options.user!));
   const binlogDir = options.binlogDir;
@@ -203,6 +205,96 @@ async function main(argv: string[]): Promise<void> {
     const jobs = Math.floor(budget.maxRecordHeapBytes / JOB_RECORD_HEAP_BYTES);
     log.info({ ...budget }, `memory budget: ${jobs} jobs on the heap, ${budget.maxJobBytes} bytes of bodies`);
     // A person at a terminal gets the addresses in words; logs stay JSON on stderr for machines.
+    if (process.stdout.isTTY) process.stdout.write(startupBanner(banner));
+  } catch (err) {
+    log.fatal({ err }, 'cannot listen');
+    process.exit(111);
+  }
+}
+
+/**
+ * Cluster mode: the jobs are in PostgreSQL (server/cluster/), shared with every node given the
+ * same database; this node serves the beanstalkd protocol and the dashboard over them.
+ */
+async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
+  const cluster = options.cluster!;
+  const user = options.user === null ? null : privileged(log, () => lookUpUser(options.user!));
+  if (options.gearman !== null) {
+    log.warn('cluster mode serves the beanstalkd protocol only for now: no Gearman port (see the README)');
+  }
+  let store: ClusterStore;
+  try {
+    store = await ClusterStore.open({
+      url: cluster.url,
+      leaseMs: cluster.leaseMs,
+      maxJobSize: options.maxJobSize,
+      deadLetterAfter: options.deadLetterAfter,
+      address: `${os.hostname()}:${options.port}`,
+      version: VERSION,
+      log,
+    });
+  } catch (err) {
+    log.fatal({ err: (err as Error).message }, `cluster: cannot use the database: ${(err as Error).message}`);
+    process.exit(111);
+  }
+  const info: ServerInfo = {
+    version: VERSION,
+    instanceId: randomBytes(8).toString('hex'),
+    hostname: os.hostname(),
+    os: os.version(),
+    platform: os.machine(),
+    pid: process.pid,
+    binlog: () => ({ oldestIndex: 0, currentIndex: 0, recordsMigrated: 0, recordsWritten: 0, maxSize: options.binlogSize }),
+  };
+  const noop = (): void => undefined;
+  const beanstalk = new BeanstalkServer({ ops: store, info, log, onActivity: noop, durability: immediateDurability });
+  process.on('SIGPIPE', noop);
+  process.on('SIGUSR1', () => {
+    log.info('SIGUSR1: entering drain mode; puts now get DRAINING');
+    store.setDraining();
+  });
+  let admin: AdminShell | null = null;
+  let stopping = false;
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    // The node leaves the cluster: what its clients held is ready again for the other nodes.
+    void Promise.all([beanstalk.close(), admin?.close()])
+      .then(() => store.close())
+      .then(() => process.exit(0));
+    setTimeout(() => process.exit(0), 5000).unref();
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  const banner: BannerFacts = { beanstalkd: null, gearman: null, dashboard: null };
+  if (options.admin !== null) {
+    admin = new AdminShell({
+      ops: store,
+      info,
+      gearman: null,
+      log,
+      options: options.admin,
+      uiDir: path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'ui'),
+      binlog: false,
+      historyDir: null,
+      onActivity: noop,
+    });
+    if (user !== null) await admin.preload();
+    try {
+      banner.dashboard = await admin.listen();
+      log.info({ url: banner.dashboard }, `dashboard on ${banner.dashboard}`);
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'dashboard not started: cannot listen on its address (use --admin-port or --no-admin)');
+      void admin.close();
+      admin = null;
+    }
+  }
+  try {
+    const where = await beanstalk.listen(options.listen, options.port);
+    if (user !== null) privileged(log, () => becomeUser(user));
+    banner.beanstalkd = where;
+    log.info({ address: where, version: VERSION, node: store.nodeId }, `beanstalkd protocol listening on ${where} (cluster node ${store.nodeId})`);
     if (process.stdout.isTTY) process.stdout.write(startupBanner(banner));
   } catch (err) {
     log.fatal({ err }, 'cannot listen');

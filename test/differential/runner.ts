@@ -1,3 +1,5 @@
+import { inject } from 'vitest';
+import { withFreshDatabase } from '../support/cluster-db.js';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -281,7 +283,11 @@ export function differsOnlyInClock(r: CaseResult): boolean {
 }
 
 async function runSide(kind: ServerKind, c: Case, extraArgs: readonly string[], binlogNorm: boolean): Promise<SideResult> {
-  const { args, dirs } = privateBinlogDirs([...(c.args ?? []), ...extraArgs], c.name);
+  const binlogArgs = privateBinlogDirs([...(c.args ?? []), ...extraArgs], c.name);
+  const dirs = binlogArgs.dirs;
+  // Cluster mode (BEANPOLE_EXTRA_ARGS='--cluster @test'): a fresh database per case, kept across
+  // the case's restarts as a binlog directory would be.
+  const args = kind === 'beanpole' ? await withFreshDatabase(binlogArgs.args, inject('pgUrl'), c.name) : binlogArgs.args;
   const sockDir = c.unix === true ? mkdtempSync(path.join(os.tmpdir(), 'beanpole-diff-')) : null;
   const stderr: string[] = [];
   try {
@@ -305,7 +311,8 @@ export async function runCase(c: Case, cfg: DiffConfig): Promise<CaseResult> {
   // A case that restarts the server only compares like with like if both sides keep (or both
   // lose) their jobs: when only the target has -b, give the reference a binlog too.
   const restarts = c.steps.some((s) => s.op === 'restart');
-  if (restarts && hasBinlogFlag(cfg.targetArgs) && !hasBinlogFlag(referenceArgs)) {
+  const targetKeepsJobs = hasBinlogFlag(cfg.targetArgs) || cfg.targetArgs.includes('--cluster');
+  if (restarts && targetKeepsJobs && !hasBinlogFlag(referenceArgs)) {
     referenceArgs = [...referenceArgs, '-b', path.join(os.tmpdir(), 'beanpole-diff-ref')];
   }
   // With -b, file numbers and record counts depend on the on-disk format (and are simply

@@ -1,0 +1,489 @@
+/**
+ * One client of a cluster node: its used tube and watch list, the reservations it holds (each
+ * with its fencing token and deadline), and a blocked reserve. Jobs are in PostgreSQL; what is
+ * here is what beanstalkd keeps per connection, and the timers that act for it: its jobs' TTRs
+ * (expiry, and DEADLINE_SOON while it waits) and its reserve timeout.
+ */
+import { DEADLINE_SOON_MARGIN_MS, DEFAULT_TUBE } from '../../shared/limits.js';
+import { OrderedSet } from '../engine/ordered-set.js';
+import { fail, ok } from '../engine/results.js';
+import type {
+  ClientDelegate,
+  ClientOperations,
+  ConnectOptions,
+  JobBytes,
+  NewJob,
+  ReleaseOutcome,
+  ReserveOutcome,
+  Result,
+  SessionView,
+  TubeName,
+} from '../operations/operations.js';
+import { ttrWithFloor } from '../operations/rules.js';
+import type { ClusterStore } from './cluster-store.js';
+import { jobBytes } from './job-row.js';
+import { run } from './pool.js';
+import { STATE } from './schema.js';
+import { SQL } from './sql.js';
+
+/** A reservation this client holds: the token's counter and when it runs out (epoch ms). */
+interface Held {
+  tube: string;
+  reserves: number;
+  deadlineAt: number;
+}
+
+interface ReservedRow {
+  id: number;
+  tube: string;
+  reserves: number;
+  due_at: number;
+  ttr_ms: number;
+  body: Buffer;
+}
+
+const OK_VOID: Result<void> = ok(undefined);
+
+export class ClusterClient implements ClientOperations {
+  private used = DEFAULT_TUBE;
+  /** Watched tubes in beanstalkd's list-tubes-watched order (an ignore swaps the last one in). */
+  private readonly watched = new OrderedSet<string>();
+  /** A put admitted whose body never came (EXPECTED_CRLF, a disconnect): its id is used up. */
+  private admitted = false;
+  private readonly held = new Map<number, Held>();
+  producer = false;
+  worker = false;
+  private halfClosed = false;
+  private holdMs = -1;
+  /** A blocked reserve (until: epoch ms, -1 for ever), or a sleep (wakeOnly). */
+  private wait: { until: number; wakeOnly: boolean } | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly openedAt: number;
+  private lastCommandAt: number;
+  private lastCommand = '';
+  private closed = false;
+
+  constructor(
+    private readonly store: ClusterStore,
+    readonly id: number,
+    readonly delegate: ClientDelegate,
+    private readonly peer: string,
+    options: ConnectOptions,
+  ) {
+    this.openedAt = this.lastCommandAt = store.now();
+    store.localTube(DEFAULT_TUBE).using++;
+    if (options.watchNothing !== true) {
+      this.watched.add(DEFAULT_TUBE);
+      store.localTube(DEFAULT_TUBE).watching++;
+    }
+  }
+
+  get isWaiting(): boolean {
+    return this.wait !== null && !this.wait.wakeOnly;
+  }
+
+  noteCommand(name: string): void {
+    this.settleAdmitted();
+    this.lastCommand = name;
+    this.lastCommandAt = this.store.now();
+  }
+
+  usedTube(): string {
+    return this.used;
+  }
+
+  watchedTubes(): string[] {
+    return [...this.watched.values()];
+  }
+
+  watchedCount(): number {
+    return this.watched.size;
+  }
+
+  use(tube: string): Result<TubeName> {
+    if (tube !== this.used) {
+      this.store.localTube(this.used).using--;
+      this.store.localTube(tube).using++;
+      this.used = tube;
+    }
+    return ok({ name: tube });
+  }
+
+  watch(tube: string): Result<number> {
+    if (!this.watched.has(tube)) {
+      this.watched.add(tube);
+      this.store.localTube(tube).watching++;
+      if (this.isWaiting) this.store.localTube(tube).waiting++;
+    }
+    return ok(this.watched.size);
+  }
+
+  ignore(tube: string): Result<number> {
+    if (this.watched.has(tube)) {
+      if (this.watched.size === 1) return fail('NOT_IGNORED');
+      this.watched.delete(tube);
+      this.store.localTube(tube).watching--;
+      if (this.isWaiting) this.store.localTube(tube).waiting--;
+    }
+    return ok(this.watched.size);
+  }
+
+  /**
+   * The id comes from the database's sequence when the put commits (put answers it). beanstalkd
+   * gives the id here, so a put whose body never comes still uses one up: noted now, and drawn
+   * from the sequence before this node's next put if no body follows.
+   */
+  admitPut(_bytes: number): Result<number> {
+    this.settleAdmitted();
+    this.producer = true;
+    this.admitted = true;
+    return ok(0);
+  }
+
+  put(_id: number, job: NewJob): Promise<Result<JobBytes>> | Result<JobBytes> {
+    this.admitted = false;
+    return this.submit(this.used, job);
+  }
+
+  /** A put admitted before this command never got its body: its id is used up. */
+  private settleAdmitted(): void {
+    if (!this.admitted) return;
+    this.admitted = false;
+    this.store.useUpIds(1);
+  }
+
+  submit(tube: string, job: NewJob): Promise<Result<JobBytes>> | Result<JobBytes> {
+    this.producer = true;
+    if (this.store.isTooBig(job.body.length)) return fail('JOB_TOO_BIG');
+    if (this.store.draining) return fail('DRAINING');
+    return this.store.insert(tube, { ...job, ttrMs: ttrWithFloor(job.ttrMs) });
+  }
+
+  async reserve(timeoutMs: number | null): Promise<ReserveOutcome> {
+    this.settleAdmitted();
+    this.stopWaiting();
+    this.worker = true;
+    const now = this.store.now();
+    if (this.deadlineSoon(now) && !(await this.anyWatchedReady())) return { kind: 'deadline-soon' };
+    const generation = this.store.wakeGeneration;
+    const job = await this.take([...this.watched.values()]);
+    if (job !== null) return { kind: 'reserved', job };
+    // protocol: a zero timeout still lets a held job inside the DEADLINE_SOON margin win.
+    if (timeoutMs === 0 && this.deadlineSoon(this.store.now())) return { kind: 'deadline-soon' };
+    if (timeoutMs === 0 || this.halfClosed) return { kind: 'timed-out' };
+    this.startWaiting(timeoutMs === null ? -1 : now + timeoutMs, false);
+    // A job made ready while the statement ran woke nobody: look again for this client.
+    if (this.store.wakeGeneration !== generation) this.store.wake(null);
+    return { kind: 'waiting' };
+  }
+
+  /**
+   * Offered by the store's dispatch while this client waits: reserves from `tubes` and hands the
+   * job over (or, asleep, says a job is ready). False when nothing was there.
+   */
+  async offer(tubes: string[]): Promise<boolean> {
+    const wait = this.wait;
+    if (wait === null) return true;
+    if (wait.wakeOnly) {
+      const [row] = await run<{ any: boolean }>(this.store.pool, SQL.anyReady, [tubes]);
+      if (row?.any !== true || this.wait !== wait) return row?.any === true;
+      this.stopWaiting();
+      this.delegate.woken();
+      return true;
+    }
+    const job = await this.take(tubes);
+    if (job === null) return false;
+    if (this.wait !== wait || this.closed) {
+      // The client stopped waiting (or left) while the statement ran: the job goes back.
+      await this.giveBack(job.id);
+      return true;
+    }
+    this.stopWaiting();
+    this.delegate.reserved(job);
+    return true;
+  }
+
+  /** Reserves the best ready job of `tubes` for this client, or null. */
+  private async take(tubes: string[]): Promise<JobBytes | null> {
+    if (tubes.length === 0) return null;
+    const [row] = await run<ReservedRow>(this.store.pool, SQL.reserve, [tubes, this.store.nodeId, this.id, this.store.now(), this.holdMs]);
+    return row === undefined ? null : this.holding(row);
+  }
+
+  private holding(row: ReservedRow): JobBytes {
+    this.held.set(row.id, { tube: row.tube, reserves: row.reserves, deadlineAt: row.due_at });
+    this.schedule();
+    return jobBytes(row);
+  }
+
+  private async giveBack(id: number): Promise<void> {
+    const token = this.token(id);
+    if (!this.held.delete(id)) return;
+    const [row] = await run<{ tube: string }>(this.store.pool, SQL.unreserve, [id, ...token]);
+    if (row !== undefined) this.store.jobsReady([row.tube], true);
+  }
+
+  async reserveJob(id: number): Promise<Result<JobBytes>> {
+    this.worker = true;
+    try {
+      const [row] = await run<ReservedRow>(this.store.pool, SQL.reserveJob, [id, this.store.nodeId, this.id, this.store.now(), this.holdMs]);
+      return row === undefined ? fail('NOT_FOUND') : ok(this.holding(row));
+    } catch (err) {
+      return this.store.failed(err);
+    }
+  }
+
+  /** The token of a reservation this client holds ([-1, -1, -1] when it holds none: matches nothing). */
+  private token(id: number): [number, number, number] {
+    const held = this.held.get(id);
+    return held === undefined ? [-1, -1, -1] : [this.store.nodeId, this.id, held.reserves];
+  }
+
+  async delete(id: number): Promise<Result<void>> {
+    try {
+      const [row] = await run<{ tube: string; state: number }>(this.store.pool, SQL.delete, [id, ...this.token(id)]);
+      if (row === undefined) return fail('NOT_FOUND');
+      this.drop(id);
+      this.store.localTube(row.tube).deletes++;
+      this.store.jobEnded(id);
+      return OK_VOID;
+    } catch (err) {
+      return this.store.failed(err);
+    }
+  }
+
+  async release(id: number, priority: number, delayMs: number): Promise<Result<ReleaseOutcome>> {
+    if (!this.held.has(id)) return fail('NOT_FOUND');
+    try {
+      const now = this.store.now();
+      const [row] = await run<{ tube: string; state: number; due_at: number }>(this.store.pool, SQL.release, [
+        id,
+        ...this.token(id),
+        priority,
+        delayMs,
+        now,
+        this.store.defaultDeadLetterAfter,
+      ]);
+      this.drop(id);
+      if (row === undefined) return fail('NOT_FOUND');
+      if (row.state === STATE.ready) this.store.jobsReady([row.tube], true);
+      else if (row.state === STATE.delayed) this.store.delayedDue(row.due_at);
+      return ok(row.state === STATE.buried ? 'buried' : 'released');
+    } catch (err) {
+      return this.store.failed(err);
+    }
+  }
+
+  async bury(id: number, priority: number): Promise<Result<void>> {
+    if (!this.held.has(id)) return fail('NOT_FOUND');
+    try {
+      const [row] = await run(this.store.pool, SQL.bury, [id, ...this.token(id), priority]);
+      this.drop(id);
+      return row === undefined ? fail('NOT_FOUND') : OK_VOID;
+    } catch (err) {
+      return this.store.failed(err);
+    }
+  }
+
+  async touch(id: number): Promise<Result<void>> {
+    return this.extend(id, this.holdMs < 0 ? null : this.store.now() + this.holdMs);
+  }
+
+  async hold(id: number, holdMs: number): Promise<Result<void>> {
+    return this.extend(id, this.store.now() + holdMs);
+  }
+
+  /** Moves a held job's deadline (null: now + its TTR). */
+  private async extend(id: number, deadlineAt: number | null): Promise<Result<void>> {
+    const held = this.held.get(id);
+    if (held === undefined) return fail('NOT_FOUND');
+    try {
+      const deadline = deadlineAt === null || Number.isFinite(deadlineAt) ? deadlineAt : Number.MAX_SAFE_INTEGER;
+      const [row] = await run<{ due_at: number }>(this.store.pool, SQL.touch, [id, ...this.token(id), deadline, this.store.now()]);
+      if (row === undefined) {
+        this.drop(id);
+        return fail('NOT_FOUND');
+      }
+      held.deadlineAt = row.due_at;
+      this.schedule();
+      return OK_VOID;
+    } catch (err) {
+      return this.store.failed(err);
+    }
+  }
+
+  holds(id: number): boolean {
+    return this.held.has(id);
+  }
+
+  async peekReady(): Promise<JobBytes | undefined> {
+    const [row] = await run<{ id: number; tube: string; body: Buffer }>(this.store.pool, SQL.peekReady, [this.used]);
+    return row === undefined ? undefined : jobBytes(row);
+  }
+
+  async peekDelayed(): Promise<JobBytes | undefined> {
+    const [row] = await run<{ id: number; tube: string; body: Buffer }>(this.store.pool, SQL.peekDelayed, [this.used]);
+    return row === undefined ? undefined : jobBytes(row);
+  }
+
+  async peekBuried(): Promise<JobBytes | undefined> {
+    const [row] = await run<{ id: number; tube: string; body: Buffer }>(this.store.pool, SQL.peekBuried, [this.used]);
+    return row === undefined ? undefined : jobBytes(row);
+  }
+
+  kick(bound: number): Promise<number> {
+    return this.store.kickIn(this.used, bound);
+  }
+
+  async sleep(): Promise<boolean> {
+    if (this.wait !== null) return false;
+    const [row] = await run<{ any: boolean }>(this.store.pool, SQL.anyReady, [[...this.watched.values()]]);
+    if (row?.any === true) return true;
+    this.startWaiting(-1, true);
+    return false;
+  }
+
+  setHold(holdMs: number): void {
+    this.holdMs = Number.isFinite(holdMs) ? holdMs : Number.MAX_SAFE_INTEGER / 2;
+  }
+
+  halfClose(): void {
+    this.halfClosed = true;
+    const wait = this.wait;
+    if (wait === null) return;
+    this.stopWaiting();
+    if (!wait.wakeOnly) this.delegate.timedOut();
+  }
+
+  /** Ends the client: what it holds is ready again (no strike, as beanstalkd does on a disconnect). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.settleAdmitted();
+    this.stopWaiting();
+    this.stopTimers();
+    this.store.forget(this);
+    this.store.localTube(this.used).using--;
+    for (const tube of this.watched.values()) this.store.localTube(tube).watching--;
+    if (this.held.size === 0) return;
+    this.held.clear();
+    try {
+      const rows = await run<{ tube: string }>(this.store.pool, SQL.releaseConnection, [this.store.nodeId, this.id]);
+      if (rows.length > 0) this.store.jobsReady(rows.map((r) => r.tube), true);
+    } catch (err) {
+      // The node's lease, or the jobs' TTRs, bring them back instead.
+      this.store.log.warn({ err: (err as Error).message }, 'cluster: giving back a closed connection\'s jobs failed');
+    }
+  }
+
+  stopTimers(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  view(): SessionView {
+    return {
+      id: this.id,
+      peer: this.peer,
+      openedAt: this.openedAt,
+      lastCommandAt: this.lastCommandAt,
+      lastCommand: this.lastCommand,
+      holding: [...this.held].map(([id, h]) => ({ id, tube: h.tube, deadlineAt: h.deadlineAt })),
+      producer: this.producer,
+      worker: this.worker,
+      waiting: this.isWaiting,
+      using: this.used,
+      watching: [...this.watched.values()],
+      reserved: [...this.held.keys()],
+    };
+  }
+
+  // ---- waiting and deadlines --------------------------------------------------------------------
+
+  private startWaiting(until: number, wakeOnly: boolean): void {
+    this.wait = { until, wakeOnly };
+    if (!wakeOnly) for (const tube of this.watched.values()) this.store.localTube(tube).waiting++;
+    this.store.addWaiter(this);
+    this.schedule();
+  }
+
+  private stopWaiting(): void {
+    const wait = this.wait;
+    if (wait === null) return;
+    this.wait = null;
+    if (!wait.wakeOnly) for (const tube of this.watched.values()) this.store.localTube(tube).waiting--;
+    this.store.removeWaiter(this);
+    this.schedule();
+  }
+
+  private drop(id: number): void {
+    if (this.held.delete(id)) this.schedule();
+  }
+
+  private soonestDeadline(): number {
+    let soonest = Number.POSITIVE_INFINITY;
+    for (const h of this.held.values()) if (h.deadlineAt < soonest) soonest = h.deadlineAt;
+    return soonest;
+  }
+
+  private deadlineSoon(now: number): boolean {
+    return now >= this.soonestDeadline() - DEADLINE_SOON_MARGIN_MS;
+  }
+
+  private async anyWatchedReady(): Promise<boolean> {
+    const [row] = await run<{ any: boolean }>(this.store.pool, SQL.anyReady, [[...this.watched.values()]]);
+    return row?.any === true;
+  }
+
+  /** Times the next thing to do for this client: an expiry, DEADLINE_SOON, or its reserve timeout. */
+  private schedule(): void {
+    this.stopTimers();
+    if (this.closed) return;
+    const soonest = this.soonestDeadline();
+    let at = Number.POSITIVE_INFINITY;
+    // protocol: a reservation expires once its deadline has passed (strictly).
+    if (soonest !== Number.POSITIVE_INFINITY) at = soonest + 1;
+    if (this.isWaiting) {
+      if (soonest !== Number.POSITIVE_INFINITY) at = Math.min(at, soonest - DEADLINE_SOON_MARGIN_MS);
+      if (this.wait!.until >= 0) at = Math.min(at, this.wait!.until);
+    }
+    if (at === Number.POSITIVE_INFINITY) return;
+    this.timer = setTimeout(() => void this.tick(), Math.max(0, Math.min(at - this.store.now(), 2 ** 31 - 1)));
+  }
+
+  private async tick(): Promise<void> {
+    this.timer = null;
+    const now = this.store.now();
+    const soon = this.isWaiting && this.deadlineSoon(now);
+    for (const [id, held] of [...this.held]) {
+      if (held.deadlineAt >= now) continue;
+      this.held.delete(id);
+      try {
+        const [row] = await run<{ tube: string; state: number }>(this.store.pool, SQL.expire, [
+          id,
+          this.store.nodeId,
+          this.id,
+          held.reserves,
+          this.store.defaultDeadLetterAfter,
+        ]);
+        if (row !== undefined) {
+          this.store.jobTimeouts++;
+          if (row.state === STATE.ready) this.store.jobsReady([row.tube], true);
+        }
+      } catch (err) {
+        // Any node expires it a little later (the store's poll).
+        this.store.log.warn({ err: (err as Error).message }, 'cluster: expiring a reservation failed');
+      }
+    }
+    const wait = this.wait;
+    if (soon && wait !== null) {
+      this.stopWaiting();
+      this.delegate.deadlineSoon();
+    } else if (wait !== null && !wait.wakeOnly && wait.until >= 0 && this.store.now() >= wait.until) {
+      this.stopWaiting();
+      this.delegate.timedOut();
+    } else {
+      this.schedule();
+    }
+  }
+}

@@ -1,0 +1,760 @@
+/**
+ * The operations over PostgreSQL (cluster mode): every node given the same database serves the
+ * same tubes and jobs. The node keeps no job of its own; what it keeps is about its connections
+ * (watch lists, the reservations they hold, blocked reserves) and its command counters.
+ *
+ * - Puts of the same turn of the event loop go in one multi-row INSERT (put-batch.ts).
+ * - A reserve probes each watched tube's head (sql.ts) and locks it with SKIP LOCKED.
+ * - A blocked reserve waits here; jobs made ready on this node wake it at once, on other nodes
+ *   by a notification (wakeups.ts), and a slow poll covers lost notifications.
+ * - Delayed jobs become ready when due: every node times the soonest one it knows of.
+ * - TTRs: the node whose client holds a job times its deadline (cluster-client.ts); any node
+ *   expires a reservation more than OVERDUE_GRACE_MS late, whoever holds it.
+ * - A dead node's reservations come back when its lease runs out (node-lease.ts).
+ */
+import type { Logger } from 'pino';
+import type pg from 'pg';
+import type { JobHistoryDto } from '../../shared/history.js';
+import { DEFAULT_TUBE } from '../../shared/limits.js';
+import { immediateDurability } from '../engine/journal.js';
+import { fail, ok } from '../engine/results.js';
+import { COUNTED_COMMANDS } from '../engine/stats.js';
+import type {
+  ClientDelegate,
+  ClientOperations,
+  ConnectOptions,
+  CountedCommand,
+  Durability,
+  JobBytes,
+  JobChange,
+  JobPage,
+  JobScan,
+  JobSnapshot,
+  JobState,
+  JobUpdate,
+  JobView,
+  JobWatcher,
+  NewJob,
+  Operations,
+  QueuedState,
+  Result,
+  ServerCounts,
+  SessionView,
+  TubeCounts,
+  TubeSettings,
+  TubeSettingsView,
+} from '../operations/operations.js';
+import { ttrWithFloor } from '../operations/rules.js';
+import { ClusterClient } from './cluster-client.js';
+import { jobBytes, jobSnapshot, type JobRow } from './job-row.js';
+import { NodeLease, type NodeRow } from './node-lease.js';
+import { createPool, run } from './pool.js';
+import { PutBatch } from './put-batch.js';
+import { STATE, migrate } from './schema.js';
+import { SQL } from './sql.js';
+import { Wakeups } from './wakeups.js';
+
+/** Waiting reserves look again this often even without news (a lost notification). */
+const SAFETY_POLL_MS = 1000;
+/** A reservation this late is expired by any node (its holder's own timer did not). */
+const OVERDUE_GRACE_MS = 1000;
+/** Jobs a bulk clear or move changes per statement. */
+const BULK_SLICE = 1000;
+
+export interface ClusterStoreOptions {
+  url: string;
+  leaseMs: number;
+  maxJobSize: number;
+  /** The dead-letter limit of tubes without their own (0: off). */
+  deadLetterAfter: number;
+  /** This node's beanstalkd address, for the nodes view. */
+  address: string;
+  version: string;
+  log: Logger;
+  now?: () => number;
+}
+
+/** Per-node facts about a tube: its clients on this node, and the commands counted here. */
+interface LocalTube {
+  using: number;
+  watching: number;
+  waiting: number;
+  deletes: number;
+  pauses: number;
+}
+
+interface CountsRow {
+  urgent: number;
+  ready: number;
+  reserved: number;
+  delayed: number;
+  buried: number;
+}
+
+export class ClusterStore implements Operations {
+  readonly durability: Durability = immediateDurability;
+  readonly maxJobSize: number;
+  readonly pool: pg.Pool;
+  readonly lease: NodeLease;
+  readonly log: Logger;
+  readonly defaultDeadLetterAfter: number;
+  /** Command counters of this node (stats' cmd-*), and its timeouts. */
+  readonly commands: Record<CountedCommand, number>;
+  jobTimeouts = 0;
+  totalConnections = 0;
+  readonly startedAt: number;
+  readonly now: () => number;
+  private readonly puts: PutBatch;
+  private readonly wakeups: Wakeups;
+  private readonly clients = new Map<number, ClusterClient>();
+  private readonly localTubes = new Map<string, LocalTube>();
+  /** Clients blocked in reserve (or asleep), oldest first. */
+  private readonly waiters = new Set<ClusterClient>();
+  private nextClientId = 1;
+  private isDraining = false;
+  private readonly drainListeners = new Set<() => void>();
+  private readonly watchers = new Map<number, Set<JobWatcher>>();
+  /** Tubes with news since the last dispatch (null: all of them). */
+  private news: Set<string> | null = new Set();
+  private dispatching = false;
+  private dispatchQueued = false;
+  /** Bumped on every wake-up: a reserve that found nothing compares it to see whether it missed one. */
+  wakeGeneration = 0;
+  private dueTimer: NodeJS.Timeout | null = null;
+  private dueAt = Number.POSITIVE_INFINITY;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  private constructor(private readonly o: ClusterStoreOptions) {
+    this.log = o.log;
+    this.now = o.now ?? Date.now;
+    this.startedAt = this.now();
+    this.maxJobSize = o.maxJobSize;
+    this.defaultDeadLetterAfter = o.deadLetterAfter;
+    this.pool = createPool(o.url, o.log);
+    this.commands = Object.fromEntries(COUNTED_COMMANDS.map((c) => [c, 0])) as Record<CountedCommand, number>;
+    this.lease = new NodeLease({
+      pool: this.pool,
+      log: o.log,
+      leaseMs: o.leaseMs,
+      address: o.address,
+      version: o.version,
+      now: this.now,
+      connections: () => this.clients.size,
+      onReady: (tubes) => this.jobsReady(tubes, true),
+    });
+    this.puts = new PutBatch(this);
+    this.wakeups = new Wakeups(o.url, () => this.lease.id, {
+      ready: (tubes) => this.wake(tubes),
+      due: (at) => this.armDue(at),
+    }, o.log);
+  }
+
+  /** Connects, migrates the schema, registers this node and starts its timers. */
+  static async open(options: ClusterStoreOptions): Promise<ClusterStore> {
+    const store = new ClusterStore(options);
+    try {
+      const client = await store.pool.connect();
+      try {
+        const { from, to } = await migrate(client);
+        if (from !== to) options.log.info({ from, to }, 'cluster: database schema migrated');
+      } finally {
+        client.release();
+      }
+      await store.lease.register();
+      await store.wakeups.start();
+    } catch (err) {
+      await store.pool.end().catch(() => undefined);
+      throw err;
+    }
+    store.lease.start();
+    store.pollTimer = setInterval(() => void store.poll(), SAFETY_POLL_MS);
+    store.pollTimer.unref();
+    void store.poll();
+    options.log.info({ node: store.lease.id }, 'cluster: joined');
+    return store;
+  }
+
+  get nodeId(): number {
+    return this.lease.id;
+  }
+
+  get draining(): boolean {
+    return this.isDraining;
+  }
+
+  setDraining(): void {
+    if (this.isDraining) return;
+    this.isDraining = true;
+    for (const fn of this.drainListeners) fn();
+  }
+
+  onDraining(fn: () => void): () => void {
+    this.drainListeners.add(fn);
+    return () => this.drainListeners.delete(fn);
+  }
+
+  isTooBig(bytes: number): boolean {
+    return bytes > this.maxJobSize;
+  }
+
+  /** Leaves the cluster: this node's clients' jobs are ready again for the other nodes. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.pollTimer !== null) clearInterval(this.pollTimer);
+    if (this.dueTimer !== null) clearTimeout(this.dueTimer);
+    for (const client of this.clients.values()) client.stopTimers();
+    try {
+      const tubes = await this.lease.leave();
+      for (const tube of new Set(tubes)) this.wakeups.jobsReady(tube);
+      await this.wakeups.close();
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'cluster: leaving cleanly failed (the lease runs out instead)');
+    }
+    await this.pool.end().catch(() => undefined);
+  }
+
+  // ---- clients ---------------------------------------------------------------------------------
+
+  connect(delegate: ClientDelegate, peer: string, options: ConnectOptions = {}): ClientOperations {
+    const client = new ClusterClient(this, this.nextClientId++, delegate, peer, options);
+    this.clients.set(client.id, client);
+    this.totalConnections++;
+    return client;
+  }
+
+  forget(client: ClusterClient): void {
+    this.clients.delete(client.id);
+    this.waiters.delete(client);
+  }
+
+  /** This node's clients' references to a tube (use, watch, wait), which keep it listed. */
+  localTube(name: string): LocalTube {
+    let t = this.localTubes.get(name);
+    if (t === undefined) this.localTubes.set(name, (t = { using: 0, watching: 0, waiting: 0, deletes: 0, pauses: 0 }));
+    return t;
+  }
+
+  addWaiter(client: ClusterClient): void {
+    this.waiters.add(client);
+  }
+
+  removeWaiter(client: ClusterClient): void {
+    this.waiters.delete(client);
+  }
+
+  /** Ids used up by puts whose body never came, drawn before this node's next put. */
+  unusedIds = 0;
+
+  useUpIds(n: number): void {
+    this.unusedIds += n;
+  }
+
+  /** Queues a put for this turn's batch. */
+  insert(tube: string, job: NewJob): Promise<Result<JobBytes>> {
+    return this.puts.add(tube, job);
+  }
+
+  /**
+   * Jobs became ready in `tubes` through this node: its own waiters look now, the other nodes'
+   * once the change is committed (it is when this is called) and they hear of it.
+   */
+  jobsReady(tubes: Iterable<string>, tellOthers: boolean): void {
+    const set = new Set(tubes);
+    if (tellOthers) for (const tube of set) this.wakeups.jobsReady(tube);
+    this.wake(set);
+  }
+
+  delayedDue(at: number): void {
+    this.wakeups.delayedDue(at);
+    this.armDue(at);
+  }
+
+  /** News for the waiters: they look for jobs in these tubes (null: in any tube). */
+  wake(tubes: Set<string> | null): void {
+    this.wakeGeneration++;
+    if (this.news !== null) {
+      if (tubes === null) this.news = null;
+      else for (const t of tubes) this.news.add(t);
+    }
+    if (this.waiters.size === 0) {
+      this.news = new Set();
+      return;
+    }
+    if (this.dispatching) {
+      this.dispatchQueued = true;
+      return;
+    }
+    void this.dispatch();
+  }
+
+  /**
+   * Offers jobs to waiting clients, oldest waiter first, one reserve statement per waiter that
+   * watches a tube with news; a tube where a reserve found nothing is not tried again this round.
+   */
+  private async dispatch(): Promise<void> {
+    this.dispatching = true;
+    try {
+      do {
+        this.dispatchQueued = false;
+        const news = this.news;
+        this.news = new Set();
+        const empty = new Set<string>();
+        for (const client of [...this.waiters]) {
+          if (!this.waiters.has(client)) continue;
+          const tubes = client.watchedTubes().filter((t) => (news === null || news.has(t)) && !empty.has(t));
+          if (tubes.length === 0) continue;
+          const found = await client.offer(tubes);
+          if (!found) for (const t of tubes) empty.add(t);
+        }
+      } while (this.dispatchQueued && this.waiters.size > 0);
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'cluster: waking waiting reserves failed (the next poll tries again)');
+    } finally {
+      this.dispatching = false;
+    }
+  }
+
+  /** The slow safety net: overdue reservations, due delayed jobs, and waiters look at every tube. */
+  private async poll(): Promise<void> {
+    if (this.closed) return;
+    try {
+      const expired = await run<{ tube: string; state: number }>(this.pool, SQL.expireOverdue, [
+        this.now(),
+        OVERDUE_GRACE_MS,
+        this.defaultDeadLetterAfter,
+      ]);
+      const ready = expired.filter((r) => r.state === STATE.ready).map((r) => r.tube);
+      if (ready.length > 0) this.jobsReady(ready, true);
+      await this.promote();
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'cluster: poll failed');
+    }
+    if (this.waiters.size > 0) this.wake(null);
+  }
+
+  // ---- delayed jobs ----------------------------------------------------------------------------
+
+  /** Times the promotion of delayed jobs for `at`, if sooner than what is timed now. */
+  armDue(at: number): void {
+    if (this.closed || at >= this.dueAt) return;
+    this.dueAt = at;
+    if (this.dueTimer !== null) clearTimeout(this.dueTimer);
+    this.dueTimer = setTimeout(() => {
+      this.dueTimer = null;
+      this.dueAt = Number.POSITIVE_INFINITY;
+      void this.promote().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cluster: promoting delayed jobs failed'));
+    }, Math.max(0, at - this.now()));
+    this.dueTimer.unref();
+  }
+
+  /** Makes due delayed jobs ready, then times the next one. */
+  private async promote(): Promise<void> {
+    for (;;) {
+      const rows = await run<{ tube: string }>(this.pool, SQL.promote, [this.now()]);
+      if (rows.length > 0) this.jobsReady(rows.map((r) => r.tube), true);
+      if (rows.length < 1000) break;
+    }
+    const [next] = await run<{ delayed: number | null }>(this.pool, SQL.nextDue, []);
+    if (next?.delayed != null) this.armDue(next.delayed);
+  }
+
+  // ---- reads -----------------------------------------------------------------------------------
+
+  async peek(id: number): Promise<JobBytes | undefined> {
+    const [row] = await run<Pick<JobRow, 'id' | 'tube' | 'body'>>(this.pool, SQL.peek, [id]);
+    return row === undefined ? undefined : jobBytes(row);
+  }
+
+  async job(id: number): Promise<JobSnapshot | undefined> {
+    const [row] = await run<JobRow>(this.pool, SQL.job, [id]);
+    return row === undefined ? undefined : jobSnapshot(row, this.nodeId);
+  }
+
+  /** The job history ring is the in-memory store's: a cluster keeps none (README, cluster mode). */
+  jobHistory(id: number): JobHistoryDto {
+    return { id, events: [], capacity: 0, recorded: 0 };
+  }
+
+  async visitJobs(ids: Iterable<number>, visit: (id: number, view: JobView | undefined) => void): Promise<void> {
+    const wanted = [...ids];
+    const rows = wanted.length === 0 ? [] : await run<JobRow>(this.pool, SQL.jobs, [wanted]);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    for (const id of wanted) {
+      const row = byId.get(id);
+      visit(id, row === undefined ? undefined : jobSnapshot(row, this.nodeId));
+    }
+  }
+
+  async eachJob(visit: (job: JobSnapshot) => void): Promise<void> {
+    const scan = this.scanJobs();
+    while (!(await scan.next(BULK_SLICE, (view, body) => (visit({ ...view, body }), true))));
+  }
+
+  scanJobs(): JobScan {
+    let after = 0;
+    let rows: JobRow[] = [];
+    let i = 0;
+    let exhausted = false;
+    return {
+      next: async (max, visit) => {
+        for (let n = 0; n < max; n++) {
+          if (i >= rows.length) {
+            if (exhausted) return true;
+            rows = await run<JobRow>(this.pool, SQL.scan, [after, BULK_SLICE]);
+            i = 0;
+            if (rows.length < BULK_SLICE) exhausted = true;
+            if (rows.length === 0) return true;
+          }
+          const row = rows[i++]!;
+          after = row.id;
+          const snapshot = jobSnapshot(row, this.nodeId);
+          if (!visit(snapshot, snapshot.body)) return false;
+        }
+        return i >= rows.length && exhausted;
+      },
+    };
+  }
+
+  watcherCount(id: number): number {
+    return this.watchers.get(id)?.size ?? 0;
+  }
+
+  /** Tubes with jobs, or referenced by this node's clients; the default tube always. */
+  async tubeNames(): Promise<string[]> {
+    const rows = await run<{ tube: string }>(this.pool, SQL.tubesWithJobs, []);
+    const names = new Set<string>([DEFAULT_TUBE]);
+    for (const r of rows) names.add(r.tube);
+    for (const [name, t] of this.localTubes) if (t.using + t.watching + t.waiting > 0) names.add(name);
+    return [...names];
+  }
+
+  async tube(name: string): Promise<TubeCounts | undefined> {
+    const [row] = await run<CountsRow & { next_ready_created_at: number | null; total_jobs: number; pause_ms: number | null; unpause_at: number | null; dead_letter_after: number | null }>(
+      this.pool,
+      SQL.tubeCounts,
+      [name],
+    );
+    const local = this.localTubes.get(name);
+    const jobs = row === undefined ? 0 : row.ready + row.reserved + row.delayed + row.buried;
+    const referenced = local !== undefined && local.using + local.watching + local.waiting > 0;
+    if (jobs === 0 && !referenced && name !== DEFAULT_TUBE) return undefined;
+    return this.countsOf(name, row ?? zeroCounts(), row?.total_jobs ?? 0, row?.pause_ms ?? 0, row?.unpause_at ?? 0, row?.dead_letter_after ?? null, row?.next_ready_created_at ?? 0);
+  }
+
+  async tubes(): Promise<TubeCounts[]> {
+    const [names, counts, totals, settings] = await Promise.all([
+      this.tubeNames(),
+      run<CountsRow & { tube: string }>(this.pool, SQL.allTubeCounts, []),
+      run<{ tube: string; total_jobs: number }>(this.pool, SQL.allTubeTotals, []),
+      run<{ name: string; pause_ms: number; unpause_at: number; dead_letter_after: number | null }>(this.pool, SQL.allTubeRows, []),
+    ]);
+    const countOf = new Map(counts.map((c) => [c.tube, c]));
+    const totalOf = new Map(totals.map((t) => [t.tube, t.total_jobs]));
+    const settingsOf = new Map(settings.map((s) => [s.name, s]));
+    return names.map((name) => {
+      const st = settingsOf.get(name);
+      return this.countsOf(name, countOf.get(name) ?? zeroCounts(), totalOf.get(name) ?? 0, st?.pause_ms ?? 0, st?.unpause_at ?? 0, st?.dead_letter_after ?? null, 0);
+    });
+  }
+
+  private countsOf(
+    name: string,
+    c: CountsRow,
+    totalJobs: number,
+    pauseMs: number,
+    unpauseAt: number,
+    ownDeadLetter: number | null,
+    nextReadyCreatedAt: number,
+  ): TubeCounts {
+    const local = this.localTubes.get(name);
+    const paused = unpauseAt > this.now();
+    return {
+      name,
+      serial: 0,
+      urgent: c.urgent,
+      ready: c.ready,
+      reserved: c.reserved,
+      delayed: c.delayed,
+      buried: c.buried,
+      totalJobs,
+      using: local?.using ?? 0,
+      watching: local?.watching ?? 0,
+      waiting: local?.waiting ?? 0,
+      deletes: local?.deletes ?? 0,
+      pauses: local?.pauses ?? 0,
+      pauseMs: paused ? pauseMs : 0,
+      unpauseAt: paused ? unpauseAt : 0,
+      stateChanges: [0, 0, 0, 0],
+      nextReadyCreatedAt,
+      deadLetterAfter: ownDeadLetter ?? this.defaultDeadLetterAfter,
+      ownSettings: ownDeadLetter === null ? null : { deadLetterAfter: ownDeadLetter },
+    };
+  }
+
+  async serverCounts(): Promise<ServerCounts> {
+    const [[row], names] = await Promise.all([run<CountsRow & { total_jobs: number }>(this.pool, SQL.serverCounts, []), this.tubeNames()]);
+    let producers = 0;
+    let workers = 0;
+    let waiting = 0;
+    for (const c of this.clients.values()) {
+      if (c.producer) producers++;
+      if (c.worker) workers++;
+      if (c.isWaiting) waiting++;
+    }
+    return {
+      urgent: row!.urgent,
+      ready: row!.ready,
+      reserved: row!.reserved,
+      delayed: row!.delayed,
+      buried: row!.buried,
+      jobTimeouts: this.jobTimeouts,
+      totalJobs: row!.total_jobs,
+      tubes: names.length,
+      currentConnections: this.clients.size,
+      totalConnections: this.totalConnections,
+      producers,
+      workers,
+      waiting,
+      draining: this.isDraining,
+      startedAt: this.startedAt,
+      maxJobSize: this.maxJobSize,
+      operations: { ...this.commands },
+    };
+  }
+
+  sessions(): SessionView[] {
+    return [...this.clients.values()].map((c) => c.view());
+  }
+
+  closeConnection(id: number): Result<void> {
+    const client = this.clients.get(id);
+    if (client === undefined) return fail('NOT_FOUND');
+    client.delegate.disconnect();
+    return ok(undefined);
+  }
+
+  async listJobs(tube: string, state: JobState, limit: number, cursor: string | null): Promise<JobPage | undefined> {
+    if ((await this.tube(tube)) === undefined) return undefined;
+    const [a, b] = parseCursor(cursor);
+    const statement =
+      state === 'ready' ? SQL.pageReady : state === 'delayed' ? SQL.pageDelayed : state === 'buried' ? SQL.pageBuried : SQL.pageReserved;
+    const rows = await run<JobRow>(this.pool, statement, [tube, a, b, limit + 1]);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      jobs: page.map((r) => jobSnapshot(r, this.nodeId)),
+      next: rows.length > limit && last !== undefined ? cursorFor(state, last) : null,
+    };
+  }
+
+  async nextInList(id: number): Promise<number | null> {
+    const [row] = await run<JobRow>(this.pool, SQL.job, [id]);
+    if (row === undefined) return null;
+    const state = jobSnapshot(row, this.nodeId).state;
+    const page = await this.listJobs(row.tube, state, 1, cursorFor(state, row));
+    return page?.jobs[0]?.id ?? null;
+  }
+
+  count(operation: CountedCommand): void {
+    this.commands[operation]++;
+  }
+
+  // ---- changes (the dashboard's; the protocol's go through a client) ----------------------------
+
+  async put(tube: string, job: NewJob): Promise<Result<JobSnapshot>> {
+    this.count('put');
+    if (this.isTooBig(job.body.length)) return fail('JOB_TOO_BIG');
+    if (this.isDraining) return fail('DRAINING');
+    const result = await this.insert(tube, { ...job, ttrMs: ttrWithFloor(job.ttrMs) });
+    if (!result.ok) return fail(result.code);
+    const snapshot = await this.job(result.value.id);
+    return snapshot === undefined ? fail('NOT_FOUND') : ok(snapshot);
+  }
+
+  async delete(id: number): Promise<Result<void>> {
+    try {
+      const [row] = await run<{ tube: string }>(this.pool, SQL.deleteUnheld, [id]);
+      if (row === undefined) {
+        return (await this.job(id))?.state === 'reserved' ? fail('JOB_RESERVED') : fail('NOT_FOUND');
+      }
+      this.count('delete');
+      this.localTube(row.tube).deletes++;
+      this.jobEnded(id);
+      return ok(undefined);
+    } catch (err) {
+      return this.failed(err);
+    }
+  }
+
+  async kickJob(id: number): Promise<Result<JobSnapshot>> {
+    this.count('kick-job');
+    try {
+      const [row] = await run<JobRow>(this.pool, SQL.kickJob, [id]);
+      if (row === undefined) return fail('NOT_FOUND');
+      this.jobsReady([row.tube], true);
+      return ok(jobSnapshot(row, this.nodeId));
+    } catch (err) {
+      return this.failed(err);
+    }
+  }
+
+  async kick(tube: string, bound: number): Promise<Result<number>> {
+    if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
+    this.count('kick');
+    return ok(await this.kickIn(tube, bound));
+  }
+
+  /** Kicks up to `bound` of `tube`'s buried jobs, or its delayed ones when none is buried. */
+  async kickIn(tube: string, bound: number): Promise<number> {
+    const [{ any }] = (await run<{ any: boolean }>(this.pool, SQL.hasBuried, [tube])) as [{ any: boolean }];
+    const statement = any ? SQL.kickBuried : SQL.kickDelayed;
+    let kicked = 0;
+    while (kicked < bound) {
+      const rows = await run(this.pool, statement, [tube, Math.min(BULK_SLICE, bound - kicked)]);
+      kicked += rows.length;
+      if (rows.length < Math.min(BULK_SLICE, bound - kicked + rows.length)) break;
+    }
+    if (kicked > 0) this.jobsReady([tube], true);
+    return kicked;
+  }
+
+  async pauseTube(tube: string, delayMs: number): Promise<Result<TubeCounts>> {
+    this.count('pause-tube');
+    const now = this.now();
+    await run(this.pool, SQL.pauseTube, [tube, delayMs, delayMs === 0 ? 0 : now + delayMs]);
+    this.localTube(tube).pauses++;
+    // When it ends, reserves waiting here look again (other nodes' slow poll does the same).
+    const end = setTimeout(() => this.wake(new Set([tube])), delayMs + 1);
+    end.unref();
+    if (delayMs === 0) this.jobsReady([tube], true);
+    const counts = await this.tube(tube);
+    return counts === undefined ? fail('NOT_FOUND') : ok(counts);
+  }
+
+  async tubeSettings(tube: string): Promise<TubeSettingsView> {
+    const [row] = await run<{ dead_letter_after: number | null }>(this.pool, SQL.tubeSettings, [tube]);
+    const own = row?.dead_letter_after == null ? null : { deadLetterAfter: row.dead_letter_after };
+    const serverDefault = this.defaultDeadLetterAfter;
+    return { tube, deadLetterAfter: own?.deadLetterAfter ?? serverDefault, own, serverDefault: { deadLetterAfter: serverDefault } };
+  }
+
+  async setTubeSettings(tube: string, settings: TubeSettings | null): Promise<Result<TubeSettingsView>> {
+    await run(this.pool, SQL.setTubeSettings, [tube, settings?.deadLetterAfter ?? null]);
+    return ok(await this.tubeSettings(tube));
+  }
+
+  async editJob(id: number, change: JobChange): Promise<Result<JobSnapshot>> {
+    try {
+      const ttr = change.ttrMs === undefined ? null : ttrWithFloor(change.ttrMs);
+      const [row] = await run<JobRow>(this.pool, SQL.edit, [
+        id,
+        change.body ?? null,
+        change.priority ?? null,
+        ttr,
+        change.delayMs ?? null,
+        change.tube ?? null,
+        this.now(),
+      ]);
+      if (row === undefined) return (await this.job(id)) === undefined ? fail('NOT_FOUND') : fail('JOB_RESERVED');
+      let job = jobSnapshot(row, this.nodeId);
+      if (job.state === 'delayed') this.delayedDue(job.deadlineAt);
+      if (change.kick === true && (job.state === 'buried' || job.state === 'delayed')) {
+        const kicked = await this.kickJob(id);
+        if (!kicked.ok) return kicked;
+        job = kicked.value;
+      }
+      if (job.state === 'ready') this.jobsReady([job.tube], true);
+      return ok(job);
+    } catch (err) {
+      return this.failed(err);
+    }
+  }
+
+  async clear(tube: string, state: QueuedState): Promise<Result<number>> {
+    if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
+    let total = 0;
+    for (;;) {
+      const rows = await run(this.pool, SQL.clearSome, [tube, STATE[state], BULK_SLICE]);
+      total += rows.length;
+      if (rows.length < BULK_SLICE) break;
+    }
+    this.commands.delete += total;
+    this.localTube(tube).deletes += total;
+    return ok(total);
+  }
+
+  async move(tube: string, state: QueuedState, to: string, limit: number): Promise<Result<number>> {
+    if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
+    if (to === tube) return ok(0);
+    let moved = 0;
+    while (moved < limit) {
+      const want = Math.min(BULK_SLICE, limit - moved);
+      const rows = await run(this.pool, SQL.moveSome, [tube, STATE[state], want, to]);
+      moved += rows.length;
+      if (rows.length < want) break;
+    }
+    if (moved > 0 && state === 'ready') this.jobsReady([to], true);
+    return ok(moved);
+  }
+
+  // ---- news of a job (this node's watchers: a cluster relays none between nodes yet) ------------
+
+  attachWatcher(id: number, watcher: JobWatcher): boolean {
+    let set = this.watchers.get(id);
+    if (set === undefined) this.watchers.set(id, (set = new Set()));
+    set.add(watcher);
+    return true;
+  }
+
+  detachWatcher(id: number, watcher: JobWatcher): number {
+    const set = this.watchers.get(id);
+    if (set === undefined) return 0;
+    set.delete(watcher);
+    if (set.size === 0) this.watchers.delete(id);
+    return set.size;
+  }
+
+  report(id: number, update: JobUpdate): number {
+    const set = this.watchers.get(id);
+    if (set === undefined) return 0;
+    for (const w of set) w.update(id, update);
+    return set.size;
+  }
+
+  /** Job `id` was deleted through this node: its watchers here hear no more of it. */
+  jobEnded(id: number): void {
+    const set = this.watchers.get(id);
+    if (set === undefined) return;
+    this.watchers.delete(id);
+    for (const w of set) w.ended(id);
+  }
+
+  /** The nodes of the cluster, for the dashboard. */
+  nodes(): Promise<NodeRow[]> {
+    return this.lease.nodes();
+  }
+
+  /** A statement failed (the database is unreachable, a timeout): the command answers INTERNAL_ERROR. */
+  failed<T>(err: unknown): Result<T> {
+    this.log.warn({ err: (err as Error).message }, 'cluster: a statement failed');
+    return fail('INTERNAL_ERROR');
+  }
+}
+
+function zeroCounts(): CountsRow {
+  return { urgent: 0, ready: 0, reserved: 0, delayed: 0, buried: 0 };
+}
+
+/** A page cursor: the last job's position in its list ("a:b"). */
+function cursorFor(state: JobState, row: Pick<JobRow, 'id' | 'priority' | 'due_at' | 'bury_order'>): string {
+  const first = state === 'ready' ? row.priority : state === 'buried' ? row.bury_order : row.due_at;
+  return `${first}:${row.id}`;
+}
+
+function parseCursor(cursor: string | null): [number, number] {
+  if (cursor === null) return [-1, -1];
+  const [a, b] = cursor.split(':').map(Number);
+  return Number.isFinite(a) && Number.isFinite(b) ? [a!, b!] : [-1, -1];
+}

@@ -1,0 +1,39 @@
+/** The node's connections to PostgreSQL: a small pool for statements, and what they share. */
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { Statement } from './sql.js';
+
+/** Statements at once: commands of every client of this node share these connections. */
+export const POOL_SIZE = 8;
+/** A command waits this long for a connection or an answer before it fails (INTERNAL_ERROR). */
+export const STATEMENT_TIMEOUT_MS = 10_000;
+
+/** Every bigint the schema holds (ids, epoch ms, counts) fits a double: read them as numbers. */
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8 && format !== 'binary' ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+export function connectionConfig(url: string): pg.ClientConfig {
+  return { connectionString: url, types, application_name: 'beanpole' };
+}
+
+export function createPool(url: string, log: Logger): pg.Pool {
+  const pool = new pg.Pool({
+    ...connectionConfig(url),
+    max: POOL_SIZE,
+    connectionTimeoutMillis: STATEMENT_TIMEOUT_MS,
+    query_timeout: STATEMENT_TIMEOUT_MS,
+    idleTimeoutMillis: 60_000,
+  });
+  // An idle connection that dies (a database restart) is an 'error' on the pool: the pool drops
+  // it and opens another when next needed.
+  pool.on('error', (err) => log.warn({ err: err.message }, 'cluster: a PostgreSQL connection failed'));
+  return pool;
+}
+
+/** Runs a named (prepared) statement on the pool. */
+export async function run<R extends pg.QueryResultRow>(pool: pg.Pool | pg.ClientBase, statement: Statement, values: unknown[]): Promise<R[]> {
+  const result = await pool.query<R>({ name: statement.name, text: statement.text, values });
+  return result.rows;
+}

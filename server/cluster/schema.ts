@@ -1,0 +1,130 @@
+/**
+ * The cluster's tables, created and migrated by whichever node starts first. Each migration runs
+ * once, in its own transaction, in order; nodes that start together wait on one advisory lock,
+ * so exactly one of them migrates and the others find the work done.
+ *
+ * Times are epoch milliseconds from the nodes' clocks (which must agree, as NTP keeps them);
+ * job states are small integers (STATE below) so that each state's partial index stays small.
+ */
+import type pg from 'pg';
+
+/** Job states as stored. */
+export const STATE = { ready: 0, reserved: 1, delayed: 2, buried: 3 } as const;
+
+/** The advisory lock key migrations take (any constant no other application of the database uses). */
+const MIGRATION_LOCK = 0x6265_616e; // "bean"
+
+/**
+ * Version N is MIGRATIONS[N - 1]. Append only: a released migration never changes, since
+ * databases out there have already run it.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE SEQUENCE beanpole_job_ids;
+  CREATE SEQUENCE beanpole_bury_order;
+  CREATE TABLE beanpole_nodes (
+    id serial PRIMARY KEY,
+    address text NOT NULL,
+    version text NOT NULL,
+    started_at bigint NOT NULL,
+    heartbeat_at bigint NOT NULL,
+    lease_until bigint NOT NULL,
+    connections integer NOT NULL DEFAULT 0,
+    -- Set when the node stops, or when another node finds its lease run out.
+    gone_at bigint
+  );
+  CREATE TABLE beanpole_jobs (
+    id bigint PRIMARY KEY DEFAULT nextval('beanpole_job_ids'),
+    tube text NOT NULL,
+    state smallint NOT NULL,
+    priority bigint NOT NULL,
+    delay_ms bigint NOT NULL,
+    ttr_ms bigint NOT NULL,
+    created_at bigint NOT NULL,
+    -- Delayed: when it becomes ready. Reserved: when its TTR runs out.
+    due_at bigint NOT NULL DEFAULT 0,
+    -- Buried: its place in the tube's buried list (kick and peek-buried take the oldest burial).
+    bury_order bigint NOT NULL DEFAULT 0,
+    -- Reserved: the fencing token, node and connection and the job's reserve count; a delete,
+    -- release, bury or touch acts only while all three still match.
+    holder_node integer,
+    holder_conn bigint,
+    reserves integer NOT NULL DEFAULT 0,
+    timeouts integer NOT NULL DEFAULT 0,
+    releases integer NOT NULL DEFAULT 0,
+    buries integer NOT NULL DEFAULT 0,
+    kicks integer NOT NULL DEFAULT 0,
+    strikes integer NOT NULL DEFAULT 0,
+    bury_cause smallint NOT NULL DEFAULT 0,
+    -- Bumped when an operator replaces the body (a watcher tells a new body by it).
+    body_edits integer NOT NULL DEFAULT 0,
+    body bytea NOT NULL
+  ) WITH (
+    -- Every job is inserted, updated a few times and deleted: vacuum early and often, and leave
+    -- room in each page for updates that keep the row in place.
+    fillfactor = 80,
+    autovacuum_vacuum_scale_factor = 0.01,
+    autovacuum_vacuum_insert_scale_factor = 0.01,
+    autovacuum_analyze_scale_factor = 0.02,
+    autovacuum_vacuum_cost_delay = 0
+  );
+  -- A tube's queue head is one probe of this index (priority, then id).
+  CREATE INDEX beanpole_jobs_ready ON beanpole_jobs (tube, priority, id) WHERE state = 0;
+  CREATE INDEX beanpole_jobs_delayed ON beanpole_jobs (due_at, id) WHERE state = 2;
+  CREATE INDEX beanpole_jobs_delayed_tube ON beanpole_jobs (tube, due_at, id) WHERE state = 2;
+  CREATE INDEX beanpole_jobs_buried ON beanpole_jobs (tube, bury_order) WHERE state = 3;
+  CREATE INDEX beanpole_jobs_held ON beanpole_jobs (holder_node, due_at) WHERE state = 1;
+  -- Counts per tube and state (stats-tube) read this index only.
+  CREATE INDEX beanpole_jobs_tube_state ON beanpole_jobs (tube, state);
+  -- Jobs ever put into each tube, one row per node and tube so that nodes never wait on each
+  -- other's counters; stats-tube adds them up.
+  CREATE TABLE beanpole_tube_totals (
+    node integer NOT NULL,
+    tube text NOT NULL,
+    total_jobs bigint NOT NULL,
+    PRIMARY KEY (node, tube)
+  );
+  -- Tubes that are paused or have settings of their own (a tube exists while it has jobs).
+  CREATE TABLE beanpole_tubes (
+    name text PRIMARY KEY,
+    pause_ms bigint NOT NULL DEFAULT 0,
+    unpause_at bigint NOT NULL DEFAULT 0,
+    -- The tube's own dead-letter limit; null: the node's --dead-letter-after.
+    dead_letter_after bigint
+  );
+  `,
+];
+
+/** The schema version this build needs. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/**
+ * Brings the database to SCHEMA_VERSION. A database newer than this build (another node was
+ * upgraded first) is refused: this node could misread what the newer one writes.
+ */
+export async function migrate(client: pg.ClientBase): Promise<{ from: number; to: number }> {
+  await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+  try {
+    await client.query('CREATE TABLE IF NOT EXISTS beanpole_schema (version integer NOT NULL)');
+    const { rows } = await client.query<{ version: number }>('SELECT version FROM beanpole_schema');
+    const from = rows[0]?.version ?? 0;
+    if (from > SCHEMA_VERSION) {
+      throw new Error(`the database's schema is version ${from}, newer than this node's ${SCHEMA_VERSION}: upgrade this node`);
+    }
+    for (let version = from + 1; version <= SCHEMA_VERSION; version++) {
+      await client.query('BEGIN');
+      try {
+        await client.query(MIGRATIONS[version - 1]!);
+        if (version === 1 && rows.length === 0) await client.query('INSERT INTO beanpole_schema (version) VALUES (1)');
+        else await client.query('UPDATE beanpole_schema SET version = $1', [version]);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK');
+        throw err;
+      }
+    }
+    return { from, to: SCHEMA_VERSION };
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
+  }
+}

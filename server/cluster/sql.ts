@@ -1,0 +1,339 @@
+/**
+ * The statements of the cluster store, each named so that node-postgres prepares it once per
+ * connection. Job states are schema.ts's STATE codes: 0 ready, 1 reserved, 2 delayed, 3 buried.
+ *
+ * The reservation token is (holder_node, holder_conn, reserves): `reserves` grows with every
+ * reserve of the job, so a token names one reservation, and a statement that needs the
+ * reservation still to hold matches all three.
+ */
+import { JOB_COLUMNS } from './job-row.js';
+
+export interface Statement {
+  name: string;
+  text: string;
+}
+
+const s = (name: string, text: string): Statement => ({ name: `beanpole_${name}`, text });
+
+/** The dead-letter limit of the job's tube (`j`), or the node's default ($DEFAULT). */
+const limitOf = (param: string): string =>
+  `COALESCE((SELECT t.dead_letter_after FROM beanpole_tubes t WHERE t.name = j.tube), ${param})`;
+/** True when this strike reaches the limit: the job is buried instead. */
+const reachesLimit = (param: string): string => `(${limitOf(param)} > 0 AND j.strikes + 1 >= ${limitOf(param)})`;
+const TOKEN = 'j.state = 1 AND j.holder_node = $2 AND j.holder_conn = $3 AND j.reserves = $4';
+
+export const SQL = {
+  /**
+   * Many puts in one statement (those of every client in the same turn of the event loop): ids
+   * come from the sequence in array order, so sorting the returned ids gives each put its own.
+   * $1 tubes, $2 states, $3 priorities, $4 delays, $5 TTRs, $6 created_at, $7 due_at, $8 bodies, $9 node.
+   */
+  put: s(
+    'put',
+    `WITH totals AS (
+       INSERT INTO beanpole_tube_totals (node, tube, total_jobs)
+       SELECT $9, t, count(*) FROM unnest($1::text[]) AS t GROUP BY t
+       ON CONFLICT (node, tube) DO UPDATE SET total_jobs = beanpole_tube_totals.total_jobs + EXCLUDED.total_jobs
+     )
+     INSERT INTO beanpole_jobs (tube, state, priority, delay_ms, ttr_ms, created_at, due_at, body)
+     SELECT * FROM unnest($1::text[], $2::smallint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bytea[])
+     RETURNING id`,
+  ),
+
+  /** Draws $1 ids from the sequence unused (puts whose body never came, as beanstalkd uses them up). */
+  useUpIds: s('use_up_ids', "SELECT nextval('beanpole_job_ids') FROM generate_series(1, $1::integer)"),
+
+  /**
+   * The best ready job over the watched tubes ($1), paused ones left out: each tube's head is one
+   * probe of its index (a LATERAL join; `tube = ANY(...) ORDER BY priority, id` would sort the
+   * whole backlog), locked with SKIP LOCKED so that reservers on other nodes take the next one.
+   * $2 node, $3 connection, $4 now, $5 hold (ms; -1: the job's TTR).
+   */
+  reserve: s(
+    'reserve',
+    `WITH head AS (
+       SELECT h.id FROM unnest($1::text[]) AS w(tube)
+       CROSS JOIN LATERAL (
+         SELECT id, priority FROM beanpole_jobs
+         WHERE tube = w.tube AND state = 0
+         ORDER BY priority, id LIMIT 1
+         FOR UPDATE SKIP LOCKED
+       ) h
+       WHERE NOT EXISTS (SELECT 1 FROM beanpole_tubes p WHERE p.name = w.tube AND p.unpause_at > $4)
+       ORDER BY h.priority, h.id LIMIT 1
+     )
+     UPDATE beanpole_jobs j
+     SET state = 1, holder_node = $2, holder_conn = $3, reserves = j.reserves + 1,
+         due_at = $4::bigint + CASE WHEN $5::bigint < 0 THEN j.ttr_ms ELSE $5::bigint END
+     FROM head WHERE j.id = head.id
+     RETURNING j.id, j.tube, j.reserves, j.due_at, j.ttr_ms, j.body`,
+  ),
+
+  /** reserve-job: any job not reserved, whatever its state. $1 id, $2 node, $3 connection, $4 now, $5 hold. */
+  reserveJob: s(
+    'reserve_job',
+    `UPDATE beanpole_jobs j
+     SET state = 1, holder_node = $2, holder_conn = $3, reserves = j.reserves + 1,
+         due_at = $4::bigint + CASE WHEN $5::bigint < 0 THEN j.ttr_ms ELSE $5::bigint END
+     WHERE j.id = $1 AND j.state <> 1
+     RETURNING j.id, j.tube, j.reserves, j.due_at, j.ttr_ms, j.body`,
+  ),
+
+  /** True when one of the tubes ($1) has a ready job, paused or not (the DEADLINE_SOON check). */
+  anyReady: s('any_ready', 'SELECT EXISTS (SELECT 1 FROM beanpole_jobs WHERE tube = ANY($1::text[]) AND state = 0) AS any'),
+
+  /** A client's delete: any job but one another reservation holds. $1 id, $2-$4 the token it holds (or -1s). */
+  delete: s(
+    'delete',
+    `DELETE FROM beanpole_jobs j WHERE j.id = $1 AND (j.state <> 1 OR (${TOKEN})) RETURNING j.tube, j.state`,
+  ),
+
+  /** The dashboard's delete: never a reserved job. */
+  deleteUnheld: s('delete_unheld', 'DELETE FROM beanpole_jobs WHERE id = $1 AND state <> 1 RETURNING tube, state'),
+
+  /**
+   * $1 id, $2-$4 token, $5 priority, $6 delay, $7 now, $8 the node's dead-letter default. Returns
+   * the state it went to: 3 when the dead-letter rule buried it.
+   */
+  release: s(
+    'release',
+    `UPDATE beanpole_jobs j
+     SET priority = $5::bigint, delay_ms = $6::bigint, releases = j.releases + 1, strikes = j.strikes + 1,
+         holder_node = NULL, holder_conn = NULL,
+         state = CASE WHEN ${reachesLimit('$8::bigint')} THEN 3 WHEN $6::bigint > 0 THEN 2 ELSE 0 END,
+         due_at = CASE WHEN ${reachesLimit('$8::bigint')} THEN 0 WHEN $6::bigint > 0 THEN $7::bigint + $6::bigint ELSE 0 END,
+         buries = j.buries + CASE WHEN ${reachesLimit('$8::bigint')} THEN 1 ELSE 0 END,
+         bury_cause = CASE WHEN ${reachesLimit('$8::bigint')} THEN 2 ELSE j.bury_cause END,
+         bury_order = CASE WHEN ${reachesLimit('$8::bigint')} THEN nextval('beanpole_bury_order') ELSE j.bury_order END
+     WHERE j.id = $1 AND ${TOKEN}
+     RETURNING j.tube, j.state, j.due_at`,
+  ),
+
+  /** $1 id, $2-$4 token, $5 priority. */
+  bury: s(
+    'bury',
+    `UPDATE beanpole_jobs j
+     SET state = 3, priority = $5, due_at = 0, holder_node = NULL, holder_conn = NULL,
+         buries = j.buries + 1, bury_cause = 1, bury_order = nextval('beanpole_bury_order')
+     WHERE j.id = $1 AND ${TOKEN}
+     RETURNING j.tube`,
+  ),
+
+  /** $1 id, $2-$4 token, $5 new deadline (null: now + the job's TTR). */
+  touch: s(
+    'touch',
+    `UPDATE beanpole_jobs j SET due_at = COALESCE($5::bigint, $6::bigint + j.ttr_ms)
+     WHERE j.id = $1 AND ${TOKEN}
+     RETURNING j.due_at`,
+  ),
+
+  /**
+   * A reservation whose TTR ran out goes back to ready (or is buried by the dead-letter rule).
+   * $1 id, $2-$4 token, $5 the node's dead-letter default.
+   */
+  expire: s(
+    'expire',
+    `UPDATE beanpole_jobs j
+     SET timeouts = j.timeouts + 1, strikes = j.strikes + 1, holder_node = NULL, holder_conn = NULL, due_at = 0,
+         state = CASE WHEN ${reachesLimit('$5::bigint')} THEN 3 ELSE 0 END,
+         buries = j.buries + CASE WHEN ${reachesLimit('$5::bigint')} THEN 1 ELSE 0 END,
+         bury_cause = CASE WHEN ${reachesLimit('$5::bigint')} THEN 3 ELSE j.bury_cause END,
+         bury_order = CASE WHEN ${reachesLimit('$5::bigint')} THEN nextval('beanpole_bury_order') ELSE j.bury_order END
+     WHERE j.id = $1 AND ${TOKEN}
+     RETURNING j.tube, j.state`,
+  ),
+
+  /**
+   * Reservations past their deadline by more than $2 ms whoever holds them (a node that stopped
+   * answering but whose lease has not run out yet): the safety net behind the holder's own timer.
+   * $1 now, $2 grace, $3 dead-letter default.
+   */
+  expireOverdue: s(
+    'expire_overdue',
+    `UPDATE beanpole_jobs j
+     SET timeouts = j.timeouts + 1, strikes = j.strikes + 1, holder_node = NULL, holder_conn = NULL, due_at = 0,
+         state = CASE WHEN ${reachesLimit('$3::bigint')} THEN 3 ELSE 0 END,
+         buries = j.buries + CASE WHEN ${reachesLimit('$3::bigint')} THEN 1 ELSE 0 END,
+         bury_cause = CASE WHEN ${reachesLimit('$3::bigint')} THEN 3 ELSE j.bury_cause END,
+         bury_order = CASE WHEN ${reachesLimit('$3::bigint')} THEN nextval('beanpole_bury_order') ELSE j.bury_order END
+     WHERE j.id IN (
+       SELECT id FROM beanpole_jobs WHERE state = 1 AND due_at < $1::bigint - $2::bigint ORDER BY due_at LIMIT 1000 FOR UPDATE SKIP LOCKED
+     )
+     RETURNING j.tube, j.state`,
+  ),
+
+  /** A job reserved for a client that stopped waiting meanwhile: as if it had never been reserved. $1 id, $2-$4 token. */
+  unreserve: s(
+    'unreserve',
+    `UPDATE beanpole_jobs j SET state = 0, holder_node = NULL, holder_conn = NULL, due_at = 0, reserves = j.reserves - 1
+     WHERE j.id = $1 AND ${TOKEN} RETURNING j.tube`,
+  ),
+
+  /** A connection ends: what it holds is ready again (no strike, as in beanstalkd). $1 node, $2 connection. */
+  releaseConnection: s(
+    'release_connection',
+    `UPDATE beanpole_jobs SET state = 0, holder_node = NULL, holder_conn = NULL, due_at = 0
+     WHERE state = 1 AND holder_node = $1 AND holder_conn = $2
+     RETURNING tube`,
+  ),
+
+  /** Delayed jobs whose time has come ($1 now), a thousand at a time. */
+  promote: s(
+    'promote',
+    `UPDATE beanpole_jobs SET state = 0, due_at = 0
+     WHERE id IN (SELECT id FROM beanpole_jobs WHERE state = 2 AND due_at <= $1 ORDER BY due_at LIMIT 1000 FOR UPDATE SKIP LOCKED)
+     RETURNING tube`,
+  ),
+
+  /** When the next delayed job is due, and the next reservation runs out (null: none). */
+  nextDue: s(
+    'next_due',
+    `SELECT (SELECT due_at FROM beanpole_jobs WHERE state = 2 ORDER BY due_at LIMIT 1) AS delayed,
+            (SELECT due_at FROM beanpole_jobs WHERE state = 1 ORDER BY due_at LIMIT 1) AS reserved`,
+  ),
+
+  kickJob: s(
+    'kick_job',
+    `UPDATE beanpole_jobs SET state = 0, due_at = 0, kicks = kicks + 1, strikes = 0, bury_cause = 0
+     WHERE id = $1 AND state IN (2, 3)
+     RETURNING ${JOB_COLUMNS}`,
+  ),
+
+  /** Up to $2 buried jobs of tube $1, oldest burial first. */
+  kickBuried: s(
+    'kick_buried',
+    `UPDATE beanpole_jobs SET state = 0, kicks = kicks + 1, strikes = 0, bury_cause = 0
+     WHERE id IN (SELECT id FROM beanpole_jobs WHERE tube = $1 AND state = 3 ORDER BY bury_order LIMIT $2 FOR UPDATE SKIP LOCKED)
+     RETURNING id`,
+  ),
+
+  /** Up to $2 delayed jobs of tube $1, soonest first. */
+  kickDelayed: s(
+    'kick_delayed',
+    `UPDATE beanpole_jobs SET state = 0, due_at = 0, kicks = kicks + 1, strikes = 0, bury_cause = 0
+     WHERE id IN (SELECT id FROM beanpole_jobs WHERE tube = $1 AND state = 2 ORDER BY due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)
+     RETURNING id`,
+  ),
+
+  hasBuried: s('has_buried', 'SELECT EXISTS (SELECT 1 FROM beanpole_jobs WHERE tube = $1 AND state = 3) AS any'),
+
+  peek: s('peek', 'SELECT id, tube, body FROM beanpole_jobs WHERE id = $1'),
+  job: s('job', `SELECT ${JOB_COLUMNS} FROM beanpole_jobs WHERE id = $1`),
+  jobs: s('jobs', `SELECT ${JOB_COLUMNS} FROM beanpole_jobs WHERE id = ANY($1::bigint[])`),
+  peekReady: s('peek_ready', 'SELECT id, tube, body FROM beanpole_jobs WHERE tube = $1 AND state = 0 ORDER BY priority, id LIMIT 1'),
+  peekDelayed: s('peek_delayed', 'SELECT id, tube, body FROM beanpole_jobs WHERE tube = $1 AND state = 2 ORDER BY due_at, id LIMIT 1'),
+  peekBuried: s('peek_buried', 'SELECT id, tube, body FROM beanpole_jobs WHERE tube = $1 AND state = 3 ORDER BY bury_order LIMIT 1'),
+
+  /** Every tube that has a job: a skip scan of the (tube, state) index, one probe per tube. */
+  tubesWithJobs: s(
+    'tubes_with_jobs',
+    `WITH RECURSIVE t AS (
+       (SELECT tube FROM beanpole_jobs ORDER BY tube LIMIT 1)
+       UNION ALL
+       SELECT (SELECT tube FROM beanpole_jobs WHERE tube > t.tube ORDER BY tube LIMIT 1) FROM t WHERE t.tube IS NOT NULL
+     )
+     SELECT tube FROM t WHERE tube IS NOT NULL`,
+  ),
+
+  /** Counts of one tube ($1) by state, the urgent ready ones apart, with its pause and settings. */
+  tubeCounts: s(
+    'tube_counts',
+    `SELECT
+       count(*) FILTER (WHERE state = 0 AND priority < 1024) AS urgent,
+       count(*) FILTER (WHERE state = 0) AS ready,
+       count(*) FILTER (WHERE state = 1) AS reserved,
+       count(*) FILTER (WHERE state = 2) AS delayed,
+       count(*) FILTER (WHERE state = 3) AS buried,
+       (SELECT created_at FROM beanpole_jobs WHERE tube = $1 AND state = 0 ORDER BY priority, id LIMIT 1) AS next_ready_created_at,
+       (SELECT COALESCE(sum(total_jobs), 0) FROM beanpole_tube_totals WHERE tube = $1) AS total_jobs,
+       (SELECT pause_ms FROM beanpole_tubes WHERE name = $1) AS pause_ms,
+       (SELECT unpause_at FROM beanpole_tubes WHERE name = $1) AS unpause_at,
+       (SELECT dead_letter_after FROM beanpole_tubes WHERE name = $1) AS dead_letter_after
+     FROM beanpole_jobs WHERE tube = $1`,
+  ),
+
+  /** Counts of every tube by state (the dashboard's list): one pass over the (tube, state) index. */
+  allTubeCounts: s(
+    'all_tube_counts',
+    `SELECT tube,
+       count(*) FILTER (WHERE state = 0 AND priority < 1024) AS urgent,
+       count(*) FILTER (WHERE state = 0) AS ready,
+       count(*) FILTER (WHERE state = 1) AS reserved,
+       count(*) FILTER (WHERE state = 2) AS delayed,
+       count(*) FILTER (WHERE state = 3) AS buried
+     FROM beanpole_jobs GROUP BY tube`,
+  ),
+  allTubeTotals: s('all_tube_totals', 'SELECT tube, sum(total_jobs) AS total_jobs FROM beanpole_tube_totals GROUP BY tube'),
+  allTubeRows: s('all_tube_rows', 'SELECT name, pause_ms, unpause_at, dead_letter_after FROM beanpole_tubes'),
+
+  /** The server's job counts, and the jobs ever put (cluster-wide). */
+  serverCounts: s(
+    'server_counts',
+    `SELECT
+       count(*) FILTER (WHERE state = 0 AND priority < 1024) AS urgent,
+       count(*) FILTER (WHERE state = 0) AS ready,
+       count(*) FILTER (WHERE state = 1) AS reserved,
+       count(*) FILTER (WHERE state = 2) AS delayed,
+       count(*) FILTER (WHERE state = 3) AS buried,
+       (SELECT COALESCE(sum(total_jobs), 0) FROM beanpole_tube_totals) AS total_jobs
+     FROM beanpole_jobs`,
+  ),
+
+  pauseTube: s(
+    'pause_tube',
+    `INSERT INTO beanpole_tubes (name, pause_ms, unpause_at) VALUES ($1, $2, $3)
+     ON CONFLICT (name) DO UPDATE SET pause_ms = EXCLUDED.pause_ms, unpause_at = EXCLUDED.unpause_at`,
+  ),
+  tubeSettings: s('tube_settings', 'SELECT dead_letter_after FROM beanpole_tubes WHERE name = $1'),
+  setTubeSettings: s(
+    'set_tube_settings',
+    `INSERT INTO beanpole_tubes (name, dead_letter_after) VALUES ($1, $2)
+     ON CONFLICT (name) DO UPDATE SET dead_letter_after = EXCLUDED.dead_letter_after`,
+  ),
+
+  /** The dashboard's edit of a job no worker holds. $1 id, then each field or null to keep it; $7 now. */
+  edit: s(
+    'edit',
+    `UPDATE beanpole_jobs j SET
+       body = COALESCE($2, j.body),
+       body_edits = j.body_edits + CASE WHEN $2::bytea IS NULL THEN 0 ELSE 1 END,
+       priority = COALESCE($3::bigint, j.priority),
+       ttr_ms = COALESCE($4::bigint, j.ttr_ms),
+       tube = COALESCE($6, j.tube),
+       delay_ms = COALESCE($5::bigint, j.delay_ms),
+       state = CASE WHEN $5::bigint IS NULL OR j.state = 3 THEN j.state WHEN $5::bigint > 0 THEN 2 ELSE 0 END,
+       due_at = CASE WHEN $5::bigint IS NULL OR j.state = 3 THEN j.due_at WHEN $5::bigint > 0 THEN $7::bigint + $5::bigint ELSE 0 END
+     WHERE j.id = $1 AND j.state <> 1
+     RETURNING ${JOB_COLUMNS}`,
+  ),
+
+  /** A page of a tube's jobs in one state, in queue order, after a cursor (keyset pagination). */
+  pageReady: s(
+    'page_ready',
+    `SELECT ${JOB_COLUMNS} FROM beanpole_jobs WHERE tube = $1 AND state = 0 AND (priority, id) > ($2, $3) ORDER BY priority, id LIMIT $4`,
+  ),
+  pageDelayed: s(
+    'page_delayed',
+    `SELECT ${JOB_COLUMNS} FROM beanpole_jobs WHERE tube = $1 AND state = 2 AND (due_at, id) > ($2, $3) ORDER BY due_at, id LIMIT $4`,
+  ),
+  pageBuried: s(
+    'page_buried',
+    `SELECT ${JOB_COLUMNS} FROM beanpole_jobs WHERE tube = $1 AND state = 3 AND (bury_order, id) > ($2, $3) ORDER BY bury_order, id LIMIT $4`,
+  ),
+  pageReserved: s(
+    'page_reserved',
+    `SELECT ${JOB_COLUMNS} FROM beanpole_jobs WHERE tube = $1 AND state = 1 AND (due_at, id) > ($2, $3) ORDER BY due_at, id LIMIT $4`,
+  ),
+  /** Jobs after id $1, by id (a walk over every job, a slice at a time). */
+  scan: s('scan', `SELECT ${JOB_COLUMNS} FROM beanpole_jobs WHERE id > $1 ORDER BY id LIMIT $2`),
+  /** Ids of up to $3 jobs of tube $1 in state $2 (a bulk clear or move takes them in slices). */
+  idsInState: s('ids_in_state', 'SELECT id FROM beanpole_jobs WHERE tube = $1 AND state = $2 ORDER BY id LIMIT $3'),
+  clearSome: s(
+    'clear_some',
+    'DELETE FROM beanpole_jobs WHERE id IN (SELECT id FROM beanpole_jobs WHERE tube = $1 AND state = $2 LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING id',
+  ),
+  moveSome: s(
+    'move_some',
+    'UPDATE beanpole_jobs SET tube = $4 WHERE id IN (SELECT id FROM beanpole_jobs WHERE tube = $1 AND state = $2 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING id',
+  ),
+} as const;

@@ -1,0 +1,155 @@
+/**
+ * News between nodes over LISTEN/NOTIFY on one channel: "jobs are ready in these tubes" (a
+ * reserve waiting on another node takes them within milliseconds) and "a delayed job is due at
+ * T" (each node times its promotion of delayed jobs). A notification is sent after the change
+ * committed, from a connection of its own: a NOTIFY inside the put's transaction would make
+ * every commit wait on PostgreSQL's notification queue lock, one at a time.
+ *
+ * Notifications can be lost (a listener reconnecting): the store also polls slowly, and after
+ * a reconnect it treats every tube as having news.
+ */
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { connectionConfig } from './pool.js';
+
+const CHANNEL = 'beanpole';
+/** NOTIFY payloads must stay under 8000 bytes. */
+const MAX_PAYLOAD = 7000;
+const RECONNECT_MS = 500;
+
+export interface WakeupHandlers {
+  /** Jobs became ready in these tubes (null: any tube, after notifications may have been lost). */
+  ready(tubes: Set<string> | null): void;
+  /** A delayed job is due at this time (epoch ms). */
+  due(at: number): void;
+}
+
+export class Wakeups {
+  private listener: pg.Client | null = null;
+  private sender: pg.Client | null = null;
+  private readyTubes = new Set<string>();
+  private soonestDue = Number.POSITIVE_INFINITY;
+  private flushQueued = false;
+  private sending: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(
+    private readonly url: string,
+    private readonly nodeTag: () => number,
+    private readonly handlers: WakeupHandlers,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.listen();
+  }
+
+  /** Tells the other nodes, on a later turn (news of one turn goes in one notification). */
+  jobsReady(tube: string): void {
+    this.readyTubes.add(tube);
+    this.queueFlush();
+  }
+
+  delayedDue(at: number): void {
+    if (at < this.soonestDue) this.soonestDue = at;
+    this.queueFlush();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.sending;
+    await Promise.all([this.listener?.end().catch(() => undefined), this.sender?.end().catch(() => undefined)]);
+  }
+
+  private queueFlush(): void {
+    if (this.flushQueued || this.closed) return;
+    this.flushQueued = true;
+    setImmediate(() => {
+      this.flushQueued = false;
+      const payloads = this.payloads();
+      this.sending = this.sending.then(() => this.send(payloads));
+    });
+  }
+
+  /** "<node> r <tube> <tube>..." and "<node> d <ms>", tab-separated, split to fit. */
+  private payloads(): string[] {
+    const tag = String(this.nodeTag());
+    const out: string[] = [];
+    if (this.soonestDue !== Number.POSITIVE_INFINITY) out.push(`${tag}\td\t${this.soonestDue}`);
+    this.soonestDue = Number.POSITIVE_INFINITY;
+    let line = `${tag}\tr`;
+    for (const tube of this.readyTubes) {
+      if (line.length + tube.length + 1 > MAX_PAYLOAD) {
+        out.push(line);
+        line = `${tag}\tr`;
+      }
+      line += `\t${tube}`;
+    }
+    if (this.readyTubes.size > 0) out.push(line);
+    this.readyTubes.clear();
+    return out;
+  }
+
+  private async send(payloads: string[]): Promise<void> {
+    if (payloads.length === 0 || this.closed) return;
+    try {
+      if (this.sender === null) {
+        const sender = new pg.Client(connectionConfig(this.url));
+        sender.on('error', () => {
+          if (this.sender === sender) this.sender = null;
+        });
+        await sender.connect();
+        this.sender = sender;
+      }
+      for (const payload of payloads) await this.sender.query('SELECT pg_notify($1, $2)', [CHANNEL, payload]);
+    } catch (err) {
+      // The other nodes' slow poll finds the jobs anyway.
+      this.log.warn({ err: (err as Error).message }, 'cluster: could not notify the other nodes');
+      await this.sender?.end().catch(() => undefined);
+      this.sender = null;
+    }
+  }
+
+  private async listen(): Promise<void> {
+    const client = new pg.Client(connectionConfig(this.url));
+    client.on('notification', (msg) => {
+      if (msg.channel === CHANNEL && msg.payload !== undefined) this.received(msg.payload);
+    });
+    client.on('error', (err) => {
+      this.log.warn({ err: err.message }, 'cluster: the notification connection failed; reconnecting');
+      void client.end().catch(() => undefined);
+      if (this.listener === client) this.listener = null;
+      this.reconnectSoon();
+    });
+    await client.connect();
+    await client.query(`LISTEN ${CHANNEL}`);
+    this.listener = client;
+  }
+
+  private reconnectSoon(): void {
+    if (this.closed) return;
+    setTimeout(() => {
+      if (this.closed) return;
+      this.listen().then(
+        // What was sent while this node was not listening is lost: look at every tube.
+        () => this.handlers.ready(null),
+        (err: unknown) => {
+          this.log.warn({ err: (err as Error).message }, 'cluster: cannot listen for notifications yet');
+          this.reconnectSoon();
+        },
+      );
+    }, RECONNECT_MS).unref();
+  }
+
+  private received(payload: string): void {
+    const parts = payload.split('\t');
+    // A node's own news was acted on when it was made.
+    if (parts[0] === String(this.nodeTag())) return;
+    if (parts[1] === 'd') {
+      const at = Number(parts[2]);
+      if (Number.isFinite(at)) this.handlers.due(at);
+    } else if (parts[1] === 'r') {
+      this.handlers.ready(new Set(parts.slice(2)));
+    }
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * Cluster mode: several real Beanpole processes on one real PostgreSQL (the run's throwaway
+ * server, a fresh database per test). What one node does, the others see: ids increase across
+ * nodes, a reserve blocked on one node takes a job put on another at once, a dead node's
+ * reservations come back when its lease runs out, and a node stopped past its lease cannot
+ * delete a job another worker holds since (fencing).
+ */
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import pg from 'pg';
+import { freshDatabase } from './support/cluster-db.js';
+import { RawClient, tcpPut } from './support/raw-client.js';
+import { startServer, type RunningServer } from './support/servers.js';
+
+const pgUrl = inject('pgUrl');
+const servers: RunningServer[] = [];
+const clients: RawClient[] = [];
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.destroy();
+  for (const s of servers) s.signal('SIGCONT');
+  await Promise.all(servers.splice(0).map((s) => s.stop()));
+});
+
+async function node(url: string, args: string[] = []): Promise<RunningServer> {
+  const s = await startServer('beanpole', ['--cluster', url, ...args]);
+  servers.push(s);
+  return s;
+}
+
+async function connect(s: RunningServer): Promise<RawClient> {
+  const c = await RawClient.connect(s.port);
+  clients.push(c);
+  return c;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+it('has PostgreSQL to run against (CI installs it; apt-get install postgresql)', () => {
+  expect(pgUrl).not.toBeNull();
+});
+
+describe.skipIf(pgUrl === null)('cluster mode', () => {
+  it('nodes started together migrate once and serve the same jobs, with ids increasing across nodes', async () => {
+    const url = await freshDatabase(pgUrl!, 'ids');
+    const [a, b, c] = await Promise.all([node(url), node(url), node(url)]);
+    const [ca, cb, cc] = await Promise.all([connect(a!), connect(b!), connect(c!)]);
+    const ids: number[] = [];
+    for (let i = 0; i < 9; i++) ids.push(await tcpPut([ca, cb, cc][i % 3]!, `job ${i}`));
+    expect(ids).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(await cb.call('stats-job 1\r\n')).toMatch(/state: ready/);
+    expect(await cc.call('peek 4\r\n')).toBe('FOUND 4 5\r\njob 3\r\n');
+    const stats = await ca.call('stats-tube default\r\n');
+    expect(stats).toMatch(/current-jobs-ready: 9\n/);
+    expect(stats).toMatch(/total-jobs: 9\n/);
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    try {
+      const { rows } = await db.query<{ version: number }>('SELECT version FROM beanpole_schema');
+      expect(rows).toEqual([{ version: 1 }]);
+      const nodes = await db.query('SELECT id FROM beanpole_nodes WHERE gone_at IS NULL');
+      expect(nodes.rowCount).toBe(3);
+    } finally {
+      await db.end();
+    }
+  });
+
+  it('a reserve blocked on one node takes a job put on another', async () => {
+    const url = await freshDatabase(pgUrl!, 'wake');
+    const [a, b] = await Promise.all([node(url), node(url)]);
+    const worker = await connect(a);
+    const producer = await connect(b);
+    const reserved = worker.call('reserve-with-timeout 10\r\n', 12_000);
+    await sleep(200); // the reserve is waiting on node A
+    const started = Date.now();
+    const id = await tcpPut(producer, 'from node B');
+    expect(await reserved).toBe(`RESERVED ${id} 11\r\nfrom node B\r\n`);
+    // Woken by a notification, not the one-second poll.
+    expect(Date.now() - started).toBeLessThan(900);
+    expect(await producer.call(`stats-job ${id}\r\n`)).toMatch(/state: reserved/);
+    expect(await worker.call(`delete ${id}\r\n`)).toBe('DELETED\r\n');
+    expect(await producer.call(`peek ${id}\r\n`)).toBe('NOT_FOUND\r\n');
+  });
+
+  it('a node killed with SIGKILL: what it held is ready again once its lease runs out, not after the TTR', async () => {
+    const url = await freshDatabase(pgUrl!, 'lease');
+    const [a, b] = await Promise.all([node(url, ['--cluster-lease-ms', '600']), node(url, ['--cluster-lease-ms', '600'])]);
+    const doomed = await connect(a);
+    const id = await tcpPut(doomed, 'held by a node that dies', 0, 0, 3600);
+    expect(await doomed.call('reserve\r\n')).toMatch(/^RESERVED /);
+    const other = await connect(b);
+    expect(await other.call(`stats-job ${id}\r\n`)).toMatch(/state: reserved/);
+    a.signal('SIGKILL');
+    const reserved = await other.call('reserve-with-timeout 5\r\n', 6000);
+    expect(reserved).toBe(`RESERVED ${id} 24\r\nheld by a node that dies\r\n`);
+  });
+
+  it('a node stopped past its lease comes back and cannot delete the job another worker holds now', async () => {
+    const url = await freshDatabase(pgUrl!, 'fence');
+    const [a, b] = await Promise.all([node(url, ['--cluster-lease-ms', '500']), node(url, ['--cluster-lease-ms', '500'])]);
+    const paused = await connect(a);
+    const id = await tcpPut(paused, 'fenced', 0, 0, 3600);
+    expect(await paused.call('reserve\r\n')).toMatch(/^RESERVED /);
+    a.signal('SIGSTOP');
+    const other = await connect(b);
+    expect(await other.call('reserve-with-timeout 5\r\n', 6000)).toBe(`RESERVED ${id} 6\r\nfenced\r\n`);
+    a.signal('SIGCONT');
+    // Its token (node, connection, reserve count) no longer holds the job.
+    expect(await paused.call(`delete ${id}\r\n`)).toBe('NOT_FOUND\r\n');
+    expect(await paused.call(`release ${id} 0 0\r\n`)).toBe('NOT_FOUND\r\n');
+    expect(await paused.call(`touch ${id}\r\n`)).toBe('NOT_FOUND\r\n');
+    expect(await other.call(`stats-job ${id}\r\n`)).toMatch(/state: reserved/);
+    expect(await other.call(`delete ${id}\r\n`)).toBe('DELETED\r\n');
+  });
+
+  it('delayed jobs put on one node become ready on time for a reserve waiting on another', async () => {
+    const url = await freshDatabase(pgUrl!, 'delay');
+    const [a, b] = await Promise.all([node(url), node(url)]);
+    const worker = await connect(b);
+    const producer = await connect(a);
+    const id = await tcpPut(producer, 'later', 0, 1);
+    expect(await worker.call('peek-ready\r\n')).toBe('NOT_FOUND\r\n');
+    const started = Date.now();
+    expect(await worker.call('reserve-with-timeout 5\r\n', 6000)).toBe(`RESERVED ${id} 5\r\nlater\r\n`);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(700);
+  });
+
+  it('a TTR that runs out returns the job to ready for a worker on another node, and counts a timeout', async () => {
+    const url = await freshDatabase(pgUrl!, 'ttr');
+    const [a, b] = await Promise.all([node(url), node(url)]);
+    const slow = await connect(a);
+    const id = await tcpPut(slow, 'slow', 0, 0, 1);
+    expect(await slow.call('reserve\r\n')).toMatch(/^RESERVED /);
+    const other = await connect(b);
+    expect(await other.call('reserve-with-timeout 5\r\n', 6000)).toBe(`RESERVED ${id} 4\r\nslow\r\n`);
+    expect(await other.call(`stats-job ${id}\r\n`)).toMatch(/reserves: 2\ntimeouts: 1\n/);
+    expect(await slow.call(`delete ${id}\r\n`)).toBe('NOT_FOUND\r\n');
+  });
+});
