@@ -367,13 +367,7 @@ export class ClusterClient implements ClientOperations {
     for (const tube of this.watched.values()) this.store.localTube(tube).watching--;
     if (this.held.size === 0) return;
     this.held.clear();
-    try {
-      const rows = await run<{ tube: string }>(this.store.pool, SQL.releaseConnection, [this.store.nodeId, this.id]);
-      if (rows.length > 0) this.store.jobsReady(rows.map((r) => r.tube), true);
-    } catch (err) {
-      // The node's lease, or the jobs' TTRs, bring them back instead.
-      this.store.log.warn({ err: (err as Error).message }, 'cluster: giving back a closed connection\'s jobs failed');
-    }
+    await this.store.giveBackConnection(this.store.nodeId, this.id);
   }
 
   stopTimers(): void {

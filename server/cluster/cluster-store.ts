@@ -251,6 +251,26 @@ export class ClusterStore implements Operations {
     this.unusedIds += n;
   }
 
+  /** Connections gone whose jobs could not be given back yet (the database was unreachable). */
+  private readonly unreleased: { node: number; conn: number }[] = [];
+
+  /**
+   * What a closed connection held is ready again; if the database cannot be reached now, the
+   * poll tries again each second (the node's lease does not run out while it lives, so nothing
+   * else would give the jobs back before their TTRs).
+   */
+  async giveBackConnection(node: number, conn: number): Promise<boolean> {
+    try {
+      const rows = await run<{ tube: string }>(this.pool, SQL.releaseConnection, [node, conn]);
+      if (rows.length > 0) this.jobsReady(rows.map((r) => r.tube), true);
+      return true;
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'cluster: giving back a closed connection\'s jobs failed; trying again');
+      this.unreleased.push({ node, conn });
+      return false;
+    }
+  }
+
   /** Queues a put for this turn's batch. */
   insert(tube: string, job: NewJob): Promise<Result<JobBytes>> {
     return this.puts.add(tube, job);
@@ -319,6 +339,12 @@ export class ClusterStore implements Operations {
   /** The slow safety net: overdue reservations, due delayed jobs, and waiters look at every tube. */
   private async poll(): Promise<void> {
     if (this.closed) return;
+    const unreleased = this.unreleased.splice(0);
+    for (let i = 0; i < unreleased.length; i++) {
+      if (await this.giveBackConnection(unreleased[i]!.node, unreleased[i]!.conn)) continue;
+      this.unreleased.push(...unreleased.slice(i + 1)); // the failed one queued itself again
+      break;
+    }
     try {
       const expired = await run<{ tube: string; state: number }>(this.pool, SQL.expireOverdue, [
         this.now(),

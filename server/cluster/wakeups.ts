@@ -115,14 +115,27 @@ export class Wakeups {
     client.on('notification', (msg) => {
       if (msg.channel === CHANNEL && msg.payload !== undefined) this.received(msg.payload);
     });
-    client.on('error', (err) => {
-      this.log.warn({ err: err.message }, 'cluster: the notification connection failed; reconnecting');
+    // A restart of PostgreSQL may end the connection with an error or without one: either way,
+    // once, listen again.
+    let lost = false;
+    const onLost = (why: string): void => {
+      if (lost || this.closed) return;
+      lost = true;
+      this.log.warn({ err: why }, 'cluster: the notification connection failed; reconnecting');
       void client.end().catch(() => undefined);
       if (this.listener === client) this.listener = null;
       this.reconnectSoon();
-    });
-    await client.connect();
-    await client.query(`LISTEN ${CHANNEL}`);
+    };
+    client.on('error', (err) => onLost(err.message));
+    client.on('end', () => onLost('connection ended'));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (err) {
+      lost = true; // the caller tries again; the handlers above must not as well
+      void client.end().catch(() => undefined);
+      throw err;
+    }
     this.listener = client;
   }
 
