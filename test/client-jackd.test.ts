@@ -10,8 +10,9 @@
  * awaits each command before sending the next.
  */
 import { createRequire } from 'node:module';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import type { JackdClient } from 'jackd';
+import { freshDatabase } from './support/cluster-db.js';
 import { Prng, seedFromEnv } from './support/prng.js';
 import { startServer, type RunningServer } from './support/servers.js';
 import { differentialKinds } from './support/targets.js';
@@ -72,12 +73,19 @@ async function rejection(p: Promise<unknown>): Promise<string> {
   return '(resolved)';
 }
 
-describe.each(differentialKinds())('jackd client against %s', (kind) => {
+/** The servers: the reference beanstalkd, Beanpole in memory, and a Beanpole cluster node. */
+const pgUrl = inject('pgUrl');
+const targets: { kind: string; start: () => Promise<RunningServer> }[] = differentialKinds().map((k) => ({ kind: k, start: () => startServer(k) }));
+if (pgUrl !== null && targets.some((t) => t.kind === 'beanpole')) {
+  targets.push({ kind: 'beanpole --cluster', start: async () => startServer('beanpole', ['--cluster', await freshDatabase(pgUrl, 'jackd')]) });
+}
+
+describe.each(targets)('jackd client against $kind', ({ kind, start }) => {
   let server: RunningServer;
   const clients: JackdClient[] = [];
 
   beforeEach(async () => {
-    server = await startServer(kind);
+    server = await start();
   });
 
   afterEach(async () => {
