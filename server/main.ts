@@ -169,6 +169,7 @@ async function main(argv: string[]): Promise<void> {
       uiDir: path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'ui'),
       binlog: binlog !== null,
       historyDir: binlogDir === null ? null : path.join(binlogDir, 'stats-history'),
+      cluster: null,
       onActivity: scheduler.poke,
     });
     // Except with -u: USER may not be able to read them, so they load while the server is root.
@@ -278,6 +279,7 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
       uiDir: path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'ui'),
       binlog: false,
       historyDir: null,
+      cluster: { nodeId: () => store.nodeId, nodes: () => store.nodes(), leaseMs: cluster.leaseMs, now: store.now },
       onActivity: noop,
     });
     if (user !== null) await admin.preload();

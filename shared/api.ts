@@ -23,6 +23,8 @@ export const API = {
   connections: '/api/connections',
   /** GET ?minutes=N (default and most 10080, 7 days): the server's minute samples. */
   history: '/api/history',
+  /** GET: ClusterNodeDto[] (cluster mode only; 404 otherwise). */
+  clusterNodes: '/api/cluster/nodes',
   /** GET: TubeHealthDto[] (oldest ready job, reservations near their TTR, rising backlog). */
   tubeHealth: '/api/tube-health',
   tubeHistory: (name: string) => `/api/tubes/${encodeURIComponent(name)}/history`,

@@ -76,6 +76,8 @@ export interface JobStatsDto {
   kicks: number;
   /** The connection holding it while reserved (see /api/connections), else null. */
   reservedBy: number | null;
+  /** Cluster mode: the node whose client holds it while reserved (see /api/cluster/nodes), else null. */
+  reservedByNode: number | null;
   /** Releases plus timeouts since the job was put or last kicked: what the dead-letter rule counts. */
   strikes: number;
   /** Why a buried job was buried: a worker's bury, or the dead-letter rule on a release or a timeout. */
@@ -196,6 +198,25 @@ export interface AdminConfigDto {
   tokenRequired: boolean;
   maxJobSize: number;
   binlog: boolean;
+  /** Cluster mode: this node's id; null for a server with jobs of its own. */
+  clusterNode: number | null;
+}
+
+/** GET /api/cluster/nodes: one node of the cluster. Times are epoch ms. */
+export interface ClusterNodeDto {
+  id: number;
+  address: string;
+  version: string;
+  startedAt: number;
+  heartbeatAt: number;
+  leaseUntil: number;
+  connections: number;
+  /** When it left or its lease ran out; null while it is a member. */
+  goneAt: number | null;
+  /** up: heartbeats on time; late: a heartbeat missed, lease not yet out; gone. */
+  health: 'up' | 'late' | 'gone';
+  /** The node serving this dashboard. */
+  self: boolean;
 }
 
 /** Per-second rates over the last tick. */

@@ -69,6 +69,7 @@ const JOB_STATS_KEYS = [
   'buries',
   'kicks',
   'reservedBy',
+  'reservedByNode',
   'strikes',
   'buryCause',
   'bodyBytes',

@@ -19,6 +19,7 @@ import compression from 'compression';
 import { ExternalServers } from './external.js';
 import type { MinuteHistory } from './minute-history.js';
 import { externalRoutes } from './external-routes.js';
+import { clusterRoutes, type AdminCluster } from './cluster-routes.js';
 import { apiRoutes } from './routes.js';
 import {
   allowedHostsOnly,
@@ -53,6 +54,8 @@ export interface AdminContext {
   binlog: boolean;
   /** Where the minute history is kept across restarts (with -b: DIR/stats-history), or null. */
   historyDir: string | null;
+  /** Cluster mode: the nodes view; null for a server with jobs of its own. */
+  cluster: AdminCluster | null;
   onActivity: () => void;
 }
 
@@ -74,6 +77,7 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
     tokenRequired: options.token !== null,
     maxJobSize: ops.maxJobSize,
     binlog: ctx.binlog,
+    clusterNode: ctx.cluster?.nodeId() ?? null,
   };
   const app = express();
   app.disable('x-powered-by');
@@ -102,6 +106,7 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
   const external = new ExternalServers();
   for (const address of options.attach) external.add(address, 'flag');
   app.use(externalRoutes(external));
+  if (ctx.cluster !== null) app.use(clusterRoutes(ctx.cluster));
   app.use(apiRoutes({ ops, info, config, minutes, onActivity: ctx.onActivity }));
   const indexFile = path.join(ctx.uiDir, 'index.html');
   if (existsSync(indexFile)) {

@@ -61,6 +61,7 @@ export function jobStatsDto(job: JobView, now: number): JobStatsDto {
     buries: job.buries,
     kicks: job.kicks,
     reservedBy: job.reservedBy === 0 ? null : job.reservedBy,
+    reservedByNode: job.holderNode === 0 ? null : job.holderNode,
     strikes: job.strikes,
     buryCause: job.buryCause,
     bodyBytes: job.bodyLength,

@@ -22,7 +22,7 @@ import { StatsHistory } from './stats-history.js';
 type ClientSocket = Socket<ServerToClientEvents, ClientToServerEvents>;
 type AckResult = { ok: true } | { ok: false; error: string };
 
-const CONFIG: AdminConfigDto = { version: 'test', readOnly: false, tokenRequired: false, maxJobSize: 65535, binlog: false };
+const CONFIG: AdminConfigDto = { version: 'test', readOnly: false, tokenRequired: false, maxJobSize: 65535, binlog: false, clusterNode: null };
 
 let httpServer: http.Server;
 let ioServer: AdminIo;

@@ -53,6 +53,7 @@ export function jobSnapshot(row: JobRow, nodeId: number): JobSnapshot {
     deadlineAt: state === 'delayed' || state === 'reserved' ? row.due_at : 0,
     file: 0,
     reservedBy: state === 'reserved' && row.holder_node === nodeId ? (row.holder_conn ?? 0) : 0,
+    holderNode: state === 'reserved' ? (row.holder_node ?? 0) : 0,
     transient: false,
     reserves: row.reserves,
     timeouts: row.timeouts,

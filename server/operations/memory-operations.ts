@@ -551,6 +551,7 @@ function emptyView(): JobView {
     deadlineAt: 0,
     file: 0,
     reservedBy: 0,
+    holderNode: 0,
     reserves: 0,
     timeouts: 0,
     releases: 0,

@@ -67,8 +67,10 @@ export interface JobView {
   deadlineAt: number;
   /** Binlog segment holding the job (0 without persistence, -1 for a transient job). */
   file: number;
-  /** The connection holding it (0 unless reserved). */
+  /** The connection holding it (0 unless reserved, or held through another cluster node). */
   reservedBy: number;
+  /** Cluster mode: the node whose client holds it (0 unless reserved; always 0 in memory). */
+  holderNode: number;
   /** Kept in memory only (NewJob.transient): a Gearman foreground job. */
   transient: boolean;
   reserves: number;

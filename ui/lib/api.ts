@@ -19,6 +19,7 @@ import {
 import { withBase } from './base.js';
 import type {
   AdminConfigDto,
+  ClusterNodeDto,
   ApiErrorDto,
   ConnectionDto,
   GearmanJobPageDto,
@@ -207,6 +208,7 @@ export const api = {
   externalKickJob: (id: number, job: number) => discard('POST', API.externalJobKick(id, job)),
   closeConnection: (id: number) => discard('DELETE', `${API.connections}/${id}`),
   history: (minutes: number, signal?: AbortSignal) => json<MinuteSampleDto[]>('GET', withQuery(API.history, { minutes }), undefined, signal),
+  clusterNodes: (signal?: AbortSignal) => json<ClusterNodeDto[]>('GET', API.clusterNodes, undefined, signal),
   tubeHealth: (signal?: AbortSignal) => json<TubeHealthDto[]>('GET', API.tubeHealth, undefined, signal),
   tubeHistory: (name: string, signal?: AbortSignal) => json<TubeMinuteDto[]>('GET', API.tubeHistory(name), undefined, signal),
   connections: (signal?: AbortSignal) => json<ConnectionDto[]>('GET', API.connections, undefined, signal),

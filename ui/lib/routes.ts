@@ -17,6 +17,7 @@ export type Route =
   | { page: 'connections' }
   | { page: 'search'; spec: SearchSpec }
   | { page: 'servers' }
+  | { page: 'nodes' }
   | { page: 'server'; id: number }
   | { page: 'gearman' }
   | { page: 'gearman-function'; name: string; state: GearmanJobState }
@@ -54,6 +55,7 @@ export function parseRoute(pathname: string, search: string): Route {
   if (path === '/connections') return { page: 'connections' };
   if (path === '/search') return { page: 'search', spec: searchSpecOf(query) };
   if (path === '/servers') return { page: 'servers' };
+  if (path === '/nodes') return { page: 'nodes' };
   if (path.startsWith('/servers/')) {
     const id = Number(path.slice('/servers/'.length));
     if (Number.isInteger(id) && id >= 1 && id <= 1_000_000) return { page: 'server', id };
@@ -138,6 +140,8 @@ export function routeTitle(route: Route): string {
       return route.spec.q === '' ? 'Search' : `Search ${route.spec.q}`;
     case 'servers':
       return 'Other servers';
+    case 'nodes':
+      return 'Cluster nodes';
     case 'server':
       return `Server ${route.id}`;
     case 'gearman':

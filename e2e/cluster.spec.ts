@@ -1,0 +1,59 @@
+/**
+ * The dashboard of a cluster node: the nodes view lists every node with its health and marks
+ * the one serving the page; a node that stops is shown gone; a job reserved by a client of
+ * another node says which node holds it. Runs on a PostgreSQL of its own.
+ */
+import { test as base, expect } from '@playwright/test';
+import { postgresBinDir, startThrowawayPostgres, type ThrowawayPostgres } from '../bench/throwaway-postgres.js';
+import { startAdminServer, type AdminServerProcess } from '../test/support/admin-server.js';
+import { RawClient, tcpPut } from '../test/support/raw-client.js';
+import { startServer, type RunningServer } from '../test/support/servers.js';
+import { expectLive } from './fixtures.js';
+
+let pg: ThrowawayPostgres | null = null;
+base.beforeAll(async () => {
+  if (postgresBinDir() !== null) pg = await startThrowawayPostgres({ settings: { fsync: 'off' } });
+});
+base.afterAll(async () => {
+  await pg?.stop();
+});
+
+base('the nodes view, and which node holds a reserved job', async ({ page }) => {
+  base.skip(pg === null, 'PostgreSQL is not installed');
+  const url = await pg!.createDatabase('dashboard');
+  let dashboard: AdminServerProcess | null = null;
+  let other: RunningServer | null = null;
+  const clients: RawClient[] = [];
+  try {
+    dashboard = await startAdminServer(['--cluster', url]);
+    other = await startServer('beanpole', ['--cluster', url]);
+    await page.goto(`${dashboard.url}nodes`);
+    await expectLive(page);
+    await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Nodes' })).toBeVisible();
+    const self = await page.getByTestId('self-node').textContent();
+    await expect(page.locator('[data-testid^="node-"][data-health="up"]')).toHaveCount(2);
+    await expect(page.getByTestId(`node-${self}`)).toContainText('this one');
+
+    // A worker of the other node reserves a job: the Reserved tab names that node.
+    const worker = await RawClient.connect(other.port);
+    clients.push(worker);
+    const id = await tcpPut(worker, 'held elsewhere');
+    expect(await worker.call('reserve\r\n')).toMatch(/^RESERVED /);
+    await page.goto(`${dashboard.url}tubes/default?state=reserved`);
+    const otherId = self === '1' ? 2 : 1;
+    await expect(page.getByTestId(`held-by-${id}`)).toHaveText(`a client of node ${otherId}`);
+
+    // The other node stops: it is shown gone, and its job is ready again.
+    await other.stop();
+    other = null;
+    await page.goto(`${dashboard.url}nodes`);
+    await expect(page.getByTestId(`node-${otherId}`)).toHaveAttribute('data-health', 'gone');
+    await expect(page.locator('[data-testid^="node-"][data-health="up"]')).toHaveCount(1);
+    await page.goto(`${dashboard.url}tubes/default`);
+    await expect(page.getByTestId('count-ready')).toHaveAttribute('data-value', '1');
+  } finally {
+    for (const c of clients) c.destroy();
+    await other?.stop();
+    await dashboard?.stop();
+  }
+});

@@ -1,0 +1,51 @@
+/** The dashboard's view of the cluster (cluster mode only): its nodes and their health. */
+import express, { type Router } from 'express';
+import { API } from '../../shared/api.js';
+import type { ClusterNodeDto } from '../../shared/dto.js';
+
+/** A node's row as the cluster store keeps it (server/cluster/node-lease.ts). */
+export interface ClusterNodeRow {
+  id: number;
+  address: string;
+  version: string;
+  started_at: number;
+  heartbeat_at: number;
+  lease_until: number;
+  connections: number;
+  gone_at: number | null;
+}
+
+/** What the dashboard needs of a cluster node. */
+export interface AdminCluster {
+  nodeId(): number;
+  nodes(): Promise<ClusterNodeRow[]>;
+  /** How long a node's lease lasts (ms), to tell a late heartbeat from a missed one. */
+  leaseMs: number;
+  now(): number;
+}
+
+export function clusterNodeDto(row: ClusterNodeRow, cluster: AdminCluster, now: number): ClusterNodeDto {
+  // Heartbeats come five times per lease: two missed in a row is late.
+  const late = now - row.heartbeat_at > (2 * cluster.leaseMs) / 5 + 200;
+  return {
+    id: row.id,
+    address: row.address,
+    version: row.version,
+    startedAt: row.started_at,
+    heartbeatAt: row.heartbeat_at,
+    leaseUntil: row.lease_until,
+    connections: row.connections,
+    goneAt: row.gone_at,
+    health: row.gone_at !== null ? 'gone' : late ? 'late' : 'up',
+    self: row.id === cluster.nodeId(),
+  };
+}
+
+export function clusterRoutes(cluster: AdminCluster): Router {
+  const router = express.Router();
+  router.get(API.clusterNodes, async (_req, res) => {
+    const now = cluster.now();
+    res.json((await cluster.nodes()).map((row) => clusterNodeDto(row, cluster, now)));
+  });
+  return router;
+}
