@@ -20,7 +20,7 @@ import type {
   TubeName,
 } from '../operations/operations.js';
 import { ttrWithFloor } from '../operations/rules.js';
-import type { ClusterStore } from './cluster-store.js';
+import type { ClusterStore, ReservedRow } from './cluster-store.js';
 import { jobBytes } from './job-row.js';
 import { run } from './pool.js';
 import { STATE } from './schema.js';
@@ -33,14 +33,6 @@ interface Held {
   deadlineAt: number;
 }
 
-interface ReservedRow {
-  id: number;
-  tube: string;
-  reserves: number;
-  due_at: number;
-  ttr_ms: number;
-  body: Buffer;
-}
 
 const OK_VOID: Result<void> = ok(undefined);
 
@@ -206,8 +198,8 @@ export class ClusterClient implements ClientOperations {
   /** Reserves the best ready job of `tubes` for this client, or null. */
   private async take(tubes: string[]): Promise<JobBytes | null> {
     if (tubes.length === 0) return null;
-    const [row] = await run<ReservedRow>(this.store.pool, SQL.reserve, [tubes, this.store.nodeId, this.id, this.store.now(), this.holdMs]);
-    return row === undefined ? null : this.holding(row);
+    const row = await this.store.reserves.add({ tubes, conn: this.id, hold: this.holdMs });
+    return row === null ? null : this.holding(row);
   }
 
   private holding(row: ReservedRow): JobBytes {
@@ -241,8 +233,9 @@ export class ClusterClient implements ClientOperations {
 
   async delete(id: number): Promise<Result<void>> {
     try {
-      const [row] = await run<{ tube: string; state: number }>(this.store.pool, SQL.delete, [id, ...this.token(id)]);
-      if (row === undefined) return fail('NOT_FOUND');
+      const [node, conn, reserves] = this.token(id);
+      const row = await this.store.deletes.add({ id, node, conn, reserves, client: this.id });
+      if (row === null) return fail('NOT_FOUND');
       this.drop(id);
       this.store.localTube(row.tube).deletes++;
       this.store.jobEnded(id);

@@ -52,12 +52,15 @@ import { createPool, run } from './pool.js';
 import { PutBatch } from './put-batch.js';
 import { STATE, migrate } from './schema.js';
 import { SQL } from './sql.js';
+import { TurnBatch } from './turn-batch.js';
 import { Wakeups } from './wakeups.js';
 
 /** Waiting reserves look again this often even without news (a lost notification). */
 const SAFETY_POLL_MS = 1000;
 /** A reservation this late is expired by any node (its holder's own timer did not). */
 const OVERDUE_GRACE_MS = 1000;
+/** setTimeout's longest delay; a later due time is timed again when this one fires. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Jobs a bulk clear or move changes per statement. */
 const BULK_SLICE = 1000;
 
@@ -83,6 +86,32 @@ interface LocalTube {
   pauses: number;
 }
 
+/** A client's reserve, batched with the others of its turn. `hold`: ms, or -1 for the job's TTR. */
+export interface ReserveRequest {
+  tubes: string[];
+  conn: number;
+  hold: number;
+}
+
+/** A reservation just made: what the client needs to hold it (its token) and to answer RESERVED. */
+export interface ReservedRow {
+  id: number;
+  tube: string;
+  reserves: number;
+  due_at: number;
+  ttr_ms: number;
+  body: Buffer;
+}
+
+/** A client's delete, with the token it holds for the job (-1s when it holds none). */
+export interface DeleteRequest {
+  id: number;
+  node: number;
+  conn: number;
+  reserves: number;
+  client: number;
+}
+
 interface CountsRow {
   urgent: number;
   ready: number;
@@ -105,6 +134,9 @@ export class ClusterStore implements Operations {
   readonly startedAt: number;
   readonly now: () => number;
   private readonly puts: PutBatch;
+  /** Reserves and deletes of one turn, from every client of this node, one statement each. */
+  readonly reserves = new TurnBatch<ReserveRequest, ReservedRow | null>((requests) => this.reserveMany(requests));
+  readonly deletes = new TurnBatch<DeleteRequest, { tube: string } | null>((requests) => this.deleteMany(requests));
   private readonly wakeups: Wakeups;
   private readonly clients = new Map<number, ClusterClient>();
   private readonly localTubes = new Map<string, LocalTube>();
@@ -310,8 +342,9 @@ export class ClusterStore implements Operations {
   }
 
   /**
-   * Offers jobs to waiting clients, oldest waiter first, one reserve statement per waiter that
-   * watches a tube with news; a tube where a reserve found nothing is not tried again this round.
+   * Offers jobs to the waiting clients that watch a tube with news, all at once: their reserves
+   * go in one statement per set of tubes (reserveMany), which hands the best jobs to the oldest
+   * waiters first.
    */
   private async dispatch(): Promise<void> {
     this.dispatching = true;
@@ -320,20 +353,60 @@ export class ClusterStore implements Operations {
         this.dispatchQueued = false;
         const news = this.news;
         this.news = new Set();
-        const empty = new Set<string>();
-        for (const client of [...this.waiters]) {
-          if (!this.waiters.has(client)) continue;
-          const tubes = client.watchedTubes().filter((t) => (news === null || news.has(t)) && !empty.has(t));
-          if (tubes.length === 0) continue;
-          const found = await client.offer(tubes);
-          if (!found) for (const t of tubes) empty.add(t);
+        const offers: Promise<boolean>[] = [];
+        for (const client of this.waiters) {
+          const tubes = client.watchedTubes().filter((t) => news === null || news.has(t));
+          if (tubes.length > 0) offers.push(client.offer(tubes));
         }
+        await Promise.all(offers);
       } while (this.dispatchQueued && this.waiters.size > 0);
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'cluster: waking waiting reserves failed (the next poll tries again)');
     } finally {
       this.dispatching = false;
     }
+  }
+
+  /** One turn's reserves: one statement per set of watched tubes, the clients in the order they asked. */
+  private async reserveMany(requests: ReserveRequest[]): Promise<(ReservedRow | null)[]> {
+    const now = this.now();
+    const groups = new Map<string, number[]>();
+    requests.forEach((r, i) => {
+      const key = r.tubes.join('\n');
+      const group = groups.get(key);
+      if (group === undefined) groups.set(key, [i]);
+      else group.push(i);
+    });
+    const out: (ReservedRow | null)[] = requests.map(() => null);
+    await Promise.all(
+      [...groups.values()].map(async (indexes) => {
+        const rows = await run<ReservedRow & { rn: number }>(this.pool, SQL.reserveMany, [
+          requests[indexes[0]!]!.tubes,
+          this.nodeId,
+          indexes.map((i) => requests[i]!.conn),
+          now,
+          indexes.map((i) => requests[i]!.hold),
+          indexes.length,
+        ]);
+        // By position, not by connection: a client may be in one batch twice (its own reserve,
+        // and an offer made while it still waited), and each request gets its own job.
+        for (const row of rows) out[indexes[row.rn - 1]!] = row;
+      }),
+    );
+    return out;
+  }
+
+  /** One turn's deletes by clients, in one statement. */
+  private async deleteMany(requests: DeleteRequest[]): Promise<({ tube: string } | null)[]> {
+    const rows = await run<{ id: number; tube: string; client: number }>(this.pool, SQL.deleteMany, [
+      requests.map((r) => r.id),
+      requests.map((r) => r.node),
+      requests.map((r) => r.conn),
+      requests.map((r) => r.reserves),
+      requests.map((r) => r.client),
+    ]);
+    const done = new Map(rows.map((row) => [`${row.id}:${row.client}`, row]));
+    return requests.map((r) => done.get(`${r.id}:${r.client}`) ?? null);
   }
 
   /** The slow safety net: overdue reservations, due delayed jobs, and waiters look at every tube. */
@@ -371,7 +444,7 @@ export class ClusterStore implements Operations {
       this.dueTimer = null;
       this.dueAt = Number.POSITIVE_INFINITY;
       void this.promote().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cluster: promoting delayed jobs failed'));
-    }, Math.max(0, at - this.now()));
+    }, Math.min(Math.max(0, at - this.now()), MAX_TIMER_MS));
     this.dueTimer.unref();
   }
 
@@ -652,7 +725,7 @@ export class ClusterStore implements Operations {
     await run(this.pool, SQL.pauseTube, [tube, delayMs, delayMs === 0 ? 0 : now + delayMs]);
     this.localTube(tube).pauses++;
     // When it ends, reserves waiting here look again (other nodes' slow poll does the same).
-    const end = setTimeout(() => this.wake(new Set([tube])), delayMs + 1);
+    const end = setTimeout(() => this.wake(new Set([tube])), Math.min(delayMs + 1, MAX_TIMER_MS));
     end.unref();
     if (delayMs === 0) this.jobsReady([tube], true);
     const counts = await this.tube(tube);

@@ -44,29 +44,44 @@ export const SQL = {
   useUpIds: s('use_up_ids', "SELECT nextval('beanpole_job_ids') FROM generate_series(1, $1::integer)"),
 
   /**
-   * The best ready job over the watched tubes ($1), paused ones left out: each tube's head is one
-   * probe of its index (a LATERAL join; `tube = ANY(...) ORDER BY priority, id` would sort the
-   * whole backlog), locked with SKIP LOCKED so that reservers on other nodes take the next one.
-   * $2 node, $3 connection, $4 now, $5 hold (ms; -1: the job's TTR).
+   * Reserves for several clients of this node at once (one turn's reserves over the same watched
+   * tubes): each tube's first $6 ready jobs are probed and locked, the best $6 of them go to the
+   * clients in the order they asked. $1 tubes, $2 node, $3 connections, $4 now, $5 holds (ms;
+   * -1: the job's TTR), $6 how many clients.
    */
-  reserve: s(
-    'reserve',
-    `WITH head AS (
-       SELECT h.id FROM unnest($1::text[]) AS w(tube)
+  reserveMany: s(
+    'reserve_many',
+    `WITH heads AS (
+       SELECT h.id, h.priority FROM unnest($1::text[]) AS w(tube)
        CROSS JOIN LATERAL (
          SELECT id, priority FROM beanpole_jobs
          WHERE tube = w.tube AND state = 0
-         ORDER BY priority, id LIMIT 1
+         ORDER BY priority, id LIMIT $6
          FOR UPDATE SKIP LOCKED
        ) h
-       WHERE NOT EXISTS (SELECT 1 FROM beanpole_tubes p WHERE p.name = w.tube AND p.unpause_at > $4)
-       ORDER BY h.priority, h.id LIMIT 1
-     )
+       WHERE NOT EXISTS (SELECT 1 FROM beanpole_tubes p WHERE p.name = w.tube AND p.unpause_at > $4::bigint)
+     ),
+     picked AS (SELECT id, row_number() OVER (ORDER BY priority, id) AS rn FROM heads ORDER BY priority, id LIMIT $6),
+     who AS (SELECT conn, hold, rn FROM unnest($3::bigint[], $5::bigint[]) WITH ORDINALITY AS c(conn, hold, rn))
      UPDATE beanpole_jobs j
-     SET state = 1, holder_node = $2, holder_conn = $3, reserves = j.reserves + 1,
-         due_at = $4::bigint + CASE WHEN $5::bigint < 0 THEN j.ttr_ms ELSE $5::bigint END
-     FROM head WHERE j.id = head.id
-     RETURNING j.id, j.tube, j.reserves, j.due_at, j.ttr_ms, j.body`,
+     SET state = 1, holder_node = $2, holder_conn = who.conn, reserves = j.reserves + 1,
+         due_at = $4::bigint + CASE WHEN who.hold < 0 THEN j.ttr_ms ELSE who.hold END
+     FROM picked JOIN who USING (rn)
+     WHERE j.id = picked.id
+     RETURNING who.rn, j.id, j.tube, j.reserves, j.due_at, j.ttr_ms, j.body`,
+  ),
+
+  /**
+   * Clients' deletes of one turn: each deletes its job unless another reservation holds it.
+   * $1 ids, $2-$4 the token each client holds (-1s when none), $5 the clients (of two clients
+   * deleting one job in the same turn, one gets it).
+   */
+  deleteMany: s(
+    'delete_many',
+    `DELETE FROM beanpole_jobs j
+     USING unnest($1::bigint[], $2::integer[], $3::bigint[], $4::integer[], $5::bigint[]) AS t(id, node, conn, reserves, client)
+     WHERE j.id = t.id AND (j.state <> 1 OR (j.holder_node = t.node AND j.holder_conn = t.conn AND j.reserves = t.reserves))
+     RETURNING j.id, j.tube, t.client`,
   ),
 
   /** reserve-job: any job not reserved, whatever its state. $1 id, $2 node, $3 connection, $4 now, $5 hold. */
@@ -81,12 +96,6 @@ export const SQL = {
 
   /** True when one of the tubes ($1) has a ready job, paused or not (the DEADLINE_SOON check). */
   anyReady: s('any_ready', 'SELECT EXISTS (SELECT 1 FROM beanpole_jobs WHERE tube = ANY($1::text[]) AND state = 0) AS any'),
-
-  /** A client's delete: any job but one another reservation holds. $1 id, $2-$4 the token it holds (or -1s). */
-  delete: s(
-    'delete',
-    `DELETE FROM beanpole_jobs j WHERE j.id = $1 AND (j.state <> 1 OR (${TOKEN})) RETURNING j.tube, j.state`,
-  ),
 
   /** The dashboard's delete: never a reserved job. */
   deleteUnheld: s('delete_unheld', 'DELETE FROM beanpole_jobs WHERE id = $1 AND state <> 1 RETURNING tube, state'),
