@@ -229,6 +229,7 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
       url: cluster.url,
       leaseMs: cluster.leaseMs,
       maxJobSize: options.maxJobSize,
+      maxJobBytes: options.maxJobBytes,
       deadLetterAfter: options.deadLetterAfter,
       address: `${os.hostname()}:${options.port}`,
       version: VERSION,

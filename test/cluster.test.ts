@@ -7,18 +7,24 @@
  */
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import pg from 'pg';
+import { SCHEMA_VERSION } from '../server/cluster/schema.js';
+import { API } from '../shared/api.js';
+import type { AdminConfigDto, ClusterNodeDto, JobDto, TubeDto } from '../shared/dto.js';
+import { api, startAdminServer, type AdminServerProcess } from './support/admin-server.js';
 import { freshDatabase } from './support/cluster-db.js';
+import { expectOk } from './support/expectations.js';
 import { RawClient, tcpPut } from './support/raw-client.js';
 import { startServer, type RunningServer } from './support/servers.js';
 
 const pgUrl = inject('pgUrl');
 const servers: RunningServer[] = [];
+const admins: AdminServerProcess[] = [];
 const clients: RawClient[] = [];
 
 afterEach(async () => {
   for (const c of clients.splice(0)) c.destroy();
   for (const s of servers) s.signal('SIGCONT');
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
+  await Promise.all([...servers.splice(0), ...admins.splice(0)].map((s) => s.stop()));
 });
 
 async function node(url: string, args: string[] = []): Promise<RunningServer> {
@@ -56,7 +62,7 @@ describe.skipIf(pgUrl === null)('cluster mode', () => {
     await db.connect();
     try {
       const { rows } = await db.query<{ version: number }>('SELECT version FROM beanpole_schema');
-      expect(rows).toEqual([{ version: 1 }]);
+      expect(rows).toEqual([{ version: SCHEMA_VERSION }]);
       const nodes = await db.query('SELECT id FROM beanpole_nodes WHERE gone_at IS NULL');
       expect(nodes.rowCount).toBe(3);
     } finally {
@@ -122,6 +128,49 @@ describe.skipIf(pgUrl === null)('cluster mode', () => {
     const started = Date.now();
     expect(await worker.call('reserve-with-timeout 5\r\n', 6000)).toBe(`RESERVED ${id} 5\r\nlater\r\n`);
     expect(Date.now() - started).toBeGreaterThanOrEqual(700);
+  });
+
+  it('--max-job-bytes bounds the bodies of the whole cluster: OUT_OF_MEMORY on any node, room again after deletes', async () => {
+    const url = await freshDatabase(pgUrl!, 'budget');
+    const a = await node(url, ['--max-job-bytes', '100']);
+    const ca = await connect(a);
+    const body = 'x'.repeat(60);
+    const id = await tcpPut(ca, body);
+    expect(await ca.call(`put 0 0 60 60\r\n${body}\r\n`)).toBe('OUT_OF_MEMORY\r\n');
+    // A node that joins reads the cluster's total first.
+    const b = await node(url, ['--max-job-bytes', '100']);
+    const cb = await connect(b);
+    expect(await cb.call(`put 0 0 60 60\r\n${body}\r\n`)).toBe('OUT_OF_MEMORY\r\n');
+    expect(await cb.call(`put 0 0 60 30\r\n${'y'.repeat(30)}\r\n`)).toMatch(/^INSERTED \d+\r\n$/);
+    expect(await cb.call(`delete ${id}\r\n`)).toBe('DELETED\r\n');
+    // Node A reads the total again within a second: room for 60 bytes again (a refused put changes nothing).
+    await expect.poll(() => ca.call(`put 0 0 60 60\r\n${body}\r\n`), { timeout: 5000, interval: 200 }).toMatch(/^INSERTED \d+\r\n$/);
+    expect(await cb.call('stats\r\n')).toMatch(/current-jobs-ready: 2\n/);
+  });
+
+  it('the admin API of a node reads the cluster: numbers as numbers, jobs of every node, the nodes view', async () => {
+    const url = await freshDatabase(pgUrl!, 'admin');
+    const admin = await startAdminServer(['--cluster', url]);
+    admins.push(admin);
+    const other = await node(url);
+    const c = await connect(other);
+    await c.call('use mail\r\n');
+    const id = await tcpPut(c, '{"to":"a@b"}');
+    const tube = expectOk<TubeDto>(await api(admin.url, API.tube('mail')));
+    expect(tube).toMatchObject({ name: 'mail', ready: 1, totalJobs: 1, urgent: 1 });
+    const stats = expectOk<Record<string, unknown>>(await api(admin.url, API.stats));
+    expect(stats['total-jobs']).toBe(1);
+    const job = expectOk<JobDto>(await api(admin.url, API.job(id)));
+    expect(job).toMatchObject({ id, tube: 'mail', state: 'ready', reservedByNode: null });
+    const nodes = expectOk<ClusterNodeDto[]>(await api(admin.url, API.clusterNodes));
+    expect(nodes.map((n) => n.health)).toEqual(['up', 'up']);
+    expect(nodes.filter((n) => n.self)).toHaveLength(1);
+    expect(typeof nodes[0]!.heartbeatAt).toBe('number');
+    const config = expectOk<AdminConfigDto>(await api(admin.url, API.config));
+    expect(config.clusterNode).toBe(nodes.find((n) => n.self)!.id);
+    // The dashboard's delete goes through the database too.
+    expect((await api(admin.url, API.job(id), { method: 'DELETE' })).status).toBe(204);
+    expect(await c.call(`peek ${id}\r\n`)).toBe('NOT_FOUND\r\n');
   });
 
   it('a TTR that runs out returns the job to ready for a worker on another node, and counts a timeout', async () => {

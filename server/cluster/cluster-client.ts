@@ -125,9 +125,11 @@ export class ClusterClient implements ClientOperations {
    * gives the id here, so a put whose body never comes still uses one up: noted now, and drawn
    * from the sequence before this node's next put if no body follows.
    */
-  admitPut(_bytes: number): Result<number> {
+  admitPut(bytes: number): Result<number> {
     this.settleAdmitted();
     this.producer = true;
+    // Beyond beanstalkd, as in memory: the budget is checked before the body is read.
+    if (this.store.overBudget(bytes)) return fail('OUT_OF_MEMORY');
     this.admitted = true;
     return ok(0);
   }
@@ -148,6 +150,7 @@ export class ClusterClient implements ClientOperations {
     this.producer = true;
     if (this.store.isTooBig(job.body.length)) return fail('JOB_TOO_BIG');
     if (this.store.draining) return fail('DRAINING');
+    if (this.store.overBudget(job.body.length)) return fail('OUT_OF_MEMORY');
     return this.store.insert(tube, { ...job, ttrMs: ttrWithFloor(job.ttrMs) });
   }
 

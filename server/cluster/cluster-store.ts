@@ -68,6 +68,8 @@ export interface ClusterStoreOptions {
   url: string;
   leaseMs: number;
   maxJobSize: number;
+  /** Budget for the bodies of every job in the cluster (--max-job-bytes); null: no budget but the disk. */
+  maxJobBytes: number | null;
   /** The dead-letter limit of tubes without their own (0: off). */
   deadLetterAfter: number;
   /** This node's beanstalkd address, for the nodes view. */
@@ -134,6 +136,9 @@ export class ClusterStore implements Operations {
   readonly startedAt: number;
   readonly now: () => number;
   private readonly puts: PutBatch;
+  /** Body bytes in the cluster when last read, and what this node put since (the budget check). */
+  private clusterBytes = 0;
+  private bytesSinceRead = 0;
   /** Reserves and deletes of one turn, from every client of this node, one statement each. */
   readonly reserves = new TurnBatch<ReserveRequest, ReservedRow | null>((requests) => this.reserveMany(requests));
   readonly deletes = new TurnBatch<DeleteRequest, { tube: string } | null>((requests) => this.deleteMany(requests));
@@ -195,6 +200,7 @@ export class ClusterStore implements Operations {
       }
       await store.lease.register();
       await store.wakeups.start();
+      await store.readClusterBytes();
     } catch (err) {
       await store.pool.end().catch(() => undefined);
       throw err;
@@ -228,6 +234,29 @@ export class ClusterStore implements Operations {
 
   isTooBig(bytes: number): boolean {
     return bytes > this.maxJobSize;
+  }
+
+  /**
+   * True when a body of `bytes` would take the cluster over --max-job-bytes. The total is read
+   * every second (each node keeps its own count, so this costs the hot path nothing), plus what
+   * this node put since: other nodes' puts of the last second can go over by that much.
+   */
+  overBudget(bytes: number): boolean {
+    const max = this.o.maxJobBytes;
+    return max !== null && this.clusterBytes + this.bytesSinceRead + bytes > max;
+  }
+
+  /** Reads the cluster's body bytes for the budget check (nothing to read without a budget). */
+  async readClusterBytes(): Promise<void> {
+    if (this.o.maxJobBytes === null) return;
+    const [row] = await run<{ bytes: number }>(this.pool, SQL.clusterBytes, []);
+    this.clusterBytes = row!.bytes;
+    this.bytesSinceRead = 0;
+  }
+
+  /** A put batch committed `bytes` of bodies. */
+  addedBytes(bytes: number): void {
+    this.bytesSinceRead += bytes;
   }
 
   /** Leaves the cluster: this node's clients' jobs are ready again for the other nodes. */
@@ -404,6 +433,7 @@ export class ClusterStore implements Operations {
       requests.map((r) => r.conn),
       requests.map((r) => r.reserves),
       requests.map((r) => r.client),
+      this.nodeId,
     ]);
     const done = new Map(rows.map((row) => [`${row.id}:${row.client}`, row]));
     return requests.map((r) => done.get(`${r.id}:${r.client}`) ?? null);
@@ -427,6 +457,7 @@ export class ClusterStore implements Operations {
       const ready = expired.filter((r) => r.state === STATE.ready).map((r) => r.tube);
       if (ready.length > 0) this.jobsReady(ready, true);
       await this.promote();
+      await this.readClusterBytes();
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'cluster: poll failed');
     }
@@ -666,6 +697,7 @@ export class ClusterStore implements Operations {
     this.count('put');
     if (this.isTooBig(job.body.length)) return fail('JOB_TOO_BIG');
     if (this.isDraining) return fail('DRAINING');
+    if (this.overBudget(job.body.length)) return fail('OUT_OF_MEMORY');
     const result = await this.insert(tube, { ...job, ttrMs: ttrWithFloor(job.ttrMs) });
     if (!result.ok) return fail(result.code);
     const snapshot = await this.job(result.value.id);
@@ -674,7 +706,7 @@ export class ClusterStore implements Operations {
 
   async delete(id: number): Promise<Result<void>> {
     try {
-      const [row] = await run<{ tube: string }>(this.pool, SQL.deleteUnheld, [id]);
+      const [row] = await run<{ tube: string }>(this.pool, SQL.deleteUnheld, [id, this.nodeId]);
       if (row === undefined) {
         return (await this.job(id))?.state === 'reserved' ? fail('JOB_RESERVED') : fail('NOT_FOUND');
       }
@@ -747,6 +779,10 @@ export class ClusterStore implements Operations {
   async editJob(id: number, change: JobChange): Promise<Result<JobSnapshot>> {
     try {
       const ttr = change.ttrMs === undefined ? null : ttrWithFloor(change.ttrMs);
+      const before = change.body === undefined ? undefined : await this.job(id);
+      if (change.body !== undefined && before !== undefined && this.overBudget(change.body.length - before.bodyLength)) {
+        return fail('OUT_OF_MEMORY');
+      }
       const [row] = await run<JobRow>(this.pool, SQL.edit, [
         id,
         change.body ?? null,
@@ -758,6 +794,7 @@ export class ClusterStore implements Operations {
       ]);
       if (row === undefined) return (await this.job(id)) === undefined ? fail('NOT_FOUND') : fail('JOB_RESERVED');
       let job = jobSnapshot(row, this.nodeId);
+      if (before !== undefined) await run(this.pool, SQL.addBytes, [this.nodeId, job.bodyLength - before.bodyLength]);
       if (job.state === 'delayed') this.delayedDue(job.deadlineAt);
       if (change.kick === true && (job.state === 'buried' || job.state === 'delayed')) {
         const kicked = await this.kickJob(id);
@@ -775,7 +812,7 @@ export class ClusterStore implements Operations {
     if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
     let total = 0;
     for (;;) {
-      const rows = await run(this.pool, SQL.clearSome, [tube, STATE[state], BULK_SLICE]);
+      const rows = await run(this.pool, SQL.clearSome, [tube, STATE[state], BULK_SLICE, this.nodeId]);
       total += rows.length;
       if (rows.length < BULK_SLICE) break;
     }

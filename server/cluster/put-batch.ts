@@ -96,6 +96,7 @@ export class PutBatch {
         else readyTubes.add(p.tube);
         p.resolve(ok({ id: ids[i]!, tubeName: p.tube, bodyBuf: p.body, bodyOffset: 0, bodyLength: p.body.length }));
       });
+      store.addedBytes(batch.reduce((n, p) => n + p.body.length, 0));
       if (readyTubes.size > 0) store.jobsReady(readyTubes, true);
       if (soonestDue !== Number.POSITIVE_INFINITY) store.delayedDue(soonestDue);
     } catch (err) {

@@ -93,6 +93,14 @@ export const MIGRATIONS: readonly string[] = [
     dead_letter_after bigint
   );
   `,
+  `
+  -- Body bytes each node added and removed (a node's own row, so that nodes never wait on each
+  -- other): their sum is what the cluster's --max-job-bytes budget is checked against.
+  CREATE TABLE beanpole_node_bytes (
+    node integer PRIMARY KEY,
+    bytes bigint NOT NULL
+  );
+  `,
 ];
 
 /** The schema version this build needs. */

@@ -21,6 +21,12 @@ const limitOf = (param: string): string =>
 /** True when this strike reaches the limit: the job is buried instead. */
 const reachesLimit = (param: string): string => `(${limitOf(param)} > 0 AND j.strikes + 1 >= ${limitOf(param)})`;
 const TOKEN = 'j.state = 1 AND j.holder_node = $2 AND j.holder_conn = $3 AND j.reserves = $4';
+/** Subtracts the bodies of the rows of CTE `gone` (with column n) from node `node`'s byte count. */
+const lessBytes = (node: string): string =>
+  `bytes AS (
+     INSERT INTO beanpole_node_bytes (node, bytes) SELECT ${node}, -COALESCE(sum(n), 0) FROM gone
+     ON CONFLICT (node) DO UPDATE SET bytes = beanpole_node_bytes.bytes + EXCLUDED.bytes
+   )`;
 
 export const SQL = {
   /**
@@ -34,6 +40,9 @@ export const SQL = {
        INSERT INTO beanpole_tube_totals (node, tube, total_jobs)
        SELECT $9, t, count(*) FROM unnest($1::text[]) AS t GROUP BY t
        ON CONFLICT (node, tube) DO UPDATE SET total_jobs = beanpole_tube_totals.total_jobs + EXCLUDED.total_jobs
+     ), bytes AS (
+       INSERT INTO beanpole_node_bytes (node, bytes) SELECT $9, COALESCE(sum(length(b)), 0) FROM unnest($8::bytea[]) AS b
+       ON CONFLICT (node) DO UPDATE SET bytes = beanpole_node_bytes.bytes + EXCLUDED.bytes
      )
      INSERT INTO beanpole_jobs (tube, state, priority, delay_ms, ttr_ms, created_at, due_at, body)
      SELECT * FROM unnest($1::text[], $2::smallint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bytea[])
@@ -74,14 +83,17 @@ export const SQL = {
   /**
    * Clients' deletes of one turn: each deletes its job unless another reservation holds it.
    * $1 ids, $2-$4 the token each client holds (-1s when none), $5 the clients (of two clients
-   * deleting one job in the same turn, one gets it).
+   * deleting one job in the same turn, one gets it), $6 this node.
    */
   deleteMany: s(
     'delete_many',
-    `DELETE FROM beanpole_jobs j
-     USING unnest($1::bigint[], $2::integer[], $3::bigint[], $4::integer[], $5::bigint[]) AS t(id, node, conn, reserves, client)
-     WHERE j.id = t.id AND (j.state <> 1 OR (j.holder_node = t.node AND j.holder_conn = t.conn AND j.reserves = t.reserves))
-     RETURNING j.id, j.tube, t.client`,
+    `WITH gone AS (
+       DELETE FROM beanpole_jobs j
+       USING unnest($1::bigint[], $2::integer[], $3::bigint[], $4::integer[], $5::bigint[]) AS t(id, node, conn, reserves, client)
+       WHERE j.id = t.id AND (j.state <> 1 OR (j.holder_node = t.node AND j.holder_conn = t.conn AND j.reserves = t.reserves))
+       RETURNING j.id, j.tube, t.client, length(j.body) AS n
+     ), ${lessBytes('$6::integer')}
+     SELECT id, tube, client FROM gone`,
   ),
 
   /** reserve-job: any job not reserved, whatever its state. $1 id, $2 node, $3 connection, $4 now, $5 hold. */
@@ -98,7 +110,11 @@ export const SQL = {
   anyReady: s('any_ready', 'SELECT EXISTS (SELECT 1 FROM beanpole_jobs WHERE tube = ANY($1::text[]) AND state = 0) AS any'),
 
   /** The dashboard's delete: never a reserved job. */
-  deleteUnheld: s('delete_unheld', 'DELETE FROM beanpole_jobs WHERE id = $1 AND state <> 1 RETURNING tube, state'),
+  deleteUnheld: s(
+    'delete_unheld',
+    `WITH gone AS (DELETE FROM beanpole_jobs WHERE id = $1 AND state <> 1 RETURNING tube, state, length(body) AS n), ${lessBytes('$2::integer')}
+     SELECT tube, state FROM gone`,
+  ),
 
   /**
    * $1 id, $2-$4 token, $5 priority, $6 delay, $7 now, $8 the node's dead-letter default. Returns
@@ -254,7 +270,7 @@ export const SQL = {
        count(*) FILTER (WHERE state = 2) AS delayed,
        count(*) FILTER (WHERE state = 3) AS buried,
        (SELECT created_at FROM beanpole_jobs WHERE tube = $1 AND state = 0 ORDER BY priority, id LIMIT 1) AS next_ready_created_at,
-       (SELECT COALESCE(sum(total_jobs), 0) FROM beanpole_tube_totals WHERE tube = $1) AS total_jobs,
+       (SELECT COALESCE(sum(total_jobs), 0)::bigint FROM beanpole_tube_totals WHERE tube = $1) AS total_jobs,
        (SELECT pause_ms FROM beanpole_tubes WHERE name = $1) AS pause_ms,
        (SELECT unpause_at FROM beanpole_tubes WHERE name = $1) AS unpause_at,
        (SELECT dead_letter_after FROM beanpole_tubes WHERE name = $1) AS dead_letter_after
@@ -272,7 +288,7 @@ export const SQL = {
        count(*) FILTER (WHERE state = 3) AS buried
      FROM beanpole_jobs GROUP BY tube`,
   ),
-  allTubeTotals: s('all_tube_totals', 'SELECT tube, sum(total_jobs) AS total_jobs FROM beanpole_tube_totals GROUP BY tube'),
+  allTubeTotals: s('all_tube_totals', 'SELECT tube, sum(total_jobs)::bigint AS total_jobs FROM beanpole_tube_totals GROUP BY tube'),
   allTubeRows: s('all_tube_rows', 'SELECT name, pause_ms, unpause_at, dead_letter_after FROM beanpole_tubes'),
 
   /** The server's job counts, and the jobs ever put (cluster-wide). */
@@ -284,7 +300,7 @@ export const SQL = {
        count(*) FILTER (WHERE state = 1) AS reserved,
        count(*) FILTER (WHERE state = 2) AS delayed,
        count(*) FILTER (WHERE state = 3) AS buried,
-       (SELECT COALESCE(sum(total_jobs), 0) FROM beanpole_tube_totals) AS total_jobs
+       (SELECT COALESCE(sum(total_jobs), 0)::bigint FROM beanpole_tube_totals) AS total_jobs
      FROM beanpole_jobs`,
   ),
 
@@ -339,8 +355,20 @@ export const SQL = {
   idsInState: s('ids_in_state', 'SELECT id FROM beanpole_jobs WHERE tube = $1 AND state = $2 ORDER BY id LIMIT $3'),
   clearSome: s(
     'clear_some',
-    'DELETE FROM beanpole_jobs WHERE id IN (SELECT id FROM beanpole_jobs WHERE tube = $1 AND state = $2 LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING id',
+    `WITH gone AS (
+       DELETE FROM beanpole_jobs WHERE id IN (SELECT id FROM beanpole_jobs WHERE tube = $1 AND state = $2 LIMIT $3 FOR UPDATE SKIP LOCKED)
+       RETURNING id, length(body) AS n
+     ), ${lessBytes('$4::integer')}
+     SELECT id FROM gone`,
   ),
+  /** An edit replaced a body: $2 bytes more (or fewer) for node $1. */
+  addBytes: s(
+    'add_bytes',
+    `INSERT INTO beanpole_node_bytes (node, bytes) VALUES ($1, $2)
+     ON CONFLICT (node) DO UPDATE SET bytes = beanpole_node_bytes.bytes + EXCLUDED.bytes`,
+  ),
+  /** Body bytes in the cluster (the --max-job-bytes budget's use). */
+  clusterBytes: s('cluster_bytes', 'SELECT COALESCE(sum(bytes), 0)::bigint AS bytes FROM beanpole_node_bytes'),
   moveSome: s(
     'move_some',
     'UPDATE beanpole_jobs SET tube = $4 WHERE id IN (SELECT id FROM beanpole_jobs WHERE tube = $1 AND state = $2 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING id',
