@@ -6,10 +6,10 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { freePort } from './targets.js';
 
 export interface ThrowawayPostgres {
   /** postgres://beanpole@127.0.0.1:PORT/postgres: the superuser's maintenance database. */
@@ -51,18 +51,6 @@ function runAs(): { uid: number; gid: number } | null {
   if (line === undefined) throw new Error('running as root, and there is no postgres user to run PostgreSQL as');
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitUntilAccepting(url: string, child: ChildProcess, log: () => string): Promise<void> {

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_GEARMAN_MAX_SIZE } from '../shared/limits.js';
+import type { AdminContext } from './admin/app.js';
 import { AdminShell } from './admin/shell.js';
 import { USAGE, USAGE_EXIT_CODE, parseCommandLine, type ServerOptions } from './cli.js';
 import { systemClock } from './engine/clock.js';
@@ -159,31 +160,22 @@ async function main(argv: string[]): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
 
   if (options.admin !== null) {
-    // Only the HTTP server starts now; the dashboard's modules load on its first request.
-    admin = new AdminShell({
-      ops,
-      info,
-      gearman: gearman === null ? null : { view: new GearmanView(gearmanOps, registry), ops: gearmanOps, onActivity: gearmanScheduler.poke },
-      log,
-      options: options.admin,
-      uiDir: path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'ui'),
-      binlog: binlog !== null,
-      historyDir: binlogDir === null ? null : path.join(binlogDir, 'stats-history'),
-      cluster: null,
-      onActivity: scheduler.poke,
-    });
-    // Except with -u: USER may not be able to read them, so they load while the server is root.
-    if (user !== null) await admin.preload();
-    try {
-      const url = await admin.listen();
-      banner.dashboard = url;
-      log.info({ url }, `dashboard on ${url}`);
-    } catch (err) {
-      // The job server matters more than its dashboard: keep serving without it.
-      log.warn({ err: (err as Error).message }, 'dashboard not started: cannot listen on its address (use --admin-port or --no-admin)');
-      void admin.close();
-      admin = null;
-    }
+    admin = await startDashboard(
+      {
+        ops,
+        info,
+        gearman: gearman === null ? null : { view: new GearmanView(gearmanOps, registry), ops: gearmanOps, onActivity: gearmanScheduler.poke },
+        log,
+        options: options.admin,
+        uiDir: UI_DIR,
+        binlog: binlog !== null,
+        historyDir: binlogDir === null ? null : path.join(binlogDir, 'stats-history'),
+        cluster: null,
+        onActivity: scheduler.poke,
+      },
+      user !== null,
+      banner,
+    );
   }
   try {
     const where = await beanstalk.listen(options.listen, options.port);
@@ -271,27 +263,22 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
   const banner: BannerFacts = { beanstalkd: null, gearman: null, dashboard: null };
   if (options.admin !== null) {
-    admin = new AdminShell({
-      ops: store,
-      info,
-      gearman: null,
-      log,
-      options: options.admin,
-      uiDir: path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'ui'),
-      binlog: false,
-      historyDir: null,
-      cluster: { nodeId: () => store.nodeId, nodes: () => store.nodes(), leaseMs: cluster.leaseMs, now: store.now },
-      onActivity: noop,
-    });
-    if (user !== null) await admin.preload();
-    try {
-      banner.dashboard = await admin.listen();
-      log.info({ url: banner.dashboard }, `dashboard on ${banner.dashboard}`);
-    } catch (err) {
-      log.warn({ err: (err as Error).message }, 'dashboard not started: cannot listen on its address (use --admin-port or --no-admin)');
-      void admin.close();
-      admin = null;
-    }
+    admin = await startDashboard(
+      {
+        ops: store,
+        info,
+        gearman: null,
+        log,
+        options: options.admin,
+        uiDir: UI_DIR,
+        binlog: false,
+        historyDir: null,
+        cluster: { nodeId: () => store.nodeId, nodes: () => store.nodes(), leaseMs: cluster.leaseMs, now: store.now },
+        onActivity: noop,
+      },
+      user !== null,
+      banner,
+    );
   }
   try {
     const where = await beanstalk.listen(options.listen, options.port);
@@ -302,6 +289,29 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
   } catch (err) {
     log.fatal({ err }, 'cannot listen');
     process.exit(111);
+  }
+}
+
+/** The built dashboard, beside the compiled server. */
+const UI_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'ui');
+
+/**
+ * Starts the dashboard's HTTP server (its modules load on the first request); null when it
+ * cannot listen, since the job server matters more than its dashboard and keeps serving.
+ */
+async function startDashboard(ctx: AdminContext, preload: boolean, banner: BannerFacts): Promise<AdminShell | null> {
+  const admin = new AdminShell(ctx);
+  // With -u, USER may not be able to read the modules: they load while the server is root.
+  if (preload) await admin.preload();
+  try {
+    const url = await admin.listen();
+    banner.dashboard = url;
+    ctx.log.info({ url }, `dashboard on ${url}`);
+    return admin;
+  } catch (err) {
+    ctx.log.warn({ err: (err as Error).message }, 'dashboard not started: cannot listen on its address (use --admin-port or --no-admin)');
+    void admin.close();
+    return null;
   }
 }
 

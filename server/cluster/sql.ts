@@ -21,6 +21,20 @@ const limitOf = (param: string): string =>
 /** True when this strike reaches the limit: the job is buried instead. */
 const reachesLimit = (param: string): string => `(${limitOf(param)} > 0 AND j.strikes + 1 >= ${limitOf(param)})`;
 const TOKEN = 'j.state = 1 AND j.holder_node = $2 AND j.holder_conn = $3 AND j.reserves = $4';
+/**
+ * A strike against the dead-letter rule ends a reservation (a release, or a TTR that ran out):
+ * the columns for a job the rule buries (with `cause`, a BURY_CAUSES index), or else for one that
+ * goes to `otherState` (with due_at `otherDue`). `limit` is the node's default's parameter.
+ */
+const strike = (limit: string, cause: number, otherState: string, otherDue: string): string => {
+  const buried = reachesLimit(limit);
+  return `strikes = j.strikes + 1, holder_node = NULL, holder_conn = NULL,
+         state = CASE WHEN ${buried} THEN 3 ELSE ${otherState} END,
+         due_at = CASE WHEN ${buried} THEN 0 ELSE ${otherDue} END,
+         buries = j.buries + CASE WHEN ${buried} THEN 1 ELSE 0 END,
+         bury_cause = CASE WHEN ${buried} THEN ${cause} ELSE j.bury_cause END,
+         bury_order = CASE WHEN ${buried} THEN nextval('beanpole_bury_order') ELSE j.bury_order END`;
+};
 /** Subtracts the bodies of the rows of CTE `gone` (with column n) from node `node`'s byte count. */
 const lessBytes = (node: string): string =>
   `bytes AS (
@@ -123,13 +137,8 @@ export const SQL = {
   release: s(
     'release',
     `UPDATE beanpole_jobs j
-     SET priority = $5::bigint, delay_ms = $6::bigint, releases = j.releases + 1, strikes = j.strikes + 1,
-         holder_node = NULL, holder_conn = NULL,
-         state = CASE WHEN ${reachesLimit('$8::bigint')} THEN 3 WHEN $6::bigint > 0 THEN 2 ELSE 0 END,
-         due_at = CASE WHEN ${reachesLimit('$8::bigint')} THEN 0 WHEN $6::bigint > 0 THEN $7::bigint + $6::bigint ELSE 0 END,
-         buries = j.buries + CASE WHEN ${reachesLimit('$8::bigint')} THEN 1 ELSE 0 END,
-         bury_cause = CASE WHEN ${reachesLimit('$8::bigint')} THEN 2 ELSE j.bury_cause END,
-         bury_order = CASE WHEN ${reachesLimit('$8::bigint')} THEN nextval('beanpole_bury_order') ELSE j.bury_order END
+     SET priority = $5::bigint, delay_ms = $6::bigint, releases = j.releases + 1,
+         ${strike('$8::bigint', 2, 'CASE WHEN $6::bigint > 0 THEN 2 ELSE 0 END', 'CASE WHEN $6::bigint > 0 THEN $7::bigint + $6::bigint ELSE 0 END')}
      WHERE j.id = $1 AND ${TOKEN}
      RETURNING j.tube, j.state, j.due_at`,
   ),
@@ -159,11 +168,7 @@ export const SQL = {
   expire: s(
     'expire',
     `UPDATE beanpole_jobs j
-     SET timeouts = j.timeouts + 1, strikes = j.strikes + 1, holder_node = NULL, holder_conn = NULL, due_at = 0,
-         state = CASE WHEN ${reachesLimit('$5::bigint')} THEN 3 ELSE 0 END,
-         buries = j.buries + CASE WHEN ${reachesLimit('$5::bigint')} THEN 1 ELSE 0 END,
-         bury_cause = CASE WHEN ${reachesLimit('$5::bigint')} THEN 3 ELSE j.bury_cause END,
-         bury_order = CASE WHEN ${reachesLimit('$5::bigint')} THEN nextval('beanpole_bury_order') ELSE j.bury_order END
+     SET timeouts = j.timeouts + 1, ${strike('$5::bigint', 3, '0', '0')}
      WHERE j.id = $1 AND ${TOKEN}
      RETURNING j.tube, j.state`,
   ),
@@ -176,11 +181,7 @@ export const SQL = {
   expireOverdue: s(
     'expire_overdue',
     `UPDATE beanpole_jobs j
-     SET timeouts = j.timeouts + 1, strikes = j.strikes + 1, holder_node = NULL, holder_conn = NULL, due_at = 0,
-         state = CASE WHEN ${reachesLimit('$3::bigint')} THEN 3 ELSE 0 END,
-         buries = j.buries + CASE WHEN ${reachesLimit('$3::bigint')} THEN 1 ELSE 0 END,
-         bury_cause = CASE WHEN ${reachesLimit('$3::bigint')} THEN 3 ELSE j.bury_cause END,
-         bury_order = CASE WHEN ${reachesLimit('$3::bigint')} THEN nextval('beanpole_bury_order') ELSE j.bury_order END
+     SET timeouts = j.timeouts + 1, ${strike('$3::bigint', 3, '0', '0')}
      WHERE j.id IN (
        SELECT id FROM beanpole_jobs WHERE state = 1 AND due_at < $1::bigint - $2::bigint ORDER BY due_at LIMIT 1000 FOR UPDATE SKIP LOCKED
      )
