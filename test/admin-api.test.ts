@@ -210,8 +210,8 @@ describe('admin REST API on a real server', () => {
 
   it('GET /api/config and /healthz', async () => {
     const config = expectOk<AdminConfigDto>(await api(base, API.config));
-    expect(config).toEqual({ version: expect.any(String), readOnly: false, tokenRequired: false, maxJobSize: 200000, binlog: false });
-    expect(Object.keys(config).sort()).toEqual(['binlog', 'maxJobSize', 'readOnly', 'tokenRequired', 'version']);
+    expect(config).toEqual({ version: expect.any(String), readOnly: false, tokenRequired: false, maxJobSize: 200000, binlog: false, clusterNode: null });
+    expect(Object.keys(config).sort()).toEqual(['binlog', 'clusterNode', 'maxJobSize', 'readOnly', 'tokenRequired', 'version']);
     const health = expectOk<{ ok: boolean; draining: boolean }>(await api(base, '/healthz'));
     expect(health).toEqual({ ok: true, draining: false });
   });

@@ -168,7 +168,7 @@ describe('socket.io live updates', () => {
     const [a, b] = await Promise.all([dashboard(), dashboard()]);
     for (const { snapshot } of [a, b]) {
       expect(Object.keys(snapshot).sort()).toEqual(['config', 'history', 'stats', 'tubes']);
-      expect(snapshot.config).toEqual({ version: expect.any(String), readOnly: false, tokenRequired: false, maxJobSize: 65535, binlog: false });
+      expect(snapshot.config).toEqual({ version: expect.any(String), readOnly: false, tokenRequired: false, maxJobSize: 65535, binlog: false, clusterNode: null });
       expect(typeof snapshot.stats['cmd-put']).toBe('number');
       expect(typeof snapshot.stats['current-jobs-ready']).toBe('number');
       const def = snapshot.tubes.find((t) => t.name === 'default');

@@ -137,7 +137,16 @@ describe.skipIf(pgUrl === null)('cluster mode', () => {
     const body = 'x'.repeat(60);
     const id = await tcpPut(ca, body);
     expect(await ca.call(`put 0 0 60 60\r\n${body}\r\n`)).toBe('OUT_OF_MEMORY\r\n');
-    // A node that joins reads the cluster's total first.
+    // A node writes its count every second; one that joins reads the cluster's total first.
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    try {
+      await expect
+        .poll(async () => (await db.query<{ n: string }>('SELECT COALESCE(sum(bytes), 0)::text AS n FROM beanpole_node_bytes')).rows[0]!.n, { timeout: 5000 })
+        .toBe('60');
+    } finally {
+      await db.end();
+    }
     const b = await node(url, ['--max-job-bytes', '100']);
     const cb = await connect(b);
     expect(await cb.call(`put 0 0 60 60\r\n${body}\r\n`)).toBe('OUT_OF_MEMORY\r\n');

@@ -54,6 +54,8 @@ export class ClusterClient implements ClientOperations {
   private lastCommandAt: number;
   private lastCommand = '';
   private closed = false;
+  /** Set before any reservation is asked for: a closing client then gives back whatever it holds, known or not. */
+  private everReserved = false;
 
   constructor(
     private readonly store: ClusterStore,
@@ -95,6 +97,7 @@ export class ClusterClient implements ClientOperations {
   use(tube: string): Result<TubeName> {
     if (tube !== this.used) {
       this.store.localTube(this.used).using--;
+      this.store.releaseTube(this.used);
       this.store.localTube(tube).using++;
       this.used = tube;
     }
@@ -116,6 +119,7 @@ export class ClusterClient implements ClientOperations {
       this.watched.delete(tube);
       this.store.localTube(tube).watching--;
       if (this.isWaiting) this.store.localTube(tube).waiting--;
+      this.store.releaseTube(tube);
     }
     return ok(this.watched.size);
   }
@@ -161,7 +165,7 @@ export class ClusterClient implements ClientOperations {
     const now = this.store.now();
     if (this.deadlineSoon(now) && !(await this.anyWatchedReady())) return { kind: 'deadline-soon' };
     const generation = this.store.wakeGeneration;
-    const job = await this.take([...this.watched.values()]);
+    const job = await this.take([...this.watched.values()], () => !this.closed);
     if (job !== null) return { kind: 'reserved', job };
     // protocol: a zero timeout still lets a held job inside the DEADLINE_SOON margin win.
     if (timeoutMs === 0 && this.deadlineSoon(this.store.now())) return { kind: 'deadline-soon' };
@@ -186,7 +190,9 @@ export class ClusterClient implements ClientOperations {
       this.delegate.woken();
       return true;
     }
-    const job = await this.take(tubes);
+    // Left out of the statement if the client stops waiting before it runs (its own reserve
+    // then gets the best job, not this offer).
+    const job = await this.take(tubes, () => this.wait === wait && !this.closed);
     if (job === null) return false;
     if (this.wait !== wait || this.closed) {
       // The client stopped waiting (or left) while the statement ran: the job goes back.
@@ -199,10 +205,18 @@ export class ClusterClient implements ClientOperations {
   }
 
   /** Reserves the best ready job of `tubes` for this client, or null. */
-  private async take(tubes: string[]): Promise<JobBytes | null> {
+  private async take(tubes: string[], live: () => boolean): Promise<JobBytes | null> {
     if (tubes.length === 0) return null;
-    const row = await this.store.reserves.add({ tubes, conn: this.id, hold: this.holdMs });
-    return row === null ? null : this.holding(row);
+    this.everReserved = true;
+    const row = await this.store.reserves.add({ tubes, conn: this.id, hold: this.holdMs, live });
+    if (row === null) return null;
+    const job = this.holding(row);
+    if (this.closed) {
+      // The connection ended while the statement ran: the job goes back at once.
+      await this.giveBack(job.id);
+      return null;
+    }
+    return job;
   }
 
   private holding(row: ReservedRow): JobBytes {
@@ -220,9 +234,13 @@ export class ClusterClient implements ClientOperations {
 
   async reserveJob(id: number): Promise<Result<JobBytes>> {
     this.worker = true;
+    this.everReserved = true;
     try {
       const [row] = await run<ReservedRow>(this.store.pool, SQL.reserveJob, [id, this.store.nodeId, this.id, this.store.now(), this.holdMs]);
-      return row === undefined ? fail('NOT_FOUND') : ok(this.holding(row));
+      if (row === undefined) return fail('NOT_FOUND');
+      const job = this.holding(row);
+      if (this.closed) await this.giveBack(job.id);
+      return ok(job);
     } catch (err) {
       return this.store.failed(err);
     }
@@ -340,7 +358,7 @@ export class ClusterClient implements ClientOperations {
   }
 
   setHold(holdMs: number): void {
-    this.holdMs = Number.isFinite(holdMs) ? holdMs : Number.MAX_SAFE_INTEGER / 2;
+    this.holdMs = Number.isFinite(holdMs) ? holdMs : Math.floor(Number.MAX_SAFE_INTEGER / 2);
   }
 
   halfClose(): void {
@@ -360,8 +378,14 @@ export class ClusterClient implements ClientOperations {
     this.stopTimers();
     this.store.forget(this);
     this.store.localTube(this.used).using--;
-    for (const tube of this.watched.values()) this.store.localTube(tube).watching--;
-    if (this.held.size === 0) return;
+    this.store.releaseTube(this.used);
+    for (const tube of this.watched.values()) {
+      this.store.localTube(tube).watching--;
+      this.store.releaseTube(tube);
+    }
+    // Also when it holds nothing it knows of: a reserve that committed after the statement
+    // failed for it (a timeout, a batch that failed) left a job it was never told about.
+    if (!this.everReserved) return;
     this.held.clear();
     await this.store.giveBackConnection(this.store.nodeId, this.id);
   }
@@ -447,22 +471,31 @@ export class ClusterClient implements ClientOperations {
     const soon = this.isWaiting && this.deadlineSoon(now);
     for (const [id, held] of [...this.held]) {
       if (held.deadlineAt >= now) continue;
-      this.held.delete(id);
       try {
+        // Only if the deadline in the database has passed too: a touch that committed first
+        // (queued before this statement) keeps the job, and its TOUCHED stays true.
         const [row] = await run<{ tube: string; state: number }>(this.store.pool, SQL.expire, [
           id,
           this.store.nodeId,
           this.id,
           held.reserves,
           this.store.defaultDeadLetterAfter,
+          this.store.now(),
         ]);
         if (row !== undefined) {
+          this.held.delete(id);
           this.store.jobTimeouts++;
           if (row.state === STATE.ready) this.store.jobsReady([row.tube], true);
+        } else if (this.held.get(id) === held && held.deadlineAt < this.store.now()) {
+          // Not touched meanwhile: the token no longer holds the job (its node was reaped, or
+          // another node expired it); this client holds nothing.
+          this.held.delete(id);
         }
       } catch (err) {
-        // Any node expires it a little later (the store's poll).
+        // Any node expires it a little later (the store's poll); this client keeps its entry
+        // until then, so a touch can still save the job.
         this.store.log.warn({ err: (err as Error).message }, 'cluster: expiring a reservation failed');
+        held.deadlineAt = Math.max(held.deadlineAt, now + 1000 - 1);
       }
     }
     const wait = this.wait;

@@ -93,6 +93,8 @@ export interface ReserveRequest {
   tubes: string[];
   conn: number;
   hold: number;
+  /** False once the request is moot (an offer to a client that stopped waiting): left out. */
+  live: () => boolean;
 }
 
 /** A reservation just made: what the client needs to hold it (its token) and to answer RESERVED. */
@@ -139,8 +141,11 @@ export class ClusterStore implements Operations {
   /** Body bytes in the cluster when last read, and what this node put since (the budget check). */
   private clusterBytes = 0;
   private bytesSinceRead = 0;
+  /** Bytes added (and removed) by this node not yet written to its row of beanpole_node_bytes. */
+  private bytesUnwritten = 0;
   /** Reserves and deletes of one turn, from every client of this node, one statement each. */
   readonly reserves = new TurnBatch<ReserveRequest, ReservedRow | null>((requests) => this.reserveMany(requests));
+
   readonly deletes = new TurnBatch<DeleteRequest, { tube: string } | null>((requests) => this.deleteMany(requests));
   private readonly wakeups: Wakeups;
   private readonly clients = new Map<number, ClusterClient>();
@@ -160,6 +165,7 @@ export class ClusterStore implements Operations {
   private dueTimer: NodeJS.Timeout | null = null;
   private dueAt = Number.POSITIVE_INFINITY;
   private pollTimer: NodeJS.Timeout | null = null;
+  private polling = false;
   private closed = false;
 
   private constructor(private readonly o: ClusterStoreOptions) {
@@ -172,6 +178,7 @@ export class ClusterStore implements Operations {
     this.commands = Object.fromEntries(COUNTED_COMMANDS.map((c) => [c, 0])) as Record<CountedCommand, number>;
     this.lease = new NodeLease({
       pool: this.pool,
+      url: o.url,
       log: o.log,
       leaseMs: o.leaseMs,
       address: o.address,
@@ -200,7 +207,7 @@ export class ClusterStore implements Operations {
       }
       await store.lease.register();
       await store.wakeups.start();
-      await store.readClusterBytes();
+      await store.syncBytes();
     } catch (err) {
       await store.pool.end().catch(() => undefined);
       throw err;
@@ -246,17 +253,32 @@ export class ClusterStore implements Operations {
     return max !== null && this.clusterBytes + this.bytesSinceRead + bytes > max;
   }
 
-  /** Reads the cluster's body bytes for the budget check (nothing to read without a budget). */
-  async readClusterBytes(): Promise<void> {
+  /**
+   * Writes this node's body bytes since it last did (its own row: no statement on the hot path
+   * waits for it) and reads the cluster's total for the budget check. A node that dies loses at
+   * most its last second of counting.
+   */
+  async syncBytes(): Promise<void> {
+    const delta = this.bytesUnwritten;
+    if (delta !== 0) {
+      this.bytesUnwritten = 0;
+      try {
+        await run(this.pool, SQL.addBytes, [this.nodeId, delta]);
+      } catch (err) {
+        this.bytesUnwritten += delta;
+        throw err;
+      }
+    }
     if (this.o.maxJobBytes === null) return;
     const [row] = await run<{ bytes: number }>(this.pool, SQL.clusterBytes, []);
     this.clusterBytes = row!.bytes;
     this.bytesSinceRead = 0;
   }
 
-  /** A put batch committed `bytes` of bodies. */
+  /** Bodies of `bytes` were committed (a put) or removed (negative: a delete). */
   addedBytes(bytes: number): void {
-    this.bytesSinceRead += bytes;
+    this.bytesUnwritten += bytes;
+    if (bytes > 0) this.bytesSinceRead += bytes;
   }
 
   /** Leaves the cluster: this node's clients' jobs are ready again for the other nodes. */
@@ -288,6 +310,15 @@ export class ClusterStore implements Operations {
   forget(client: ClusterClient): void {
     this.clients.delete(client.id);
     this.waiters.delete(client);
+  }
+
+  /**
+   * Forgets a tube's local facts once no client here uses or watches it (its per-node command
+   * counts go with them, as beanstalkd's go with the tube), so tubes named once do not pile up.
+   */
+  releaseTube(name: string): void {
+    const t = this.localTubes.get(name);
+    if (t !== undefined && t.using + t.watching + t.waiting === 0) this.localTubes.delete(name);
   }
 
   /** This node's clients' references to a tube (use, watch, wait), which keep it listed. */
@@ -384,8 +415,9 @@ export class ClusterStore implements Operations {
         this.news = new Set();
         const offers: Promise<boolean>[] = [];
         for (const client of this.waiters) {
-          const tubes = client.watchedTubes().filter((t) => news === null || news.has(t));
-          if (tubes.length > 0) offers.push(client.offer(tubes));
+          // All its tubes, not only those with news: a better job may wait in another one.
+          const tubes = client.watchedTubes();
+          if (news === null || tubes.some((t) => news.has(t))) offers.push(client.offer(tubes));
         }
         await Promise.all(offers);
       } while (this.dispatchQueued && this.waiters.size > 0);
@@ -397,18 +429,20 @@ export class ClusterStore implements Operations {
   }
 
   /** One turn's reserves: one statement per set of watched tubes, the clients in the order they asked. */
-  private async reserveMany(requests: ReserveRequest[]): Promise<(ReservedRow | null)[]> {
+  private async reserveMany(requests: ReserveRequest[]): Promise<(ReservedRow | null | Error)[]> {
     const now = this.now();
     const groups = new Map<string, number[]>();
     requests.forEach((r, i) => {
+      if (!r.live()) return; // its client stopped waiting, or left
       const key = r.tubes.join('\n');
       const group = groups.get(key);
       if (group === undefined) groups.set(key, [i]);
       else group.push(i);
     });
-    const out: (ReservedRow | null)[] = requests.map(() => null);
+    const out: (ReservedRow | null | Error)[] = requests.map(() => null);
     await Promise.all(
       [...groups.values()].map(async (indexes) => {
+        // A statement that fails fails its own requests only.
         const rows = await run<ReservedRow & { rn: number }>(this.pool, SQL.reserveMany, [
           requests[indexes[0]!]!.tubes,
           this.nodeId,
@@ -420,28 +454,42 @@ export class ClusterStore implements Operations {
         // By position, not by connection: a client may be in one batch twice (its own reserve,
         // and an offer made while it still waited), and each request gets its own job.
         for (const row of rows) out[indexes[row.rn - 1]!] = row;
-      }),
+      }).map((p, g) =>
+        p.catch((err: unknown) => {
+          for (const i of [...groups.values()][g]!) out[i] = err instanceof Error ? err : new Error(String(err));
+        }),
+      ),
     );
     return out;
   }
 
   /** One turn's deletes by clients, in one statement. */
   private async deleteMany(requests: DeleteRequest[]): Promise<({ tube: string } | null)[]> {
-    const rows = await run<{ id: number; tube: string; client: number }>(this.pool, SQL.deleteMany, [
+    const rows = await run<{ id: number; tube: string; client: number; bytes: number }>(this.pool, SQL.deleteMany, [
       requests.map((r) => r.id),
       requests.map((r) => r.node),
       requests.map((r) => r.conn),
       requests.map((r) => r.reserves),
       requests.map((r) => r.client),
-      this.nodeId,
     ]);
+    this.addedBytes(-rows.reduce((n, row) => n + row.bytes, 0));
     const done = new Map(rows.map((row) => [`${row.id}:${row.client}`, row]));
     return requests.map((r) => done.get(`${r.id}:${r.client}`) ?? null);
   }
 
   /** The slow safety net: overdue reservations, due delayed jobs, and waiters look at every tube. */
   private async poll(): Promise<void> {
-    if (this.closed) return;
+    // A slow database must not pile polls on top of each other.
+    if (this.closed || this.polling) return;
+    this.polling = true;
+    try {
+      await this.pollOnce();
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  private async pollOnce(): Promise<void> {
     const unreleased = this.unreleased.splice(0);
     for (let i = 0; i < unreleased.length; i++) {
       if (await this.giveBackConnection(unreleased[i]!.node, unreleased[i]!.conn)) continue;
@@ -457,7 +505,7 @@ export class ClusterStore implements Operations {
       const ready = expired.filter((r) => r.state === STATE.ready).map((r) => r.tube);
       if (ready.length > 0) this.jobsReady(ready, true);
       await this.promote();
-      await this.readClusterBytes();
+      await this.syncBytes();
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'cluster: poll failed');
     }
@@ -474,7 +522,10 @@ export class ClusterStore implements Operations {
     this.dueTimer = setTimeout(() => {
       this.dueTimer = null;
       this.dueAt = Number.POSITIVE_INFINITY;
-      void this.promote().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cluster: promoting delayed jobs failed'));
+      // A due moment is a delayed job's or a pause's end: waiters look at every tube.
+      void this.promote()
+        .then(() => this.wake(null))
+        .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cluster: promoting delayed jobs failed'));
     }, Math.min(Math.max(0, at - this.now()), MAX_TIMER_MS));
     this.dueTimer.unref();
   }
@@ -706,7 +757,8 @@ export class ClusterStore implements Operations {
 
   async delete(id: number): Promise<Result<void>> {
     try {
-      const [row] = await run<{ tube: string }>(this.pool, SQL.deleteUnheld, [id, this.nodeId]);
+      const [row] = await run<{ tube: string; bytes: number }>(this.pool, SQL.deleteUnheld, [id]);
+      if (row !== undefined) this.addedBytes(-row.bytes);
       if (row === undefined) {
         return (await this.job(id))?.state === 'reserved' ? fail('JOB_RESERVED') : fail('NOT_FOUND');
       }
@@ -753,13 +805,15 @@ export class ClusterStore implements Operations {
 
   async pauseTube(tube: string, delayMs: number): Promise<Result<TubeCounts>> {
     this.count('pause-tube');
+    // protocol: pausing a tube that does not exist answers NOT_FOUND and changes nothing.
+    if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
     const now = this.now();
-    await run(this.pool, SQL.pauseTube, [tube, delayMs, delayMs === 0 ? 0 : now + delayMs]);
+    const unpauseAt = delayMs === 0 ? 0 : now + delayMs;
+    await run(this.pool, SQL.pauseTube, [tube, delayMs, unpauseAt]);
     this.localTube(tube).pauses++;
-    // When it ends, reserves waiting here look again (other nodes' slow poll does the same).
-    const end = setTimeout(() => this.wake(new Set([tube])), Math.min(delayMs + 1, MAX_TIMER_MS));
-    end.unref();
     if (delayMs === 0) this.jobsReady([tube], true);
+    // When it ends, reserves waiting on any node look again: every node times its due moments.
+    else this.delayedDue(unpauseAt + 1);
     const counts = await this.tube(tube);
     return counts === undefined ? fail('NOT_FOUND') : ok(counts);
   }
@@ -794,7 +848,7 @@ export class ClusterStore implements Operations {
       ]);
       if (row === undefined) return (await this.job(id)) === undefined ? fail('NOT_FOUND') : fail('JOB_RESERVED');
       let job = jobSnapshot(row, this.nodeId);
-      if (before !== undefined) await run(this.pool, SQL.addBytes, [this.nodeId, job.bodyLength - before.bodyLength]);
+      if (before !== undefined) this.addedBytes(job.bodyLength - before.bodyLength);
       if (job.state === 'delayed') this.delayedDue(job.deadlineAt);
       if (change.kick === true && (job.state === 'buried' || job.state === 'delayed')) {
         const kicked = await this.kickJob(id);
@@ -812,7 +866,8 @@ export class ClusterStore implements Operations {
     if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
     let total = 0;
     for (;;) {
-      const rows = await run(this.pool, SQL.clearSome, [tube, STATE[state], BULK_SLICE, this.nodeId]);
+      const rows = await run<{ bytes: number }>(this.pool, SQL.clearSome, [tube, STATE[state], BULK_SLICE]);
+      this.addedBytes(-rows.reduce((n, row) => n + row.bytes, 0));
       total += rows.length;
       if (rows.length < BULK_SLICE) break;
     }

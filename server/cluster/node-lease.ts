@@ -8,9 +8,9 @@
  * under a new id: the reservations it had are void (their tokens name the old id), so a late
  * delete or release from it gets NOT_FOUND instead of touching a job someone else holds now.
  */
-import type pg from 'pg';
+import pg from 'pg';
 import type { Logger } from 'pino';
-import { run } from './pool.js';
+import { connectionConfig, run } from './pool.js';
 import type { Statement } from './sql.js';
 
 /** Heartbeats per lease: a node may miss a few (a slow database) before others give up on it. */
@@ -40,7 +40,22 @@ const SQL = {
      WHERE state = 1 AND holder_node IN (SELECT id FROM dead UNION ALL SELECT id FROM beanpole_nodes WHERE gone_at IS NOT NULL)
      RETURNING tube`,
   ),
-  forget: s('forget', 'DELETE FROM beanpole_nodes WHERE gone_at IS NOT NULL AND gone_at < $1'),
+  /**
+   * Removes nodes gone for a day, their per-node counts folded into node 0's rows (which no node
+   * uses), so restarts do not pile up rows. $1 the cut-off.
+   */
+  forget: s(
+    'forget',
+    `WITH old AS (DELETE FROM beanpole_nodes WHERE gone_at IS NOT NULL AND gone_at < $1 RETURNING id),
+     totals AS (DELETE FROM beanpole_tube_totals WHERE node IN (SELECT id FROM old) RETURNING tube, total_jobs),
+     folded AS (
+       INSERT INTO beanpole_tube_totals (node, tube, total_jobs) SELECT 0, tube, sum(total_jobs) FROM totals GROUP BY tube
+       ON CONFLICT (node, tube) DO UPDATE SET total_jobs = beanpole_tube_totals.total_jobs + EXCLUDED.total_jobs
+     ),
+     bytes AS (DELETE FROM beanpole_node_bytes WHERE node IN (SELECT id FROM old) RETURNING bytes)
+     INSERT INTO beanpole_node_bytes (node, bytes) SELECT 0, COALESCE(sum(bytes), 0) FROM bytes
+     ON CONFLICT (node) DO UPDATE SET bytes = beanpole_node_bytes.bytes + EXCLUDED.bytes`,
+  ),
   leave: s(
     'leave',
     `WITH me AS (UPDATE beanpole_nodes SET gone_at = $2 WHERE id = $1 RETURNING id)
@@ -66,6 +81,8 @@ export interface NodeRow {
 
 export interface NodeLeaseOptions {
   pool: pg.Pool;
+  /** The database, for the heartbeat's own connection. */
+  url: string;
   log: Logger;
   leaseMs: number;
   address: string;
@@ -82,8 +99,32 @@ export class NodeLease {
   id = 0;
   private timer: NodeJS.Timeout | null = null;
   private beating = false;
+  /**
+   * A connection of its own: heartbeats never wait behind clients' statements in the pool (a
+   * busy pool would otherwise let a live node's lease run out).
+   */
+  private client: pg.Client | null = null;
+  /** Since when heartbeats have succeeded without a break (0: the last one failed). */
+  private healthySince = 0;
 
   constructor(private readonly o: NodeLeaseOptions) {}
+
+  private async connection(): Promise<pg.Client> {
+    if (this.client !== null) return this.client;
+    const client = new pg.Client({
+      ...connectionConfig(this.o.url),
+      // A heartbeat slower than half a lease is as good as missed.
+      query_timeout: Math.max(100, Math.floor(this.o.leaseMs / 2)),
+      connectionTimeoutMillis: Math.max(100, Math.floor(this.o.leaseMs / 2)),
+      keepAlive: true,
+    });
+    client.on('error', () => {
+      if (this.client === client) this.client = null;
+    });
+    await client.connect();
+    this.client = client;
+    return client;
+  }
 
   async register(): Promise<number> {
     const [row] = await run<{ id: number }>(this.o.pool, SQL.register, [this.o.address, this.o.version, this.o.now(), this.o.leaseMs]);
@@ -101,22 +142,32 @@ export class NodeLease {
   async beat(): Promise<void> {
     if (this.beating) return;
     this.beating = true;
-    const { pool, log, now } = this.o;
+    const { log, now } = this.o;
     try {
-      const mine = await run(pool, SQL.heartbeat, [this.id, now(), this.o.leaseMs, this.o.connections()]);
+      const db = await this.connection();
+      const mine = await run(db, SQL.heartbeat, [this.id, now(), this.o.leaseMs, this.o.connections()]);
       if (mine.length === 0) {
         const old = this.id;
         await this.register();
         log.warn({ old, node: this.id }, 'cluster: this node lost its lease (stopped or cut off too long); its reservations were given back; registered again');
       }
-      const back = await run<{ tube: string }>(pool, SQL.reap, [now()]);
-      if (back.length > 0) {
-        log.info({ jobs: back.length }, 'cluster: reserved jobs of nodes whose lease ran out are ready again');
-        this.o.onReady(new Set(back.map((r) => r.tube)));
+      if (this.healthySince === 0) this.healthySince = now();
+      // Only a node that has itself beaten on time for a whole lease judges the others: after
+      // an outage every node's last heartbeat is old, and the first one back must not reap
+      // nodes that are alive and just as cut off as it was.
+      if (now() - this.healthySince >= this.o.leaseMs) {
+        const back = await run<{ tube: string }>(db, SQL.reap, [now()]);
+        if (back.length > 0) {
+          log.info({ jobs: back.length }, 'cluster: reserved jobs of nodes whose lease ran out are ready again');
+          this.o.onReady(new Set(back.map((r) => r.tube)));
+        }
+        await run(db, SQL.forget, [now() - FORGET_AFTER_MS]);
       }
-      await run(pool, SQL.forget, [now() - FORGET_AFTER_MS]);
     } catch (err) {
+      this.healthySince = 0;
       log.warn({ err: (err as Error).message }, 'cluster: heartbeat failed');
+      void this.client?.end().catch(() => undefined);
+      this.client = null;
     } finally {
       this.beating = false;
     }
@@ -126,6 +177,8 @@ export class NodeLease {
   async leave(): Promise<string[]> {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
+    void this.client?.end().catch(() => undefined);
+    this.client = null;
     const rows = await run<{ tube: string }>(this.o.pool, SQL.leave, [this.id, this.o.now()]);
     return rows.map((r) => r.tube);
   }

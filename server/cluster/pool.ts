@@ -14,8 +14,19 @@ const types = {
     oid === pg.types.builtins.INT8 && format !== 'binary' ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
+/**
+ * Every connection of a node: TCP keepalive, so that a connection a firewall dropped in silence
+ * fails instead of waiting for ever, and a bound on connecting and on each statement.
+ */
 export function connectionConfig(url: string): pg.ClientConfig {
-  return { connectionString: url, types, application_name: 'beanpole' };
+  return {
+    connectionString: url,
+    types,
+    application_name: 'beanpole',
+    keepAlive: true,
+    connectionTimeoutMillis: STATEMENT_TIMEOUT_MS,
+    query_timeout: STATEMENT_TIMEOUT_MS,
+  };
 }
 
 export function createPool(url: string, log: Logger): pg.Pool {

@@ -94,12 +94,19 @@ export const MIGRATIONS: readonly string[] = [
   );
   `,
   `
-  -- Body bytes each node added and removed (a node's own row, so that nodes never wait on each
-  -- other): their sum is what the cluster's --max-job-bytes budget is checked against.
+  -- Body bytes each node added and removed, written by the node every second (its own row, so
+  -- that nodes never wait on each other): their sum is what the cluster's --max-job-bytes budget
+  -- is checked against.
   CREATE TABLE beanpole_node_bytes (
     node integer PRIMARY KEY,
     bytes bigint NOT NULL
   );
+  -- The safety net for overdue reservations looks for the soonest deadline of any holder.
+  CREATE INDEX beanpole_jobs_deadline ON beanpole_jobs (due_at) WHERE state = 1;
+  -- A connection's reservations, given back when it closes.
+  CREATE INDEX beanpole_jobs_connection ON beanpole_jobs (holder_node, holder_conn) WHERE state = 1;
+  -- stats-tube adds up a tube's totals over nodes.
+  CREATE INDEX beanpole_tube_totals_tube ON beanpole_tube_totals (tube);
   `,
 ];
 

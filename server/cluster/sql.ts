@@ -22,6 +22,13 @@ const limitOf = (param: string): string =>
 const reachesLimit = (param: string): string => `(${limitOf(param)} > 0 AND j.strikes + 1 >= ${limitOf(param)})`;
 const TOKEN = 'j.state = 1 AND j.holder_node = $2 AND j.holder_conn = $3 AND j.reserves = $4';
 /**
+ * This node ($2) is still a member: a node whose lease ran out (its reservations were given
+ * back) takes no job under its old id before it notices and registers again.
+ */
+const NODE_ALIVE = 'EXISTS (SELECT 1 FROM beanpole_nodes n WHERE n.id = $2 AND n.gone_at IS NULL)';
+/** Candidates per tube beyond those wanted, for rows another reserve has locked. */
+const LOCK_MARGIN = 16;
+/**
  * A strike against the dead-letter rule ends a reservation (a release, or a TTR that ran out):
  * the columns for a job the rule buries (with `cause`, a BURY_CAUSES index), or else for one that
  * goes to `otherState` (with due_at `otherDue`). `limit` is the node's default's parameter.
@@ -35,12 +42,7 @@ const strike = (limit: string, cause: number, otherState: string, otherDue: stri
          bury_cause = CASE WHEN ${buried} THEN ${cause} ELSE j.bury_cause END,
          bury_order = CASE WHEN ${buried} THEN nextval('beanpole_bury_order') ELSE j.bury_order END`;
 };
-/** Subtracts the bodies of the rows of CTE `gone` (with column n) from node `node`'s byte count. */
-const lessBytes = (node: string): string =>
-  `bytes AS (
-     INSERT INTO beanpole_node_bytes (node, bytes) SELECT ${node}, -COALESCE(sum(n), 0) FROM gone
-     ON CONFLICT (node) DO UPDATE SET bytes = beanpole_node_bytes.bytes + EXCLUDED.bytes
-   )`;
+
 
 export const SQL = {
   /**
@@ -54,9 +56,6 @@ export const SQL = {
        INSERT INTO beanpole_tube_totals (node, tube, total_jobs)
        SELECT $9, t, count(*) FROM unnest($1::text[]) AS t GROUP BY t
        ON CONFLICT (node, tube) DO UPDATE SET total_jobs = beanpole_tube_totals.total_jobs + EXCLUDED.total_jobs
-     ), bytes AS (
-       INSERT INTO beanpole_node_bytes (node, bytes) SELECT $9, COALESCE(sum(length(b)), 0) FROM unnest($8::bytea[]) AS b
-       ON CONFLICT (node) DO UPDATE SET bytes = beanpole_node_bytes.bytes + EXCLUDED.bytes
      )
      INSERT INTO beanpole_jobs (tube, state, priority, delay_ms, ttr_ms, created_at, due_at, body)
      SELECT * FROM unnest($1::text[], $2::smallint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bytea[])
@@ -75,16 +74,25 @@ export const SQL = {
   reserveMany: s(
     'reserve_many',
     `WITH heads AS (
-       SELECT h.id, h.priority FROM unnest($1::text[]) AS w(tube)
+       SELECT h.id FROM unnest($1::text[]) AS w(tube)
        CROSS JOIN LATERAL (
-         SELECT id, priority FROM beanpole_jobs
+         SELECT id FROM beanpole_jobs
          WHERE tube = w.tube AND state = 0
-         ORDER BY priority, id LIMIT $6
-         FOR UPDATE SKIP LOCKED
+         ORDER BY priority, id LIMIT $6::integer + ${LOCK_MARGIN}
        ) h
        WHERE NOT EXISTS (SELECT 1 FROM beanpole_tubes p WHERE p.name = w.tube AND p.unpause_at > $4::bigint)
+         AND ${NODE_ALIVE}
      ),
-     picked AS (SELECT id, row_number() OVER (ORDER BY priority, id) AS rn FROM heads ORDER BY priority, id LIMIT $6),
+     -- Only the rows taken are locked: rows locked and left would make other nodes' reserves
+     -- skip jobs nobody takes. Rows another reserve holds are skipped; a few spare candidates
+     -- per tube stand in for them.
+     locked AS (
+       SELECT j.id, j.priority FROM beanpole_jobs j
+       WHERE j.id IN (SELECT id FROM heads) AND j.state = 0
+       ORDER BY j.priority, j.id LIMIT $6
+       FOR UPDATE SKIP LOCKED
+     ),
+     picked AS (SELECT id, row_number() OVER (ORDER BY priority, id) AS rn FROM locked),
      who AS (SELECT conn, hold, rn FROM unnest($3::bigint[], $5::bigint[]) WITH ORDINALITY AS c(conn, hold, rn))
      UPDATE beanpole_jobs j
      SET state = 1, holder_node = $2, holder_conn = who.conn, reserves = j.reserves + 1,
@@ -97,17 +105,14 @@ export const SQL = {
   /**
    * Clients' deletes of one turn: each deletes its job unless another reservation holds it.
    * $1 ids, $2-$4 the token each client holds (-1s when none), $5 the clients (of two clients
-   * deleting one job in the same turn, one gets it), $6 this node.
+   * deleting one job in the same turn, one gets it).
    */
   deleteMany: s(
     'delete_many',
-    `WITH gone AS (
-       DELETE FROM beanpole_jobs j
-       USING unnest($1::bigint[], $2::integer[], $3::bigint[], $4::integer[], $5::bigint[]) AS t(id, node, conn, reserves, client)
-       WHERE j.id = t.id AND (j.state <> 1 OR (j.holder_node = t.node AND j.holder_conn = t.conn AND j.reserves = t.reserves))
-       RETURNING j.id, j.tube, t.client, length(j.body) AS n
-     ), ${lessBytes('$6::integer')}
-     SELECT id, tube, client FROM gone`,
+    `DELETE FROM beanpole_jobs j
+     USING unnest($1::bigint[], $2::integer[], $3::bigint[], $4::integer[], $5::bigint[]) AS t(id, node, conn, reserves, client)
+     WHERE j.id = t.id AND (j.state <> 1 OR (j.holder_node = t.node AND j.holder_conn = t.conn AND j.reserves = t.reserves))
+     RETURNING j.id, j.tube, t.client, length(j.body) AS bytes`,
   ),
 
   /** reserve-job: any job not reserved, whatever its state. $1 id, $2 node, $3 connection, $4 now, $5 hold. */
@@ -116,7 +121,7 @@ export const SQL = {
     `UPDATE beanpole_jobs j
      SET state = 1, holder_node = $2, holder_conn = $3, reserves = j.reserves + 1,
          due_at = $4::bigint + CASE WHEN $5::bigint < 0 THEN j.ttr_ms ELSE $5::bigint END
-     WHERE j.id = $1 AND j.state <> 1
+     WHERE j.id = $1 AND j.state <> 1 AND ${NODE_ALIVE}
      RETURNING j.id, j.tube, j.reserves, j.due_at, j.ttr_ms, j.body`,
   ),
 
@@ -124,11 +129,7 @@ export const SQL = {
   anyReady: s('any_ready', 'SELECT EXISTS (SELECT 1 FROM beanpole_jobs WHERE tube = ANY($1::text[]) AND state = 0) AS any'),
 
   /** The dashboard's delete: never a reserved job. */
-  deleteUnheld: s(
-    'delete_unheld',
-    `WITH gone AS (DELETE FROM beanpole_jobs WHERE id = $1 AND state <> 1 RETURNING tube, state, length(body) AS n), ${lessBytes('$2::integer')}
-     SELECT tube, state FROM gone`,
-  ),
+  deleteUnheld: s('delete_unheld', 'DELETE FROM beanpole_jobs WHERE id = $1 AND state <> 1 RETURNING tube, state, length(body) AS bytes'),
 
   /**
    * $1 id, $2-$4 token, $5 priority, $6 delay, $7 now, $8 the node's dead-letter default. Returns
@@ -162,14 +163,15 @@ export const SQL = {
   ),
 
   /**
-   * A reservation whose TTR ran out goes back to ready (or is buried by the dead-letter rule).
-   * $1 id, $2-$4 token, $5 the node's dead-letter default.
+   * A reservation whose TTR ran out goes back to ready (or is buried by the dead-letter rule):
+   * only once its deadline has passed in the database too ($6 now), so a touch that committed
+   * first wins. $1 id, $2-$4 token, $5 the node's dead-letter default.
    */
   expire: s(
     'expire',
     `UPDATE beanpole_jobs j
      SET timeouts = j.timeouts + 1, ${strike('$5::bigint', 3, '0', '0')}
-     WHERE j.id = $1 AND ${TOKEN}
+     WHERE j.id = $1 AND ${TOKEN} AND j.due_at < $6::bigint
      RETURNING j.tube, j.state`,
   ),
 
@@ -211,12 +213,8 @@ export const SQL = {
      RETURNING tube`,
   ),
 
-  /** When the next delayed job is due, and the next reservation runs out (null: none). */
-  nextDue: s(
-    'next_due',
-    `SELECT (SELECT due_at FROM beanpole_jobs WHERE state = 2 ORDER BY due_at LIMIT 1) AS delayed,
-            (SELECT due_at FROM beanpole_jobs WHERE state = 1 ORDER BY due_at LIMIT 1) AS reserved`,
-  ),
+  /** When the next delayed job is due (null: none). */
+  nextDue: s('next_due', 'SELECT (SELECT due_at FROM beanpole_jobs WHERE state = 2 ORDER BY due_at LIMIT 1) AS delayed'),
 
   kickJob: s(
     'kick_job',
@@ -356,13 +354,10 @@ export const SQL = {
   idsInState: s('ids_in_state', 'SELECT id FROM beanpole_jobs WHERE tube = $1 AND state = $2 ORDER BY id LIMIT $3'),
   clearSome: s(
     'clear_some',
-    `WITH gone AS (
-       DELETE FROM beanpole_jobs WHERE id IN (SELECT id FROM beanpole_jobs WHERE tube = $1 AND state = $2 LIMIT $3 FOR UPDATE SKIP LOCKED)
-       RETURNING id, length(body) AS n
-     ), ${lessBytes('$4::integer')}
-     SELECT id FROM gone`,
+    `DELETE FROM beanpole_jobs WHERE id IN (SELECT id FROM beanpole_jobs WHERE tube = $1 AND state = $2 LIMIT $3 FOR UPDATE SKIP LOCKED)
+     RETURNING id, length(body) AS bytes`,
   ),
-  /** An edit replaced a body: $2 bytes more (or fewer) for node $1. */
+  /** Body bytes node $1 added (or removed, negative) since it last said. */
   addBytes: s(
     'add_bytes',
     `INSERT INTO beanpole_node_bytes (node, bytes) VALUES ($1, $2)

@@ -5,7 +5,8 @@
  * gathers, so batches grow with the load and a lone client waits for nothing but its turn.
  */
 
-export type BatchRunner<Req, Res> = (requests: Req[]) => Promise<Res[]>;
+/** Answers each request in order; an Error in its place fails that request alone. */
+export type BatchRunner<Req, Res> = (requests: Req[]) => Promise<(Res | Error)[]>;
 
 interface Queued<Req, Res> {
   request: Req;
@@ -48,7 +49,11 @@ export class TurnBatch<Req, Res> {
     this.inFlight++;
     try {
       const results = await this.runBatch(batch.map((q) => q.request));
-      batch.forEach((q, i) => q.resolve(results[i]!));
+      batch.forEach((q, i) => {
+        const result = results[i]!;
+        if (result instanceof Error) q.reject(result);
+        else q.resolve(result);
+      });
     } catch (err) {
       for (const q of batch) q.reject(err);
     } finally {

@@ -16,6 +16,8 @@ const CHANNEL = 'beanpole';
 /** NOTIFY payloads must stay under 8000 bytes. */
 const MAX_PAYLOAD = 7000;
 const RECONNECT_MS = 500;
+/** The listening connection is checked this often: a dead one would otherwise go unnoticed. */
+const LISTENER_CHECK_MS = 5000;
 
 export interface WakeupHandlers {
   /** Jobs became ready in these tubes (null: any tube, after notifications may have been lost). */
@@ -128,6 +130,11 @@ export class Wakeups {
     };
     client.on('error', (err) => onLost(err.message));
     client.on('end', () => onLost('connection ended'));
+    const check = setInterval(() => {
+      if (lost || this.closed) return clearInterval(check);
+      client.query('SELECT 1').catch((err: unknown) => onLost((err as Error).message));
+    }, LISTENER_CHECK_MS);
+    check.unref();
     try {
       await client.connect();
       await client.query(`LISTEN ${CHANNEL}`);
