@@ -88,15 +88,7 @@ async function main(argv: string[]): Promise<void> {
   scheduler.poke();
   gearmanScheduler.poke();
   const noBinlog = { oldestIndex: 0, currentIndex: 0, recordsMigrated: 0, recordsWritten: 0, maxSize: options.binlogSize };
-  const info: ServerInfo = {
-    version: VERSION,
-    instanceId: randomBytes(8).toString('hex'),
-    hostname: os.hostname(),
-    os: os.version(),
-    platform: os.machine(),
-    pid: process.pid,
-    binlog: () => binlog?.stats() ?? noBinlog,
-  };
+  const info = serverInfo(() => binlog?.stats() ?? noBinlog);
   const durability = binlog ?? immediateDurability;
   // Every front door calls these operations, never the engine.
   const ops = new MemoryOperations({ engine, durability, onActivity: scheduler.poke });
@@ -231,15 +223,7 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
     log.fatal({ err: (err as Error).message }, `cluster: cannot use the database: ${(err as Error).message}`);
     process.exit(111);
   }
-  const info: ServerInfo = {
-    version: VERSION,
-    instanceId: randomBytes(8).toString('hex'),
-    hostname: os.hostname(),
-    os: os.version(),
-    platform: os.machine(),
-    pid: process.pid,
-    binlog: () => ({ oldestIndex: 0, currentIndex: 0, recordsMigrated: 0, recordsWritten: 0, maxSize: options.binlogSize }),
-  };
+  const info = serverInfo(() => ({ oldestIndex: 0, currentIndex: 0, recordsMigrated: 0, recordsWritten: 0, maxSize: options.binlogSize }));
   const noop = (): void => undefined;
   const beanstalk = new BeanstalkServer({ ops: store, info, log, onActivity: noop, durability: immediateDurability });
   process.on('SIGPIPE', noop);
@@ -290,6 +274,19 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
     log.fatal({ err }, 'cannot listen');
     process.exit(111);
   }
+}
+
+/** What `stats` says of this process, with a fresh random instance id. */
+function serverInfo(binlog: ServerInfo['binlog']): ServerInfo {
+  return {
+    version: VERSION,
+    instanceId: randomBytes(8).toString('hex'),
+    hostname: os.hostname(),
+    os: os.version(),
+    platform: os.machine(),
+    pid: process.pid,
+    binlog,
+  };
 }
 
 /** The built dashboard, beside the compiled server. */

@@ -26,6 +26,12 @@ const TOKEN = 'j.state = 1 AND j.holder_node = $2 AND j.holder_conn = $3 AND j.r
  * back) takes no job under its old id before it notices and registers again.
  */
 const NODE_ALIVE = 'EXISTS (SELECT 1 FROM beanpole_nodes n WHERE n.id = $2 AND n.gone_at IS NULL)';
+/** Jobs by state, the urgent ready ones apart (URGENT_BELOW is 1024): stats and stats-tube. */
+const COUNTS = `count(*) FILTER (WHERE state = 0 AND priority < 1024) AS urgent,
+       count(*) FILTER (WHERE state = 0) AS ready,
+       count(*) FILTER (WHERE state = 1) AS reserved,
+       count(*) FILTER (WHERE state = 2) AS delayed,
+       count(*) FILTER (WHERE state = 3) AS buried`;
 /** Candidates per tube beyond those wanted, for rows another reserve has locked. */
 const LOCK_MARGIN = 16;
 /**
@@ -263,11 +269,7 @@ export const SQL = {
   tubeCounts: s(
     'tube_counts',
     `SELECT
-       count(*) FILTER (WHERE state = 0 AND priority < 1024) AS urgent,
-       count(*) FILTER (WHERE state = 0) AS ready,
-       count(*) FILTER (WHERE state = 1) AS reserved,
-       count(*) FILTER (WHERE state = 2) AS delayed,
-       count(*) FILTER (WHERE state = 3) AS buried,
+       ${COUNTS},
        (SELECT created_at FROM beanpole_jobs WHERE tube = $1 AND state = 0 ORDER BY priority, id LIMIT 1) AS next_ready_created_at,
        (SELECT COALESCE(sum(total_jobs), 0)::bigint FROM beanpole_tube_totals WHERE tube = $1) AS total_jobs,
        (SELECT pause_ms FROM beanpole_tubes WHERE name = $1) AS pause_ms,
@@ -280,11 +282,7 @@ export const SQL = {
   allTubeCounts: s(
     'all_tube_counts',
     `SELECT tube,
-       count(*) FILTER (WHERE state = 0 AND priority < 1024) AS urgent,
-       count(*) FILTER (WHERE state = 0) AS ready,
-       count(*) FILTER (WHERE state = 1) AS reserved,
-       count(*) FILTER (WHERE state = 2) AS delayed,
-       count(*) FILTER (WHERE state = 3) AS buried
+       ${COUNTS}
      FROM beanpole_jobs GROUP BY tube`,
   ),
   allTubeTotals: s('all_tube_totals', 'SELECT tube, sum(total_jobs)::bigint AS total_jobs FROM beanpole_tube_totals GROUP BY tube'),
@@ -294,11 +292,7 @@ export const SQL = {
   serverCounts: s(
     'server_counts',
     `SELECT
-       count(*) FILTER (WHERE state = 0 AND priority < 1024) AS urgent,
-       count(*) FILTER (WHERE state = 0) AS ready,
-       count(*) FILTER (WHERE state = 1) AS reserved,
-       count(*) FILTER (WHERE state = 2) AS delayed,
-       count(*) FILTER (WHERE state = 3) AS buried,
+       ${COUNTS},
        (SELECT COALESCE(sum(total_jobs), 0)::bigint FROM beanpole_tube_totals) AS total_jobs
      FROM beanpole_jobs`,
   ),
