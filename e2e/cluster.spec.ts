@@ -34,10 +34,16 @@ base('the nodes view, and which node holds a reserved job', async ({ page }) => 
     await expect(page.locator('[data-testid^="node-"][data-health="up"]')).toHaveCount(2);
     await expect(page.getByTestId(`node-${self}`)).toContainText('this one');
 
-    // A worker of the other node reserves a job: the Reserved tab names that node.
+    // A job put through the other node shows up live in this node's dashboard.
     const worker = await RawClient.connect(other.port);
     clients.push(worker);
+    await page.goto(`${dashboard.url}tubes/default`);
+    await expectLive(page);
     const id = await tcpPut(worker, 'held elsewhere');
+    await expect(page.getByTestId(`job-row-${id}`)).toBeVisible();
+    await expect(page.getByTestId('count-ready')).toHaveAttribute('data-value', '1');
+
+    // A worker of the other node reserves it: the Reserved tab names that node.
     expect(await worker.call('reserve\r\n')).toMatch(/^RESERVED /);
     await page.goto(`${dashboard.url}tubes/default?state=reserved`);
     const otherId = self === '1' ? 2 : 1;
