@@ -168,6 +168,34 @@ describe.skipIf(pgUrl === null)('cluster races', () => {
     expect((await c.reserve(0)).kind).toBe('reserved');
   });
 
+  it('after a database outage longer than a lease, the first node back does not reap the others', async () => {
+    const url = await freshDatabase(pgUrl!, 'outage');
+    const a = await open(url, 1000);
+    const b = await open(url, 1000);
+    const id = await put(a, 'default');
+    const c = await worker(b, 'default');
+    expect((await c.reserve(0)).kind).toBe('reserved');
+    // Every statement and heartbeat of both nodes fails for 1.5 leases (a restart, a failover).
+    const cutOff = (s: ClusterStore): (() => void) => {
+      const restoreStatements = failStatements(s, () => true);
+      const lease = s.lease as unknown as { connection: () => Promise<never> };
+      const connection = lease.connection;
+      lease.connection = () => Promise.reject(new Error('database unreachable (test)'));
+      return () => {
+        restoreStatements();
+        lease.connection = connection;
+      };
+    };
+    const backA = cutOff(a);
+    const backB = cutOff(b);
+    await sleep(1500);
+    backA(); // a is back first; its heartbeat succeeds while b's lease looks run out
+    await a.lease.beat();
+    backB();
+    await b.lease.beat();
+    expect((await c.release(id, 0, 0)).ok).toBe(true);
+  });
+
   it('clients\' slow statements do not starve the heartbeat: a busy node keeps its lease', async () => {
     const url = await freshDatabase(pgUrl!, 'busy_pool');
     const a = await open(url, 1000);
