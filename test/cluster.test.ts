@@ -9,7 +9,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import pg from 'pg';
 import { SCHEMA_VERSION } from '../server/cluster/schema.js';
 import { API } from '../shared/api.js';
-import type { AdminConfigDto, ClusterNodeDto, JobDto, TubeDto } from '../shared/dto.js';
+import type { AdminConfigDto, ClusterNodeDto, JobDto, TubeDto, TubeHealthDto } from '../shared/dto.js';
 import { api, startAdminServer, type AdminServerProcess } from './support/admin-server.js';
 import { freshDatabase } from './support/cluster-db.js';
 import { expectOk } from './support/expectations.js';
@@ -169,6 +169,11 @@ describe.skipIf(pgUrl === null)('cluster mode', () => {
     expect(tube).toMatchObject({ name: 'mail', ready: 1, totalJobs: 1, urgent: 1 });
     const stats = expectOk<Record<string, unknown>>(await api(admin.url, API.stats));
     expect(stats['total-jobs']).toBe(1);
+    const health = expectOk<TubeHealthDto[]>(await api(admin.url, API.tubeHealth));
+    expect(health).toEqual([{ tube: 'mail', oldestReadyAgeSeconds: expect.any(Number), reservedNearTtr: 0, backlogRise: 0 }]);
+    expect((await api(admin.url, API.tubes)).json).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'mail', ready: 1, nextReadyAgeSeconds: expect.any(Number) })]),
+    );
     const job = expectOk<JobDto>(await api(admin.url, API.job(id)));
     expect(job).toMatchObject({ id, tube: 'mail', state: 'ready', reservedByNode: null });
     const nodes = expectOk<ClusterNodeDto[]>(await api(admin.url, API.clusterNodes));

@@ -1,5 +1,5 @@
 import type { TubeHealthDto, TubeMinuteDto } from '../../shared/dto.js';
-import type { JobView, Operations } from '../operations/operations.js';
+import type { JobView, Operations, TubeAges } from '../operations/operations.js';
 
 /**
  * What the overview's attention list needs beyond a tube's counts, found by walking every job:
@@ -17,10 +17,7 @@ const NEAR_TTR_SHARE = 0.2;
 export const RISE_MIN_JOBS = 100;
 const RISE_MINUTES = 5;
 
-interface Tally {
-  oldestReadyCreatedAt: number;
-  nearTtr: number;
-}
+type Tally = TubeAges;
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -61,6 +58,13 @@ export class TubeHealth {
   }
 
   private async walk(): Promise<Map<string, Tally>> {
+    if (this.ops.readyAges !== undefined) {
+      // The store answers from its indexes (cluster mode): no walk.
+      const startedAt = this.ops.now();
+      const tubes = await this.ops.readyAges(NEAR_TTR_SHARE);
+      this.last = { at: startedAt, tubes };
+      return tubes;
+    }
     const tubes = new Map<string, Tally>();
     const scan = this.ops.scanJobs();
     const startedAt = this.ops.now();

@@ -42,6 +42,7 @@ import type {
   SessionView,
   TubeCounts,
   TubeSettings,
+  TubeAges,
   TubeSettingsView,
 } from '../operations/operations.js';
 import { ttrWithFloor } from '../operations/rules.js';
@@ -601,6 +602,11 @@ export class ClusterStore implements Operations {
     };
   }
 
+  async readyAges(nearShare: number): Promise<Map<string, TubeAges>> {
+    const rows = await run<{ tube: string; oldest_ready: number | null; near_ttr: number }>(this.pool, SQL.readyAges, [this.now(), nearShare]);
+    return new Map(rows.map((r) => [r.tube, { oldestReadyCreatedAt: r.oldest_ready ?? Number.POSITIVE_INFINITY, nearTtr: r.near_ttr }]));
+  }
+
   watcherCount(id: number): number {
     return this.watchers.get(id)?.size ?? 0;
   }
@@ -645,18 +651,20 @@ export class ClusterStore implements Operations {
   }
 
   private async readTubes(): Promise<TubeCounts[]> {
-    const [names, counts, totals, settings] = await Promise.all([
-      this.tubeNames(),
+    const names = await this.tubeNames();
+    const [counts, totals, settings, heads] = await Promise.all([
       run<CountsRow & { tube: string }>(this.pool, SQL.allTubeCounts, []),
       run<{ tube: string; total_jobs: number }>(this.pool, SQL.allTubeTotals, []),
       run<{ name: string; pause_ms: number; unpause_at: number; dead_letter_after: number | null }>(this.pool, SQL.allTubeRows, []),
+      run<{ tube: string; created_at: number }>(this.pool, SQL.nextReadyOf, [names]),
     ]);
+    const headOf = new Map(heads.map((h) => [h.tube, h.created_at]));
     const countOf = new Map(counts.map((c) => [c.tube, c]));
     const totalOf = new Map(totals.map((t) => [t.tube, t.total_jobs]));
     const settingsOf = new Map(settings.map((s) => [s.name, s]));
     return names.map((name) => {
       const st = settingsOf.get(name);
-      return this.countsOf(name, countOf.get(name) ?? zeroCounts(), totalOf.get(name) ?? 0, st?.pause_ms ?? 0, st?.unpause_at ?? 0, st?.dead_letter_after ?? null, 0);
+      return this.countsOf(name, countOf.get(name) ?? zeroCounts(), totalOf.get(name) ?? 0, st?.pause_ms ?? 0, st?.unpause_at ?? 0, st?.dead_letter_after ?? null, headOf.get(name) ?? 0);
     });
   }
 

@@ -285,6 +285,20 @@ export const SQL = {
        ${COUNTS}
      FROM beanpole_jobs GROUP BY tube`,
   ),
+  /** Each listed tube's next ready job's put time ($1 tubes): one probe of its queue head. */
+  nextReadyOf: s(
+    'next_ready_of',
+    `SELECT w.tube, h.created_at FROM unnest($1::text[]) AS w(tube)
+     CROSS JOIN LATERAL (SELECT created_at FROM beanpole_jobs WHERE tube = w.tube AND state = 0 ORDER BY priority, id LIMIT 1) h`,
+  ),
+  /** Per tube: its oldest ready job's put time, and reservations with less than $2 of their TTR left at $1. */
+  readyAges: s(
+    'ready_ages',
+    `SELECT tube,
+       min(created_at) FILTER (WHERE state = 0) AS oldest_ready,
+       count(*) FILTER (WHERE state = 1 AND due_at - $1::bigint < ttr_ms * $2::float8) AS near_ttr
+     FROM beanpole_jobs WHERE state IN (0, 1) GROUP BY tube`,
+  ),
   allTubeTotals: s('all_tube_totals', 'SELECT tube, sum(total_jobs)::bigint AS total_jobs FROM beanpole_tube_totals GROUP BY tube'),
   allTubeRows: s('all_tube_rows', 'SELECT name, pause_ms, unpause_at, dead_letter_after FROM beanpole_tubes'),
 

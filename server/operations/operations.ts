@@ -128,6 +128,13 @@ export interface TubeCounts {
   ownSettings: TubeSettings | null;
 }
 
+/** What the attention list needs of a tube beyond its counts (readyAges). */
+export interface TubeAges {
+  /** Epoch ms; Infinity when no job is ready. */
+  oldestReadyCreatedAt: number;
+  nearTtr: number;
+}
+
 /** A tube's settings, which exist whether or not the tube does. */
 export interface TubeSettingsView {
   tube: string;
@@ -358,6 +365,12 @@ export interface Operations {
   eachJob(visit: (job: JobSnapshot) => void): Pending<void>;
   /** Starts a walk over every job, a slice at a time (a search). */
   scanJobs(): JobScan;
+  /**
+   * Optional, for a store that can answer it without a walk over every job (a database): per
+   * tube, when its oldest ready job was put, and how many reservations have less than
+   * `nearShare` of their TTR left. Without it the dashboard walks the jobs (scanJobs).
+   */
+  readyAges?(nearShare: number): Pending<Map<string, TubeAges>>;
   /** How many watchers job `id` has (clients waiting on it and any door's own). */
   watcherCount(id: number): number;
   tube(name: string): Pending<TubeCounts | undefined>;
