@@ -251,5 +251,6 @@ describe.skipIf(pgUrl === null)('cluster failover', () => {
     for (const id of left) expect(ledger.deleted.has(id), `deleted job ${id} came back`).toBe(false);
     expect(ledger.inserted.size).toBeGreaterThan(ROUNDS * 20);
     expect(ledger.deleted.size).toBeGreaterThan(ROUNDS * 10);
-  });
+    // A round takes up to 2 s of load and a node's restart; the drain at most 5 leases.
+  }, ROUNDS * 5000 + 60_000);
 });
