@@ -81,6 +81,7 @@ abstract class Actor {
   constructor(
     protected readonly cluster: Cluster,
     home: number,
+    protected readonly ledger: Ledger,
   ) {
     this.slot = home;
   }
@@ -128,14 +129,6 @@ abstract class Actor {
 class Producer extends Actor {
   private n = 0;
 
-  constructor(
-    cluster: Cluster,
-    home: number,
-    private readonly ledger: Ledger,
-  ) {
-    super(cluster, home);
-  }
-
   async step(): Promise<void> {
     const c = await this.connection();
     const body = `p${this.slot}-${this.n++}-${Date.now()}`;
@@ -147,14 +140,6 @@ class Producer extends Actor {
 }
 
 class Worker extends Actor {
-  constructor(
-    cluster: Cluster,
-    home: number,
-    private readonly ledger: Ledger,
-  ) {
-    super(cluster, home);
-  }
-
   async step(): Promise<void> {
     const c = await this.connection();
     const slot = this.slot;

@@ -57,42 +57,13 @@ describe.skipIf(postgresBinDir() === null)('cluster mode across a PostgreSQL res
     };
     let stop = false;
 
-    const produce = async (): Promise<void> => {
-      let c: RawClient | null = null;
-      for (let n = 0; !stop; n++) {
-        try {
-          c ??= await RawClient.connect(a.port);
-          const body = `job-${n}`;
-          const reply = await c.call(`put 0 0 60 ${body.length}\r\n${body}\r\n`, 15_000);
-          note(reply);
-          const m = /^INSERTED (\d+)\r\n$/.exec(reply);
-          if (m !== null) inserted.add(Number(m[1]));
-        } catch {
-          note('<closed>');
-          c?.destroy();
-          c = null;
-          await sleep(50);
-        }
-      }
-      c?.destroy();
-    };
-    const work = async (): Promise<void> => {
+    /** Runs `step` on a connection to `port` until told to stop, reconnecting after each failure. */
+    const loop = async (port: number, step: (c: RawClient) => Promise<void>): Promise<void> => {
       let c: RawClient | null = null;
       while (!stop) {
         try {
-          c ??= await RawClient.connect(b.port);
-          const reply = await c.call('reserve-with-timeout 1\r\n', 15_000);
-          const m = /^RESERVED (\d+) /.exec(reply);
-          if (m === null) {
-            note(reply);
-            continue;
-          }
-          const id = Number(m[1]);
-          if (deleted.has(id)) resurrected.push(id);
-          deleteTried.add(id);
-          const done = await c.call(`delete ${id}\r\n`, 15_000);
-          note(done);
-          if (done === 'DELETED\r\n') deleted.add(id);
+          c ??= await RawClient.connect(port);
+          await step(c);
         } catch {
           note('<closed>');
           c?.destroy();
@@ -102,6 +73,27 @@ describe.skipIf(postgresBinDir() === null)('cluster mode across a PostgreSQL res
       }
       c?.destroy();
     };
+    let n = 0;
+    const produce = (): Promise<void> =>
+      loop(a.port, async (c) => {
+        const body = `job-${n++}`;
+        const reply = await c.call(`put 0 0 60 ${body.length}\r\n${body}\r\n`, 15_000);
+        note(reply);
+        const m = /^INSERTED (\d+)\r\n$/.exec(reply);
+        if (m !== null) inserted.add(Number(m[1]));
+      });
+    const work = (): Promise<void> =>
+      loop(b.port, async (c) => {
+        const reply = await c.call('reserve-with-timeout 1\r\n', 15_000);
+        const m = /^RESERVED (\d+) /.exec(reply);
+        if (m === null) return note(reply);
+        const id = Number(m[1]);
+        if (deleted.has(id)) resurrected.push(id);
+        deleteTried.add(id);
+        const done = await c.call(`delete ${id}\r\n`, 15_000);
+        note(done);
+        if (done === 'DELETED\r\n') deleted.add(id);
+      });
 
     const load = [produce(), work()];
     await sleep(1500);

@@ -10,7 +10,8 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { ClusterStore } from '../server/cluster/cluster-store.js';
-import type { ClientDelegate, ClientOperations, ReserveOutcome } from '../server/operations/operations.js';
+import type { ClientOperations, ReserveOutcome } from '../server/operations/operations.js';
+import { QUIET_DELEGATE as quiet } from '../server/testing.js';
 import { freshDatabase } from './support/cluster-db.js';
 
 const pgUrl = inject('pgUrl');
@@ -27,14 +28,6 @@ async function open(url: string, leaseMs = 5000): Promise<ClusterStore> {
   stores.push(s);
   return s;
 }
-
-const quiet: ClientDelegate = {
-  reserved: () => undefined,
-  timedOut: () => undefined,
-  deadlineSoon: () => undefined,
-  woken: () => undefined,
-  disconnect: () => undefined,
-};
 
 async function put(s: ClusterStore, tube: string, priority = 0, ttrMs = 3_600_000): Promise<number> {
   const r = await s.put(tube, { priority, delayMs: 0, ttrMs, body: Buffer.from('x') });

@@ -40,6 +40,30 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const stampOf = (body: Buffer | string): number => Number(String(body).split(':')[0]);
 const bodyFor = (putAt: number): string => `${putAt}:benchmark job`;
 
+/**
+ * Worker lanes that each repeat one step (take a job, finish it) until stopped. A step that
+ * finds nothing waits 2 ms (the polling systems); one that fails ends its lane (its server went
+ * away at the end of a run).
+ */
+class WorkerLoops {
+  private running = false;
+  private loops: Promise<void>[] = [];
+
+  start(step: () => Promise<void>): void {
+    this.running = true;
+    this.loops.push(
+      (async () => {
+        while (this.running) await step();
+      })().catch(() => undefined),
+    );
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await Promise.all(this.loops.splice(0));
+  }
+}
+
 // ---- Beanpole ------------------------------------------------------------------------------
 
 interface NodeProcess {
@@ -70,8 +94,7 @@ export class BeanpoleSystem implements JobSystem {
   readonly batch = 1;
   private nodes: NodeProcess[] = [];
   private workers: BeanstalkClient[] = [];
-  private running = false;
-  private loops: Promise<void>[] = [];
+  private readonly loops = new WorkerLoops();
 
   constructor(
     readonly name: string,
@@ -101,28 +124,22 @@ export class BeanpoleSystem implements JobSystem {
   }
 
   async startWorkers(lanes: number, done: Done): Promise<void> {
-    this.running = true;
     for (let i = 0; i < lanes; i++) {
       const client = await BeanstalkClient.connect(this.nodes[i % this.nodes.length]!.port);
       this.workers.push(client);
-      this.loops.push(
-        (async () => {
-          while (this.running) {
-            const r = await client.call('reserve-with-timeout 1\r\n');
-            if (!r.line.startsWith('RESERVED')) continue;
-            const id = r.line.split(' ')[1]!;
-            done(stampOf(r.body!));
-            const d = await client.call(`delete ${id}\r\n`);
-            if (d.line !== 'DELETED') throw new Error(`delete: ${d.line}`);
-          }
-        })().catch(() => undefined),
-      );
+      this.loops.start(async () => {
+        const r = await client.call('reserve-with-timeout 1\r\n');
+        if (!r.line.startsWith('RESERVED')) return;
+        const id = r.line.split(' ')[1]!;
+        done(stampOf(r.body!));
+        const d = await client.call(`delete ${id}\r\n`);
+        if (d.line !== 'DELETED') throw new Error(`delete: ${d.line}`);
+      });
     }
   }
 
   async stopWorkers(): Promise<void> {
-    this.running = false;
-    await Promise.all(this.loops.splice(0));
+    await this.loops.stop();
     for (const w of this.workers.splice(0)) w.close();
   }
 
@@ -143,8 +160,7 @@ export class SqlSystem implements JobSystem {
   readonly name = 'plain SQL, 10 per statement';
   readonly batch = SQL_BATCH;
   private clients: pg.Client[] = [];
-  private running = false;
-  private loops: Promise<void>[] = [];
+  private readonly loops = new WorkerLoops();
 
   constructor(private readonly url: string) {}
 
@@ -179,32 +195,23 @@ export class SqlSystem implements JobSystem {
   }
 
   async startWorkers(lanes: number, done: Done): Promise<void> {
-    this.running = true;
     for (let i = 0; i < lanes; i++) {
       const c = await this.client();
-      this.loops.push(
-        (async () => {
-          while (this.running) {
-            const { rows } = await c.query<{ id: string; body: Buffer }>({
-              name: 'reserve',
-              text: `WITH h AS (SELECT id FROM sql_jobs WHERE tube = 'bench' AND state = 0 ORDER BY priority, id LIMIT ${SQL_BATCH} FOR UPDATE SKIP LOCKED)
-                     UPDATE sql_jobs j SET state = 1 FROM h WHERE j.id = h.id RETURNING j.id, j.body`,
-            });
-            if (rows.length === 0) {
-              await sleep(2);
-              continue;
-            }
-            for (const r of rows) done(stampOf(r.body));
-            await c.query({ name: 'delete', text: 'DELETE FROM sql_jobs WHERE id = ANY($1::bigint[])', values: [rows.map((r) => r.id)] });
-          }
-        })().catch(() => undefined),
-      );
+      this.loops.start(async () => {
+        const { rows } = await c.query<{ id: string; body: Buffer }>({
+          name: 'reserve',
+          text: `WITH h AS (SELECT id FROM sql_jobs WHERE tube = 'bench' AND state = 0 ORDER BY priority, id LIMIT ${SQL_BATCH} FOR UPDATE SKIP LOCKED)
+                 UPDATE sql_jobs j SET state = 1 FROM h WHERE j.id = h.id RETURNING j.id, j.body`,
+        });
+        if (rows.length === 0) return sleep(2);
+        for (const r of rows) done(stampOf(r.body));
+        await c.query({ name: 'delete', text: 'DELETE FROM sql_jobs WHERE id = ANY($1::bigint[])', values: [rows.map((r) => r.id)] });
+      });
     }
   }
 
-  async stopWorkers(): Promise<void> {
-    this.running = false;
-    await Promise.all(this.loops.splice(0));
+  stopWorkers(): Promise<void> {
+    return this.loops.stop();
   }
 
   async stop(): Promise<void> {
@@ -219,8 +226,7 @@ export class PgBossSystem implements JobSystem {
   readonly name = 'pg-boss 10';
   readonly batch = 1;
   private boss: PgBoss | null = null;
-  private running = false;
-  private loops: Promise<void>[] = [];
+  private readonly loops = new WorkerLoops();
 
   constructor(private readonly url: string) {}
 
@@ -243,29 +249,20 @@ export class PgBossSystem implements JobSystem {
 
   async startWorkers(lanes: number, done: Done): Promise<void> {
     const boss = this.boss!;
-    this.running = true;
     for (let i = 0; i < lanes; i++) {
-      this.loops.push(
-        (async () => {
-          while (this.running) {
-            const jobs = await boss.fetch<{ putAt: number }>('bench');
-            if (jobs.length === 0) {
-              await sleep(2);
-              continue;
-            }
-            for (const job of jobs) {
-              done(job.data.putAt);
-              await boss.complete('bench', job.id);
-            }
-          }
-        })().catch(() => undefined),
-      );
+      this.loops.start(async () => {
+        const jobs = await boss.fetch<{ putAt: number }>('bench');
+        if (jobs.length === 0) return sleep(2);
+        for (const job of jobs) {
+          done(job.data.putAt);
+          await boss.complete('bench', job.id);
+        }
+      });
     }
   }
 
-  async stopWorkers(): Promise<void> {
-    this.running = false;
-    await Promise.all(this.loops.splice(0));
+  stopWorkers(): Promise<void> {
+    return this.loops.stop();
   }
 
   async stop(): Promise<void> {

@@ -9,16 +9,8 @@ import { Engine } from '../engine/engine.js';
 import { immediateDurability } from '../engine/journal.js';
 import { T0 } from '../engine/testing.js';
 import { MemoryOperations } from '../operations/memory-operations.js';
-import type { ClientDelegate } from '../operations/operations.js';
+import { QUIET_DELEGATE as quiet } from '../testing.js';
 import { backlogRise, HEALTH_MAX_AGE_MS, RISE_MIN_JOBS, TubeHealth } from './tube-health.js';
-
-const quiet: ClientDelegate = {
-  reserved: () => undefined,
-  timedOut: () => undefined,
-  deadlineSoon: () => undefined,
-  woken: () => undefined,
-  disconnect: () => undefined,
-};
 
 function setup(minutes: (tube: string) => TubeMinuteDto[] = () => []) {
   const clock = new FakeClock(T0);

@@ -26,6 +26,10 @@ const TOKEN = 'j.state = 1 AND j.holder_node = $2 AND j.holder_conn = $3 AND j.r
  * back) takes no job under its old id before it notices and registers again.
  */
 const NODE_ALIVE = 'EXISTS (SELECT 1 FROM beanpole_nodes n WHERE n.id = $2 AND n.gone_at IS NULL)';
+/** Jobs of tube $1 in `state` after the cursor ($2 the order key, $3 the id), $4 of them, ordered by `key` then id. */
+const page = (name: string, state: number, key: string): Statement =>
+  s(`page_${name}`, `SELECT ${JOB_COLUMNS} FROM beanpole_jobs WHERE tube = $1 AND state = ${state} AND (${key}, id) > ($2, $3) ORDER BY ${key}, id LIMIT $4`);
+
 /** Jobs by state, the urgent ready ones apart (URGENT_BELOW is 1024): stats and stats-tube. */
 const COUNTS = `count(*) FILTER (WHERE state = 0 AND priority < 1024) AS urgent,
        count(*) FILTER (WHERE state = 0) AS ready,
@@ -340,22 +344,10 @@ export const SQL = {
   ),
 
   /** A page of a tube's jobs in one state, in queue order, after a cursor (keyset pagination). */
-  pageReady: s(
-    'page_ready',
-    `SELECT ${JOB_COLUMNS} FROM beanpole_jobs WHERE tube = $1 AND state = 0 AND (priority, id) > ($2, $3) ORDER BY priority, id LIMIT $4`,
-  ),
-  pageDelayed: s(
-    'page_delayed',
-    `SELECT ${JOB_COLUMNS} FROM beanpole_jobs WHERE tube = $1 AND state = 2 AND (due_at, id) > ($2, $3) ORDER BY due_at, id LIMIT $4`,
-  ),
-  pageBuried: s(
-    'page_buried',
-    `SELECT ${JOB_COLUMNS} FROM beanpole_jobs WHERE tube = $1 AND state = 3 AND (bury_order, id) > ($2, $3) ORDER BY bury_order, id LIMIT $4`,
-  ),
-  pageReserved: s(
-    'page_reserved',
-    `SELECT ${JOB_COLUMNS} FROM beanpole_jobs WHERE tube = $1 AND state = 1 AND (due_at, id) > ($2, $3) ORDER BY due_at, id LIMIT $4`,
-  ),
+  pageReady: page('ready', 0, 'priority'),
+  pageDelayed: page('delayed', 2, 'due_at'),
+  pageBuried: page('buried', 3, 'bury_order'),
+  pageReserved: page('reserved', 1, 'due_at'),
   /** Jobs after id $1, by id (a walk over every job, a slice at a time). */
   scan: s('scan', `SELECT ${JOB_COLUMNS} FROM beanpole_jobs WHERE id > $1 ORDER BY id LIMIT $2`),
   /** Ids of up to $3 jobs of tube $1 in state $2 (a bulk clear or move takes them in slices). */
