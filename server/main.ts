@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { DEFAULT_GEARMAN_MAX_SIZE } from '../shared/limits.js';
 import type { AdminContext } from './admin/app.js';
 import { AdminShell } from './admin/shell.js';
-import { USAGE, USAGE_EXIT_CODE, parseCommandLine, type ServerOptions } from './cli.js';
+import { MAX_CLUSTER_JOB_SIZE, USAGE, USAGE_EXIT_CODE, parseCommandLine, type ServerOptions } from './cli.js';
 import { systemClock } from './engine/clock.js';
 import { Engine } from './engine/engine.js';
 import { JOB_RECORD_HEAP_BYTES } from './engine/record-costs.js';
@@ -15,10 +15,13 @@ import { createLogger, type Logger } from './logger.js';
 import { machineFacts, memoryBudget } from './memory-budget.js';
 import { Binlog } from './persistence/binlog.js';
 import { BINLOG_EXIT_CODE, BinlogDirError, openBinlog, type OpenedBinlog } from './persistence/open-binlog.js';
+import { ClusterNode } from './cluster/cluster-node.js';
 import { ClusterStore } from './cluster/cluster-store.js';
+import { ClusterGearmanRegistry } from './cluster/gearman-registry.js';
+import { GearmanClusterStore } from './cluster/gearman-store.js';
 import { BeanstalkServer } from './protocol/beanstalk/server.js';
 import { GEARMAN_JOB_RECORD_BYTES, MAX_UNIQUE_BYTES } from './protocol/gearman/connection.js';
-import { GearmanRegistry } from './protocol/gearman/registry.js';
+import { LocalGearmanRegistry } from './protocol/gearman/registry.js';
 import { GearmanServer } from './protocol/gearman/server.js';
 import { GearmanView } from './protocol/gearman/view.js';
 import { PrivilegeError, becomeUser, fileOwner, lookUpUser, withUserIds } from './privileges.js';
@@ -95,7 +98,7 @@ async function main(argv: string[]): Promise<void> {
   const beanstalk = new BeanstalkServer({ ops, info, log, onActivity: scheduler.poke, durability });
   const gearmanDurability = gearmanBinlog ?? immediateDurability;
   const gearmanOps = new MemoryOperations({ engine: gearmanEngine, durability: gearmanDurability, onActivity: gearmanScheduler.poke });
-  const registry = new GearmanRegistry(gearmanOps, os.hostname());
+  const registry = new LocalGearmanRegistry(gearmanOps, os.hostname());
   // Unique ids of restored jobs coalesce again.
   await registry.restore();
   const gearman =
@@ -176,17 +179,7 @@ async function main(argv: string[]): Promise<void> {
     if (user !== null) privileged(log, () => becomeUser(user));
     banner.beanstalkd = where;
     log.info({ address: where, version: VERSION }, `beanstalkd protocol listening on ${where}`);
-    if (gearman !== null) {
-      const { listen, port } = options.gearman!;
-      try {
-        const at = await gearman.listen(listen, port);
-        banner.gearman = at;
-        log.info({ address: at }, `Gearman protocol listening on ${at}`);
-      } catch (err) {
-        // As for the dashboard: the beanstalkd side keeps serving without it.
-        log.warn({ err: (err as Error).message }, 'Gearman port not started: cannot listen on its address (use --gearman-port or --no-gearman)');
-      }
-    }
+    if (gearman !== null) await listenGearman(gearman, options, banner, log);
     const jobs = Math.floor(budget.maxRecordHeapBytes / JOB_RECORD_HEAP_BYTES);
     log.info({ ...budget }, `memory budget: ${jobs} jobs on the heap, ${budget.maxJobBytes} bytes of bodies`);
     // A person at a terminal gets the addresses in words; logs stay JSON on stderr for machines.
@@ -199,26 +192,25 @@ async function main(argv: string[]): Promise<void> {
 
 /**
  * Cluster mode: the jobs are in PostgreSQL (server/cluster/), shared with every node given the
- * same database; this node serves the beanstalkd protocol and the dashboard over them.
+ * same database; this node serves the beanstalkd and Gearman protocols and the dashboard over
+ * them, each protocol over a realm of its own (its tables), as a single node keeps two engines.
  */
 async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
   const cluster = options.cluster!;
   const user = options.user === null ? null : privileged(log, () => lookUpUser(options.user!));
-  if (options.gearman !== null) {
-    log.warn('cluster mode serves the beanstalkd protocol only for now: no Gearman port (see the README)');
-  }
+  let node: ClusterNode;
   let store: ClusterStore;
+  let gearmanStore: GearmanClusterStore | null = null;
   try {
-    store = await ClusterStore.open({
-      url: cluster.url,
-      leaseMs: cluster.leaseMs,
-      maxJobSize: options.maxJobSize,
-      maxJobBytes: options.maxJobBytes,
-      deadLetterAfter: options.deadLetterAfter,
-      address: `${os.hostname()}:${options.port}`,
-      version: VERSION,
-      log,
-    });
+    node = await ClusterNode.open({ url: cluster.url, leaseMs: cluster.leaseMs, address: `${os.hostname()}:${options.port}`, version: VERSION, log });
+    const limits = { maxJobBytes: options.maxJobBytes, deadLetterAfter: options.deadLetterAfter };
+    store = await ClusterStore.join(node, { ...limits, maxJobSize: options.maxJobSize });
+    if (options.gearman !== null) {
+      // A body keeps the unique id in front of the data (gearman/job-body.ts), under the cluster's cap.
+      const maxJobSize = Math.min(options.gearman.maxSize + MAX_UNIQUE_BYTES + 1, MAX_CLUSTER_JOB_SIZE);
+      gearmanStore = await GearmanClusterStore.joinGearman(node, { ...limits, maxJobSize });
+    }
+    node.start();
   } catch (err) {
     log.fatal({ err: (err as Error).message }, `cluster: cannot use the database: ${(err as Error).message}`);
     process.exit(111);
@@ -226,10 +218,25 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
   const info = serverInfo(() => ({ oldestIndex: 0, currentIndex: 0, recordsMigrated: 0, recordsWritten: 0, maxSize: options.binlogSize }));
   const noop = (): void => undefined;
   const beanstalk = new BeanstalkServer({ ops: store, info, log, onActivity: noop, durability: immediateDurability });
+  const registry = gearmanStore === null ? null : new ClusterGearmanRegistry(gearmanStore, clusterName(cluster.url));
+  const gearman =
+    gearmanStore === null || registry === null
+      ? null
+      : new GearmanServer({
+          ops: gearmanStore,
+          registry,
+          log,
+          onActivity: noop,
+          durability: immediateDurability,
+          version: VERSION,
+          pid: process.pid,
+          shutdown: (graceful) => (graceful ? drainThenShutdown() : shutdown('gearman shutdown')),
+        });
+  const stores = gearmanStore === null ? [store] : [store, gearmanStore];
   process.on('SIGPIPE', noop);
   process.on('SIGUSR1', () => {
     log.info('SIGUSR1: entering drain mode; puts now get DRAINING');
-    store.setDraining();
+    for (const s of stores) s.setDraining();
   });
   let admin: AdminShell | null = null;
   let stopping = false;
@@ -238,10 +245,20 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
     stopping = true;
     log.info({ signal }, 'shutting down');
     // The node leaves the cluster: what its clients held is ready again for the other nodes.
-    void Promise.all([beanstalk.close(), admin?.close()])
-      .then(() => store.close())
+    void Promise.all([beanstalk.close(), gearman?.close(), admin?.close()])
+      .then(() => node.close())
       .then(() => process.exit(0));
     setTimeout(() => process.exit(0), 5000).unref();
+  };
+  /** Gearman's `shutdown graceful`: no new jobs, then stop once no client of this node holds one. */
+  const drainThenShutdown = (): void => {
+    log.info('shutdown graceful: draining; stopping once no job is running here');
+    for (const s of stores) s.setDraining();
+    const check = setInterval(() => {
+      if (stores.some((s) => s.sessions().some((c) => c.reserved.length > 0))) return;
+      clearInterval(check);
+      shutdown('gearman shutdown graceful');
+    }, 100);
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
@@ -251,13 +268,13 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
       {
         ops: store,
         info,
-        gearman: null,
+        gearman: gearmanStore === null || registry === null ? null : { view: new GearmanView(gearmanStore, registry), ops: gearmanStore, onActivity: noop },
         log,
         options: options.admin,
         uiDir: UI_DIR,
         binlog: false,
         historyDir: null,
-        cluster: { nodeId: () => store.nodeId, nodes: () => store.nodes(), leaseMs: cluster.leaseMs, now: store.now },
+        cluster: { nodeId: () => node.id, nodes: () => node.nodes(), leaseMs: cluster.leaseMs, now: node.now },
         onActivity: noop,
       },
       user !== null,
@@ -266,13 +283,35 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
   }
   try {
     const where = await beanstalk.listen(options.listen, options.port);
+    if (gearman !== null) await listenGearman(gearman, options, banner, log);
     if (user !== null) privileged(log, () => becomeUser(user));
     banner.beanstalkd = where;
-    log.info({ address: where, version: VERSION, node: store.nodeId }, `beanstalkd protocol listening on ${where} (cluster node ${store.nodeId})`);
+    log.info({ address: where, version: VERSION, node: node.id }, `beanstalkd protocol listening on ${where} (cluster node ${node.id})`);
     if (process.stdout.isTTY) process.stdout.write(startupBanner(banner));
   } catch (err) {
     log.fatal({ err }, 'cannot listen');
     process.exit(111);
+  }
+}
+
+/** Gearman's port; as for the dashboard, the beanstalkd side keeps serving without it. */
+async function listenGearman(gearman: GearmanServer, options: ServerOptions, banner: BannerFacts, log: Logger): Promise<void> {
+  const { listen, port } = options.gearman!;
+  try {
+    const at = await gearman.listen(listen, port);
+    banner.gearman = at;
+    log.info({ address: at }, `Gearman protocol listening on ${at}`);
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'Gearman port not started: cannot listen on its address (use --gearman-port or --no-gearman)');
+  }
+}
+
+/** What every node of a cluster puts in its Gearman handles: the database's name. */
+function clusterName(url: string): string {
+  try {
+    return decodeURIComponent(new URL(url).pathname.slice(1)) || 'cluster';
+  } catch {
+    return 'cluster';
   }
 }
 

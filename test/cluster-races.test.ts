@@ -9,6 +9,7 @@
 import pg from 'pg';
 import { pino } from 'pino';
 import { afterEach, describe, expect, inject, it } from 'vitest';
+import { ClusterNode } from '../server/cluster/cluster-node.js';
 import { ClusterStore } from '../server/cluster/cluster-store.js';
 import type { ClientOperations, ReserveOutcome } from '../server/operations/operations.js';
 import { QUIET_DELEGATE as quiet } from '../server/testing.js';
@@ -20,11 +21,14 @@ const log = pino({ level: 'silent' });
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 afterEach(async () => {
-  for (const s of stores.splice(0)) await s.close();
+  for (const s of stores.splice(0)) await s.node.close();
 });
 
+/** A node serving the beanstalkd realm, its lease started. */
 async function open(url: string, leaseMs = 5000): Promise<ClusterStore> {
-  const s = await ClusterStore.open({ url, leaseMs, maxJobSize: 65536, maxJobBytes: null, deadLetterAfter: 0, address: 'test', version: 'test', log });
+  const node = await ClusterNode.open({ url, leaseMs, address: 'test', version: 'test', log });
+  const s = await ClusterStore.join(node, { maxJobSize: 65536, maxJobBytes: null, deadLetterAfter: 0 });
+  node.start();
   stores.push(s);
   return s;
 }
@@ -157,7 +161,7 @@ describe.skipIf(pgUrl === null)('cluster races', () => {
     }
     const c = await worker(a, 'default');
     expect((await c.reserve(0)).kind).toBe('timed-out');
-    await a.lease.beat(); // it notices, and registers again
+    await a.node.lease.beat(); // it notices, and registers again
     expect((await c.reserve(0)).kind).toBe('reserved');
   });
 
@@ -171,7 +175,7 @@ describe.skipIf(pgUrl === null)('cluster races', () => {
     // Every statement and heartbeat of both nodes fails for 1.5 leases (a restart, a failover).
     const cutOff = (s: ClusterStore): (() => void) => {
       const restoreStatements = failStatements(s, () => true);
-      const lease = s.lease as unknown as { connection: () => Promise<never> };
+      const lease = s.node.lease as unknown as { connection: () => Promise<never> };
       const connection = lease.connection;
       lease.connection = () => Promise.reject(new Error('database unreachable (test)'));
       return () => {
@@ -183,9 +187,9 @@ describe.skipIf(pgUrl === null)('cluster races', () => {
     const backB = cutOff(b);
     await sleep(1500);
     backA(); // a is back first; its heartbeat succeeds while b's lease looks run out
-    await a.lease.beat();
+    await a.node.lease.beat();
     backB();
-    await b.lease.beat();
+    await b.node.lease.beat();
     expect((await c.release(id, 0, 0)).ok).toBe(true);
   });
 

@@ -99,6 +99,10 @@ describe('Gearman: packets', () => {
     const w = await worker(f);
     expect(await grabUniq(w)).toEqual([PACKET.JOB_ASSIGN_UNIQ, handle, f, 'u-1', 'pay\0load']);
     w.request(PACKET.WORK_COMPLETE, handle, 'done');
+    // WORK_COMPLETE has no answer: an echo tells the worker its packets before it were acted on
+    // (a cluster node deletes the job with a statement, which another connection can overtake).
+    w.request(PACKET.ECHO_REQ, 'sync');
+    expect(await w.args(1)).toEqual([PACKET.ECHO_RES, 'sync']);
     c.request(PACKET.GET_STATUS, handle);
     expect(await c.args(5)).toEqual([PACKET.STATUS_RES, handle, '0', '0', '0', '0']);
     w.request(PACKET.GRAB_JOB);

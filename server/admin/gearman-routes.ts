@@ -76,7 +76,7 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
           ? await searches.continue(q.next, q.limit, signal)
           : await searches.start(gearmanFilter(q), q.limit, signal);
       const now = Date.now();
-      res.json({ ...page, jobs: page.jobs.map((j) => gearmanJobDto(view.recordOf(j), now)) } satisfies GearmanSearchPageDto);
+      res.json({ ...page, jobs: (await view.records(page.jobs)).map((j) => gearmanJobDto(j, now)) } satisfies GearmanSearchPageDto);
     }),
   );
 

@@ -24,7 +24,6 @@ import type { ClusterStore, ReservedRow } from './cluster-store.js';
 import { jobBytes } from './job-row.js';
 import { run } from './pool.js';
 import { STATE } from './schema.js';
-import { SQL } from './sql.js';
 
 /** A reservation this client holds: the token's counter and when it runs out (epoch ms). */
 interface Held {
@@ -54,6 +53,8 @@ export class ClusterClient implements ClientOperations {
   private lastCommandAt: number;
   private lastCommand = '';
   private closed = false;
+  /** A Gearman worker: it watches nothing until it asks, and may ignore its last function. */
+  private readonly mayWatchNothing: boolean;
   /** Set before any reservation is asked for: a closing client then gives back whatever it holds, known or not. */
   private everReserved = false;
 
@@ -65,8 +66,9 @@ export class ClusterClient implements ClientOperations {
     options: ConnectOptions,
   ) {
     this.openedAt = this.lastCommandAt = store.now();
+    this.mayWatchNothing = options.watchNothing === true;
     store.localTube(DEFAULT_TUBE).using++;
-    if (options.watchNothing !== true) {
+    if (!this.mayWatchNothing) {
       this.watched.add(DEFAULT_TUBE);
       store.localTube(DEFAULT_TUBE).watching++;
     }
@@ -115,7 +117,7 @@ export class ClusterClient implements ClientOperations {
 
   ignore(tube: string): Result<number> {
     if (this.watched.has(tube)) {
-      if (this.watched.size === 1) return fail('NOT_IGNORED');
+      if (this.watched.size === 1 && !this.mayWatchNothing) return fail('NOT_IGNORED');
       this.watched.delete(tube);
       this.store.localTube(tube).watching--;
       if (this.isWaiting) this.store.localTube(tube).waiting--;
@@ -184,7 +186,7 @@ export class ClusterClient implements ClientOperations {
     const wait = this.wait;
     if (wait === null) return true;
     if (wait.wakeOnly) {
-      const [row] = await run<{ any: boolean }>(this.store.pool, SQL.anyReady, [tubes]);
+      const [row] = await run<{ any: boolean }>(this.store.pool, this.store.sql.anyReady, [tubes]);
       if (row?.any !== true || this.wait !== wait) return row?.any === true;
       this.stopWaiting();
       this.delegate.woken();
@@ -220,6 +222,7 @@ export class ClusterClient implements ClientOperations {
   }
 
   private holding(row: ReservedRow): JobBytes {
+    this.store.taken(row);
     this.held.set(row.id, { tube: row.tube, reserves: row.reserves, deadlineAt: row.due_at });
     this.schedule();
     return jobBytes(row);
@@ -228,7 +231,7 @@ export class ClusterClient implements ClientOperations {
   private async giveBack(id: number): Promise<void> {
     const token = this.token(id);
     if (!this.held.delete(id)) return;
-    const [row] = await run<{ tube: string }>(this.store.pool, SQL.unreserve, [id, ...token]);
+    const [row] = await run<{ tube: string }>(this.store.pool, this.store.sql.unreserve, [id, ...token]);
     if (row !== undefined) this.store.jobsReady([row.tube], true);
   }
 
@@ -236,7 +239,7 @@ export class ClusterClient implements ClientOperations {
     this.worker = true;
     this.everReserved = true;
     try {
-      const [row] = await run<ReservedRow>(this.store.pool, SQL.reserveJob, [id, this.store.nodeId, this.id, this.store.now(), this.holdMs]);
+      const [row] = await run<ReservedRow>(this.store.pool, this.store.sql.reserveJob, [id, this.store.nodeId, this.id, this.store.now(), this.holdMs]);
       if (row === undefined) return fail('NOT_FOUND');
       const job = this.holding(row);
       if (this.closed) await this.giveBack(job.id);
@@ -270,7 +273,7 @@ export class ClusterClient implements ClientOperations {
     if (!this.held.has(id)) return fail('NOT_FOUND');
     try {
       const now = this.store.now();
-      const [row] = await run<{ tube: string; state: number; due_at: number }>(this.store.pool, SQL.release, [
+      const [row] = await run<{ tube: string; state: number; due_at: number }>(this.store.pool, this.store.sql.release, [
         id,
         ...this.token(id),
         priority,
@@ -291,7 +294,7 @@ export class ClusterClient implements ClientOperations {
   async bury(id: number, priority: number): Promise<Result<void>> {
     if (!this.held.has(id)) return fail('NOT_FOUND');
     try {
-      const [row] = await run(this.store.pool, SQL.bury, [id, ...this.token(id), priority]);
+      const [row] = await run(this.store.pool, this.store.sql.bury, [id, ...this.token(id), priority]);
       this.drop(id);
       return row === undefined ? fail('NOT_FOUND') : OK_VOID;
     } catch (err) {
@@ -313,7 +316,7 @@ export class ClusterClient implements ClientOperations {
     if (held === undefined) return fail('NOT_FOUND');
     try {
       const deadline = deadlineAt === null || Number.isFinite(deadlineAt) ? deadlineAt : Number.MAX_SAFE_INTEGER;
-      const [row] = await run<{ due_at: number }>(this.store.pool, SQL.touch, [id, ...this.token(id), deadline, this.store.now()]);
+      const [row] = await run<{ due_at: number }>(this.store.pool, this.store.sql.touch, [id, ...this.token(id), deadline, this.store.now()]);
       if (row === undefined) {
         this.drop(id);
         return fail('NOT_FOUND');
@@ -331,17 +334,17 @@ export class ClusterClient implements ClientOperations {
   }
 
   async peekReady(): Promise<JobBytes | undefined> {
-    const [row] = await run<{ id: number; tube: string; body: Buffer }>(this.store.pool, SQL.peekReady, [this.used]);
+    const [row] = await run<{ id: number; tube: string; body: Buffer }>(this.store.pool, this.store.sql.peekReady, [this.used]);
     return row === undefined ? undefined : jobBytes(row);
   }
 
   async peekDelayed(): Promise<JobBytes | undefined> {
-    const [row] = await run<{ id: number; tube: string; body: Buffer }>(this.store.pool, SQL.peekDelayed, [this.used]);
+    const [row] = await run<{ id: number; tube: string; body: Buffer }>(this.store.pool, this.store.sql.peekDelayed, [this.used]);
     return row === undefined ? undefined : jobBytes(row);
   }
 
   async peekBuried(): Promise<JobBytes | undefined> {
-    const [row] = await run<{ id: number; tube: string; body: Buffer }>(this.store.pool, SQL.peekBuried, [this.used]);
+    const [row] = await run<{ id: number; tube: string; body: Buffer }>(this.store.pool, this.store.sql.peekBuried, [this.used]);
     return row === undefined ? undefined : jobBytes(row);
   }
 
@@ -351,7 +354,7 @@ export class ClusterClient implements ClientOperations {
 
   async sleep(): Promise<boolean> {
     if (this.wait !== null) return false;
-    const [row] = await run<{ any: boolean }>(this.store.pool, SQL.anyReady, [[...this.watched.values()]]);
+    const [row] = await run<{ any: boolean }>(this.store.pool, this.store.sql.anyReady, [[...this.watched.values()]]);
     if (row?.any === true) return true;
     this.startWaiting(-1, true);
     return false;
@@ -445,7 +448,7 @@ export class ClusterClient implements ClientOperations {
   }
 
   private async anyWatchedReady(): Promise<boolean> {
-    const [row] = await run<{ any: boolean }>(this.store.pool, SQL.anyReady, [[...this.watched.values()]]);
+    const [row] = await run<{ any: boolean }>(this.store.pool, this.store.sql.anyReady, [[...this.watched.values()]]);
     return row?.any === true;
   }
 
@@ -474,7 +477,7 @@ export class ClusterClient implements ClientOperations {
       try {
         // Only if the deadline in the database has passed too: a touch that committed first
         // (queued before this statement) keeps the job, and its TOUCHED stays true.
-        const [row] = await run<{ tube: string; state: number }>(this.store.pool, SQL.expire, [
+        const [row] = await run<{ tube: string; state: number }>(this.store.pool, this.store.sql.expire, [
           id,
           this.store.nodeId,
           this.id,

@@ -48,13 +48,14 @@ import type {
 import { ttrWithFloor } from '../operations/rules.js';
 import { ClusterClient } from './cluster-client.js';
 import { jobBytes, jobSnapshot, type JobRow } from './job-row.js';
-import { NodeLease, type NodeRow } from './node-lease.js';
-import { createPool, run } from './pool.js';
+import type { ClusterNode, RealmMember } from './cluster-node.js';
+import { run, type Queryable } from './pool.js';
 import { PutBatch } from './put-batch.js';
-import { STATE, migrate } from './schema.js';
-import { SQL } from './sql.js';
+import { BEANSTALK_REALM, type Realm } from './realm.js';
+import { STATE } from './schema.js';
+import { clusterSql, type ClusterSql } from './sql.js';
 import { TurnBatch } from './turn-batch.js';
-import { Wakeups } from './wakeups.js';
+import { Wakeups, type WakeupHandlers } from './wakeups.js';
 
 /** Waiting reserves look again this often even without news (a lost notification). */
 const SAFETY_POLL_MS = 1000;
@@ -68,18 +69,11 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const BULK_SLICE = 1000;
 
 export interface ClusterStoreOptions {
-  url: string;
-  leaseMs: number;
   maxJobSize: number;
-  /** Budget for the bodies of every job in the cluster (--max-job-bytes); null: no budget but the disk. */
+  /** Budget for the bodies of every job in the cluster, both realms (--max-job-bytes); null: no budget but the disk. */
   maxJobBytes: number | null;
   /** The dead-letter limit of tubes without their own (0: off). */
   deadLetterAfter: number;
-  /** This node's beanstalkd address, for the nodes view. */
-  address: string;
-  version: string;
-  log: Logger;
-  now?: () => number;
 }
 
 /** Per-node facts about a tube: its clients on this node, and the commands counted here. */
@@ -108,6 +102,8 @@ export interface ReservedRow {
   due_at: number;
   ttr_ms: number;
   body: Buffer;
+  /** Gearman: a foreground job nobody waits for any more (always false in the beanstalkd realm). */
+  abandoned: boolean;
 }
 
 /** A client's delete, with the token it holds for the job (-1s when it holds none). */
@@ -119,6 +115,25 @@ export interface DeleteRequest {
   client: number;
 }
 
+/** A job a client's delete removed. */
+export interface DeletedRow {
+  id: number;
+  tube: string;
+  client: number;
+  bytes: number;
+}
+
+/** The deleteMany statement's first five parameters: ids, then each request's token and client. */
+export function deleteArrays(requests: DeleteRequest[]): unknown[] {
+  return [
+    requests.map((r) => r.id),
+    requests.map((r) => r.node),
+    requests.map((r) => r.conn),
+    requests.map((r) => r.reserves),
+    requests.map((r) => r.client),
+  ];
+}
+
 interface CountsRow {
   urgent: number;
   ready: number;
@@ -127,11 +142,11 @@ interface CountsRow {
   buried: number;
 }
 
-export class ClusterStore implements Operations {
+export class ClusterStore implements Operations, RealmMember {
   readonly durability: Durability = immediateDurability;
   readonly maxJobSize: number;
   readonly pool: pg.Pool;
-  readonly lease: NodeLease;
+  readonly sql: ClusterSql;
   readonly log: Logger;
   readonly defaultDeadLetterAfter: number;
   /** Command counters of this node (stats' cmd-*), and its timeouts. */
@@ -150,7 +165,7 @@ export class ClusterStore implements Operations {
   readonly reserves = new TurnBatch<ReserveRequest, ReservedRow | null>((requests) => this.reserveMany(requests));
 
   readonly deletes = new TurnBatch<DeleteRequest, { tube: string } | null>((requests) => this.deleteMany(requests));
-  private readonly wakeups: Wakeups;
+  protected readonly wakeups: Wakeups;
   private readonly clients = new Map<number, ClusterClient>();
   private readonly localTubes = new Map<string, LocalTube>();
   /** Clients blocked in reserve (or asleep), oldest first. */
@@ -158,7 +173,7 @@ export class ClusterStore implements Operations {
   private nextClientId = 1;
   private isDraining = false;
   private readonly drainListeners = new Set<() => void>();
-  private readonly watchers = new Map<number, Set<JobWatcher>>();
+  protected readonly watchers = new Map<number, Set<JobWatcher>>();
   /** Tubes with news since the last dispatch (null: all of them). */
   private news: Set<string> | null = new Set();
   private dispatching = false;
@@ -172,60 +187,46 @@ export class ClusterStore implements Operations {
   private tubesRead: { at: number; value: Promise<TubeCounts[]> } | null = null;
   private closed = false;
 
-  private constructor(private readonly o: ClusterStoreOptions) {
-    this.log = o.log;
-    this.now = o.now ?? Date.now;
+  protected constructor(
+    readonly node: ClusterNode,
+    readonly realm: Realm,
+    private readonly o: ClusterStoreOptions,
+  ) {
+    this.log = node.log;
+    this.now = node.now;
     this.startedAt = this.now();
     this.maxJobSize = o.maxJobSize;
     this.defaultDeadLetterAfter = o.deadLetterAfter;
-    this.pool = createPool(o.url, o.log);
+    this.pool = node.pool;
+    this.sql = clusterSql(realm);
     this.commands = Object.fromEntries(COUNTED_COMMANDS.map((c) => [c, 0])) as Record<CountedCommand, number>;
-    this.lease = new NodeLease({
-      pool: this.pool,
-      url: o.url,
-      log: o.log,
-      leaseMs: o.leaseMs,
-      address: o.address,
-      version: o.version,
-      now: this.now,
-      connections: () => this.clients.size,
-      onReady: (tubes) => this.jobsReady(tubes, true),
-    });
     this.puts = new PutBatch(this);
-    this.wakeups = new Wakeups(o.url, () => this.lease.id, {
-      ready: (tubes) => this.wake(tubes),
-      due: (at) => this.armDue(at),
-    }, o.log);
+    // Each realm has a channel of its own: a node hears only of the jobs its clients can take.
+    this.wakeups = new Wakeups(node.url, realm === BEANSTALK_REALM ? 'beanpole' : `${realm.prefix}wakeups`, () => node.id, this.wakeupHandlers(), node.log);
   }
 
-  /** Connects, migrates the schema, registers this node and starts its timers. */
-  static async open(options: ClusterStoreOptions): Promise<ClusterStore> {
-    const store = new ClusterStore(options);
-    try {
-      const client = await store.pool.connect();
-      try {
-        const { from, to } = await migrate(client);
-        if (from !== to) options.log.info({ from, to }, 'cluster: database schema migrated');
-      } finally {
-        client.release();
-      }
-      await store.lease.register();
-      await store.wakeups.start();
-      await store.syncBytes();
-    } catch (err) {
-      await store.pool.end().catch(() => undefined);
-      throw err;
-    }
-    store.lease.start();
+  /** What this realm does with the other nodes' news. */
+  protected wakeupHandlers(): WakeupHandlers {
+    return { ready: (tubes) => this.wake(tubes), due: (at) => this.armDue(at) };
+  }
+
+  /** Serves `realm` on `node`: listens for the other nodes' news and starts its timers. */
+  static async join(node: ClusterNode, options: ClusterStoreOptions, realm: Realm = BEANSTALK_REALM): Promise<ClusterStore> {
+    return ClusterStore.started(new ClusterStore(node, realm, options));
+  }
+
+  protected static async started<S extends ClusterStore>(store: S): Promise<S> {
+    await store.wakeups.start();
+    await store.syncBytes();
+    store.node.join(store);
     store.pollTimer = setInterval(() => void store.poll(), SAFETY_POLL_MS);
     store.pollTimer.unref();
     void store.poll();
-    options.log.info({ node: store.lease.id }, 'cluster: joined');
     return store;
   }
 
   get nodeId(): number {
-    return this.lease.id;
+    return this.node.id;
   }
 
   get draining(): boolean {
@@ -267,14 +268,14 @@ export class ClusterStore implements Operations {
     if (delta !== 0) {
       this.bytesUnwritten = 0;
       try {
-        await run(this.pool, SQL.addBytes, [this.nodeId, delta]);
+        await run(this.pool, this.sql.addBytes, [this.nodeId, delta]);
       } catch (err) {
         this.bytesUnwritten += delta;
         throw err;
       }
     }
     if (this.o.maxJobBytes === null) return;
-    const [row] = await run<{ bytes: number }>(this.pool, SQL.clusterBytes, []);
+    const [row] = await run<{ bytes: number }>(this.pool, this.sql.clusterBytes, []);
     this.clusterBytes = row!.bytes;
     this.bytesSinceRead = 0;
   }
@@ -285,21 +286,31 @@ export class ClusterStore implements Operations {
     if (bytes > 0) this.bytesSinceRead += bytes;
   }
 
-  /** Leaves the cluster: this node's clients' jobs are ready again for the other nodes. */
-  async close(): Promise<void> {
-    if (this.closed) return;
+  // ---- RealmMember: the node's lease acts for every realm ---------------------------------------
+
+  connections(): number {
+    return this.clients.size;
+  }
+
+  async reclaim(db: Queryable, node: number | null): Promise<void> {
+    const rows = await run<{ tube: string }>(db, this.sql.reclaim, [node]);
+    if (rows.length > 0) this.jobsReady(rows.map((r) => r.tube), true);
+  }
+
+  async forgetNodes(db: Queryable, cutoff: number): Promise<void> {
+    await run(db, this.sql.foldTotals, [cutoff]);
+  }
+
+  async stop(): Promise<void> {
     this.closed = true;
     if (this.pollTimer !== null) clearInterval(this.pollTimer);
     if (this.dueTimer !== null) clearTimeout(this.dueTimer);
     for (const client of this.clients.values()) client.stopTimers();
-    try {
-      const tubes = await this.lease.leave();
-      for (const tube of new Set(tubes)) this.wakeups.jobsReady(tube);
-      await this.wakeups.close();
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'cluster: leaving cleanly failed (the lease runs out instead)');
-    }
-    await this.pool.end().catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    // The node gave back what its clients held (reclaim): the other nodes hear of it first.
+    await this.wakeups.close();
   }
 
   // ---- clients ---------------------------------------------------------------------------------
@@ -357,7 +368,7 @@ export class ClusterStore implements Operations {
    */
   async giveBackConnection(node: number, conn: number): Promise<boolean> {
     try {
-      const rows = await run<{ tube: string }>(this.pool, SQL.releaseConnection, [node, conn]);
+      const rows = await run<{ tube: string }>(this.pool, this.sql.releaseConnection, [node, conn]);
       if (rows.length > 0) this.jobsReady(rows.map((r) => r.tube), true);
       return true;
     } catch (err) {
@@ -447,7 +458,7 @@ export class ClusterStore implements Operations {
     await Promise.all(
       [...groups.values()].map(async (indexes) => {
         // A statement that fails fails its own requests only.
-        const rows = await run<ReservedRow & { rn: number }>(this.pool, SQL.reserveMany, [
+        const rows = await run<ReservedRow & { rn: number }>(this.pool, this.sql.reserveMany, [
           requests[indexes[0]!]!.tubes,
           this.nodeId,
           indexes.map((i) => requests[i]!.conn),
@@ -467,15 +478,24 @@ export class ClusterStore implements Operations {
     return out;
   }
 
+  /** A client of this node reserved a job (the Gearman realm notes the abandoned ones). */
+  taken(_row: ReservedRow): void {}
+
+  /** The statement of one turn's deletes (the Gearman realm sends final packets with it). */
+  protected runDeletes(requests: DeleteRequest[]): Promise<DeletedRow[]> {
+    return run<DeletedRow>(this.pool, this.sql.deleteMany, deleteArrays(requests));
+  }
+
+  /** What a client's delete must wait for first (the Gearman realm: its job's last packets on their way). */
+  protected beforeDeletes(): Promise<void> | null {
+    return null;
+  }
+
   /** One turn's deletes by clients, in one statement. */
   private async deleteMany(requests: DeleteRequest[]): Promise<({ tube: string } | null)[]> {
-    const rows = await run<{ id: number; tube: string; client: number; bytes: number }>(this.pool, SQL.deleteMany, [
-      requests.map((r) => r.id),
-      requests.map((r) => r.node),
-      requests.map((r) => r.conn),
-      requests.map((r) => r.reserves),
-      requests.map((r) => r.client),
-    ]);
+    const first = this.beforeDeletes();
+    if (first !== null) await first;
+    const rows = await this.runDeletes(requests);
     this.addedBytes(-rows.reduce((n, row) => n + row.bytes, 0));
     const done = new Map(rows.map((row) => [`${row.id}:${row.client}`, row]));
     return requests.map((r) => done.get(`${r.id}:${r.client}`) ?? null);
@@ -501,7 +521,7 @@ export class ClusterStore implements Operations {
       break;
     }
     try {
-      const expired = await run<{ tube: string; state: number }>(this.pool, SQL.expireOverdue, [
+      const expired = await run<{ tube: string; state: number }>(this.pool, this.sql.expireOverdue, [
         this.now(),
         OVERDUE_GRACE_MS,
         this.defaultDeadLetterAfter,
@@ -510,6 +530,7 @@ export class ClusterStore implements Operations {
       if (ready.length > 0) this.jobsReady(ready, true);
       await this.promote();
       await this.syncBytes();
+      await this.pollRealm();
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'cluster: poll failed');
     }
@@ -517,6 +538,9 @@ export class ClusterStore implements Operations {
   }
 
   // ---- delayed jobs ----------------------------------------------------------------------------
+
+  /** What else this realm looks at every second (the Gearman realm: packets, limits). */
+  protected async pollRealm(): Promise<void> {}
 
   /** Times the promotion of delayed jobs for `at`, if sooner than what is timed now. */
   armDue(at: number): void {
@@ -537,23 +561,23 @@ export class ClusterStore implements Operations {
   /** Makes due delayed jobs ready, then times the next one. */
   private async promote(): Promise<void> {
     for (;;) {
-      const rows = await run<{ tube: string }>(this.pool, SQL.promote, [this.now()]);
+      const rows = await run<{ tube: string }>(this.pool, this.sql.promote, [this.now()]);
       if (rows.length > 0) this.jobsReady(rows.map((r) => r.tube), true);
       if (rows.length < 1000) break;
     }
-    const [next] = await run<{ delayed: number | null }>(this.pool, SQL.nextDue, []);
+    const [next] = await run<{ delayed: number | null }>(this.pool, this.sql.nextDue, []);
     if (next?.delayed != null) this.armDue(next.delayed);
   }
 
   // ---- reads -----------------------------------------------------------------------------------
 
   async peek(id: number): Promise<JobBytes | undefined> {
-    const [row] = await run<Pick<JobRow, 'id' | 'tube' | 'body'>>(this.pool, SQL.peek, [id]);
+    const [row] = await run<Pick<JobRow, 'id' | 'tube' | 'body'>>(this.pool, this.sql.peek, [id]);
     return row === undefined ? undefined : jobBytes(row);
   }
 
   async job(id: number): Promise<JobSnapshot | undefined> {
-    const [row] = await run<JobRow>(this.pool, SQL.job, [id]);
+    const [row] = await run<JobRow>(this.pool, this.sql.job, [id]);
     return row === undefined ? undefined : jobSnapshot(row, this.nodeId);
   }
 
@@ -564,7 +588,7 @@ export class ClusterStore implements Operations {
 
   async visitJobs(ids: Iterable<number>, visit: (id: number, view: JobView | undefined) => void): Promise<void> {
     const wanted = [...ids];
-    const rows = wanted.length === 0 ? [] : await run<JobRow>(this.pool, SQL.jobs, [wanted]);
+    const rows = wanted.length === 0 ? [] : await run<JobRow>(this.pool, this.sql.jobs, [wanted]);
     const byId = new Map(rows.map((r) => [r.id, r]));
     for (const id of wanted) {
       const row = byId.get(id);
@@ -587,7 +611,7 @@ export class ClusterStore implements Operations {
         for (let n = 0; n < max; n++) {
           if (i >= rows.length) {
             if (exhausted) return true;
-            rows = await run<JobRow>(this.pool, SQL.scan, [after, BULK_SLICE]);
+            rows = await run<JobRow>(this.pool, this.sql.scan, [after, BULK_SLICE]);
             i = 0;
             if (rows.length < BULK_SLICE) exhausted = true;
             if (rows.length === 0) return true;
@@ -603,7 +627,7 @@ export class ClusterStore implements Operations {
   }
 
   async readyAges(nearShare: number): Promise<Map<string, TubeAges>> {
-    const rows = await run<{ tube: string; oldest_ready: number | null; near_ttr: number }>(this.pool, SQL.readyAges, [this.now(), nearShare]);
+    const rows = await run<{ tube: string; oldest_ready: number | null; near_ttr: number }>(this.pool, this.sql.readyAges, [this.now(), nearShare]);
     return new Map(rows.map((r) => [r.tube, { oldestReadyCreatedAt: r.oldest_ready ?? Number.POSITIVE_INFINITY, nearTtr: r.near_ttr }]));
   }
 
@@ -613,7 +637,7 @@ export class ClusterStore implements Operations {
 
   /** Tubes with jobs, or referenced by this node's clients; the default tube always. */
   async tubeNames(): Promise<string[]> {
-    const rows = await run<{ tube: string }>(this.pool, SQL.tubesWithJobs, []);
+    const rows = await run<{ tube: string }>(this.pool, this.sql.tubesWithJobs, []);
     const names = new Set<string>([DEFAULT_TUBE]);
     for (const r of rows) names.add(r.tube);
     for (const [name, t] of this.localTubes) if (t.using + t.watching + t.waiting > 0) names.add(name);
@@ -623,7 +647,7 @@ export class ClusterStore implements Operations {
   async tube(name: string): Promise<TubeCounts | undefined> {
     const [row] = await run<CountsRow & { next_ready_created_at: number | null; total_jobs: number; pause_ms: number | null; unpause_at: number | null; dead_letter_after: number | null }>(
       this.pool,
-      SQL.tubeCounts,
+      this.sql.tubeCounts,
       [name],
     );
     const local = this.localTubes.get(name);
@@ -638,9 +662,9 @@ export class ClusterStore implements Operations {
    * while it is open, and counting every job of the cluster is a pass over an index (the
    * protocol's stats-tube reads one tube, always afresh).
    */
-  tubes(): Promise<TubeCounts[]> {
+  tubes(fresh = false): Promise<TubeCounts[]> {
     const now = this.now();
-    if (this.tubesRead === null || now - this.tubesRead.at >= TUBES_MAX_AGE_MS) {
+    if (fresh || this.tubesRead === null || now - this.tubesRead.at >= TUBES_MAX_AGE_MS) {
       const value = this.readTubes();
       this.tubesRead = { at: now, value };
       value.catch(() => {
@@ -653,10 +677,10 @@ export class ClusterStore implements Operations {
   private async readTubes(): Promise<TubeCounts[]> {
     const names = await this.tubeNames();
     const [counts, totals, settings, heads] = await Promise.all([
-      run<CountsRow & { tube: string }>(this.pool, SQL.allTubeCounts, []),
-      run<{ tube: string; total_jobs: number }>(this.pool, SQL.allTubeTotals, []),
-      run<{ name: string; pause_ms: number; unpause_at: number; dead_letter_after: number | null }>(this.pool, SQL.allTubeRows, []),
-      run<{ tube: string; created_at: number }>(this.pool, SQL.nextReadyOf, [names]),
+      run<CountsRow & { tube: string }>(this.pool, this.sql.allTubeCounts, []),
+      run<{ tube: string; total_jobs: number }>(this.pool, this.sql.allTubeTotals, []),
+      run<{ name: string; pause_ms: number; unpause_at: number; dead_letter_after: number | null }>(this.pool, this.sql.allTubeRows, []),
+      run<{ tube: string; created_at: number }>(this.pool, this.sql.nextReadyOf, [names]),
     ]);
     const headOf = new Map(heads.map((h) => [h.tube, h.created_at]));
     const countOf = new Map(counts.map((c) => [c.tube, c]));
@@ -705,7 +729,7 @@ export class ClusterStore implements Operations {
   }
 
   async serverCounts(): Promise<ServerCounts> {
-    const [[row], names] = await Promise.all([run<CountsRow & { total_jobs: number }>(this.pool, SQL.serverCounts, []), this.tubeNames()]);
+    const [[row], names] = await Promise.all([run<CountsRow & { total_jobs: number }>(this.pool, this.sql.serverCounts, []), this.tubeNames()]);
     let producers = 0;
     let workers = 0;
     let waiting = 0;
@@ -750,7 +774,7 @@ export class ClusterStore implements Operations {
     if ((await this.tube(tube)) === undefined) return undefined;
     const [a, b] = parseCursor(cursor);
     const statement =
-      state === 'ready' ? SQL.pageReady : state === 'delayed' ? SQL.pageDelayed : state === 'buried' ? SQL.pageBuried : SQL.pageReserved;
+      state === 'ready' ? this.sql.pageReady : state === 'delayed' ? this.sql.pageDelayed : state === 'buried' ? this.sql.pageBuried : this.sql.pageReserved;
     const rows = await run<JobRow>(this.pool, statement, [tube, a, b, limit + 1]);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
@@ -761,7 +785,7 @@ export class ClusterStore implements Operations {
   }
 
   async nextInList(id: number): Promise<number | null> {
-    const [row] = await run<JobRow>(this.pool, SQL.job, [id]);
+    const [row] = await run<JobRow>(this.pool, this.sql.job, [id]);
     if (row === undefined) return null;
     const state = jobSnapshot(row, this.nodeId).state;
     const page = await this.listJobs(row.tube, state, 1, cursorFor(state, row));
@@ -787,7 +811,7 @@ export class ClusterStore implements Operations {
 
   async delete(id: number): Promise<Result<void>> {
     try {
-      const [row] = await run<{ tube: string; bytes: number }>(this.pool, SQL.deleteUnheld, [id]);
+      const [row] = await run<{ tube: string; bytes: number }>(this.pool, this.sql.deleteUnheld, [id]);
       if (row !== undefined) this.addedBytes(-row.bytes);
       if (row === undefined) {
         return (await this.job(id))?.state === 'reserved' ? fail('JOB_RESERVED') : fail('NOT_FOUND');
@@ -804,7 +828,7 @@ export class ClusterStore implements Operations {
   async kickJob(id: number): Promise<Result<JobSnapshot>> {
     this.count('kick-job');
     try {
-      const [row] = await run<JobRow>(this.pool, SQL.kickJob, [id]);
+      const [row] = await run<JobRow>(this.pool, this.sql.kickJob, [id]);
       if (row === undefined) return fail('NOT_FOUND');
       this.jobsReady([row.tube], true);
       return ok(jobSnapshot(row, this.nodeId));
@@ -821,8 +845,8 @@ export class ClusterStore implements Operations {
 
   /** Kicks up to `bound` of `tube`'s buried jobs, or its delayed ones when none is buried. */
   async kickIn(tube: string, bound: number): Promise<number> {
-    const [{ any }] = (await run<{ any: boolean }>(this.pool, SQL.hasBuried, [tube])) as [{ any: boolean }];
-    const statement = any ? SQL.kickBuried : SQL.kickDelayed;
+    const [{ any }] = (await run<{ any: boolean }>(this.pool, this.sql.hasBuried, [tube])) as [{ any: boolean }];
+    const statement = any ? this.sql.kickBuried : this.sql.kickDelayed;
     let kicked = 0;
     while (kicked < bound) {
       const rows = await run(this.pool, statement, [tube, Math.min(BULK_SLICE, bound - kicked)]);
@@ -839,7 +863,7 @@ export class ClusterStore implements Operations {
     if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
     const now = this.now();
     const unpauseAt = delayMs === 0 ? 0 : now + delayMs;
-    await run(this.pool, SQL.pauseTube, [tube, delayMs, unpauseAt]);
+    await run(this.pool, this.sql.pauseTube, [tube, delayMs, unpauseAt]);
     this.localTube(tube).pauses++;
     if (delayMs === 0) this.jobsReady([tube], true);
     // When it ends, reserves waiting on any node look again: every node times its due moments.
@@ -849,14 +873,14 @@ export class ClusterStore implements Operations {
   }
 
   async tubeSettings(tube: string): Promise<TubeSettingsView> {
-    const [row] = await run<{ dead_letter_after: number | null }>(this.pool, SQL.tubeSettings, [tube]);
+    const [row] = await run<{ dead_letter_after: number | null }>(this.pool, this.sql.tubeSettings, [tube]);
     const own = row?.dead_letter_after == null ? null : { deadLetterAfter: row.dead_letter_after };
     const serverDefault = this.defaultDeadLetterAfter;
     return { tube, deadLetterAfter: own?.deadLetterAfter ?? serverDefault, own, serverDefault: { deadLetterAfter: serverDefault } };
   }
 
   async setTubeSettings(tube: string, settings: TubeSettings | null): Promise<Result<TubeSettingsView>> {
-    await run(this.pool, SQL.setTubeSettings, [tube, settings?.deadLetterAfter ?? null]);
+    await run(this.pool, this.sql.setTubeSettings, [tube, settings?.deadLetterAfter ?? null]);
     return ok(await this.tubeSettings(tube));
   }
 
@@ -867,7 +891,7 @@ export class ClusterStore implements Operations {
       if (change.body !== undefined && before !== undefined && this.overBudget(change.body.length - before.bodyLength)) {
         return fail('OUT_OF_MEMORY');
       }
-      const [row] = await run<JobRow>(this.pool, SQL.edit, [
+      const [row] = await run<JobRow>(this.pool, this.sql.edit, [
         id,
         change.body ?? null,
         change.priority ?? null,
@@ -896,7 +920,7 @@ export class ClusterStore implements Operations {
     if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
     let total = 0;
     for (;;) {
-      const rows = await run<{ bytes: number }>(this.pool, SQL.clearSome, [tube, STATE[state], BULK_SLICE]);
+      const rows = await run<{ bytes: number }>(this.pool, this.sql.clearSome, [tube, STATE[state], BULK_SLICE]);
       this.addedBytes(-rows.reduce((n, row) => n + row.bytes, 0));
       total += rows.length;
       if (rows.length < BULK_SLICE) break;
@@ -912,7 +936,7 @@ export class ClusterStore implements Operations {
     let moved = 0;
     while (moved < limit) {
       const want = Math.min(BULK_SLICE, limit - moved);
-      const rows = await run(this.pool, SQL.moveSome, [tube, STATE[state], want, to]);
+      const rows = await run(this.pool, this.sql.moveSome, [tube, STATE[state], want, to]);
       moved += rows.length;
       if (rows.length < want) break;
     }
@@ -950,11 +974,6 @@ export class ClusterStore implements Operations {
     if (set === undefined) return;
     this.watchers.delete(id);
     for (const w of set) w.ended(id);
-  }
-
-  /** The nodes of the cluster, for the dashboard. */
-  nodes(): Promise<NodeRow[]> {
-    return this.lease.nodes();
   }
 
   /** A statement failed (the database is unreachable, a timeout): the command answers INTERNAL_ERROR. */

@@ -30,38 +30,20 @@ const SQL = {
     `UPDATE beanpole_nodes SET heartbeat_at = $2, lease_until = $2::bigint + $3, connections = $4
      WHERE id = $1 AND gone_at IS NULL RETURNING id`,
   ),
-  /** Ends the leases that ran out and gives back what those nodes held. $1 now. */
-  reap: s(
-    'reap',
-    `WITH dead AS (
-       UPDATE beanpole_nodes SET gone_at = $1 WHERE gone_at IS NULL AND lease_until < $1 RETURNING id
-     )
-     UPDATE beanpole_jobs SET state = 0, holder_node = NULL, holder_conn = NULL, due_at = 0
-     WHERE state = 1 AND holder_node IN (SELECT id FROM dead UNION ALL SELECT id FROM beanpole_nodes WHERE gone_at IS NOT NULL)
-     RETURNING tube`,
-  ),
+  /** Ends the leases that ran out ($1 now); each realm then gives back what gone nodes held. */
+  reap: s('reap', 'UPDATE beanpole_nodes SET gone_at = $1 WHERE gone_at IS NULL AND lease_until < $1 RETURNING id'),
   /**
-   * Removes nodes gone for a day, their per-node counts folded into node 0's rows (which no node
-   * uses), so restarts do not pile up rows. $1 the cut-off.
+   * Removes nodes gone before $1 (a day ago), their body bytes folded into node 0's row (which
+   * no node uses), so restarts do not pile up rows. Each realm folds its own per-node counts first.
    */
   forget: s(
     'forget',
     `WITH old AS (DELETE FROM beanpole_nodes WHERE gone_at IS NOT NULL AND gone_at < $1 RETURNING id),
-     totals AS (DELETE FROM beanpole_tube_totals WHERE node IN (SELECT id FROM old) RETURNING tube, total_jobs),
-     folded AS (
-       INSERT INTO beanpole_tube_totals (node, tube, total_jobs) SELECT 0, tube, sum(total_jobs) FROM totals GROUP BY tube
-       ON CONFLICT (node, tube) DO UPDATE SET total_jobs = beanpole_tube_totals.total_jobs + EXCLUDED.total_jobs
-     ),
      bytes AS (DELETE FROM beanpole_node_bytes WHERE node IN (SELECT id FROM old) RETURNING bytes)
      INSERT INTO beanpole_node_bytes (node, bytes) SELECT 0, COALESCE(sum(bytes), 0) FROM bytes
      ON CONFLICT (node) DO UPDATE SET bytes = beanpole_node_bytes.bytes + EXCLUDED.bytes`,
   ),
-  leave: s(
-    'leave',
-    `WITH me AS (UPDATE beanpole_nodes SET gone_at = $2 WHERE id = $1 RETURNING id)
-     UPDATE beanpole_jobs SET state = 0, holder_node = NULL, holder_conn = NULL, due_at = 0
-     WHERE state = 1 AND holder_node = $1 RETURNING tube`,
-  ),
+  leave: s('leave', 'UPDATE beanpole_nodes SET gone_at = $2 WHERE id = $1'),
   nodes: s(
     'nodes',
     'SELECT id, address, version, started_at, heartbeat_at, lease_until, connections, gone_at FROM beanpole_nodes ORDER BY id',
@@ -90,8 +72,13 @@ export interface NodeLeaseOptions {
   now: () => number;
   /** This node's connections, for its row (the dashboard's nodes view). */
   connections: () => number;
-  /** Jobs became ready in these tubes (a dead node's reservations came back). */
-  onReady: (tubes: Iterable<string>) => void;
+  /**
+   * Nodes are gone (their lease ran out, or they left): each realm gives back what they held.
+   * Runs on the heartbeat's own connection.
+   */
+  onGone: (db: pg.ClientBase) => Promise<void>;
+  /** Before rows of nodes gone since before `cutoff` are removed: each realm folds their counts. */
+  onForget: (db: pg.ClientBase, cutoff: number) => Promise<void>;
 }
 
 export class NodeLease {
@@ -156,12 +143,13 @@ export class NodeLease {
       // an outage every node's last heartbeat is old, and the first one back must not reap
       // nodes that are alive and just as cut off as it was.
       if (now() - this.healthySince >= this.o.leaseMs) {
-        const back = await run<{ tube: string }>(db, SQL.reap, [now()]);
-        if (back.length > 0) {
-          log.info({ jobs: back.length }, 'cluster: reserved jobs of nodes whose lease ran out are ready again');
-          this.o.onReady(new Set(back.map((r) => r.tube)));
-        }
-        await run(db, SQL.forget, [now() - FORGET_AFTER_MS]);
+        const dead = await run<{ id: number }>(db, SQL.reap, [now()]);
+        if (dead.length > 0) log.info({ nodes: dead.map((d) => d.id) }, 'cluster: nodes whose lease ran out are gone; what they held is ready again');
+        // Every beat, not only when a lease ends now: a give-back that failed is tried again.
+        await this.o.onGone(db);
+        const cutoff = now() - FORGET_AFTER_MS;
+        await this.o.onForget(db, cutoff);
+        await run(db, SQL.forget, [cutoff]);
       }
     } catch (err) {
       this.healthySince = 0;
@@ -173,14 +161,13 @@ export class NodeLease {
     }
   }
 
-  /** A clean stop: the row is marked gone and what this node's clients held is ready again. */
-  async leave(): Promise<string[]> {
+  /** A clean stop: the row is marked gone (the realms then give back what this node's clients held). */
+  async leave(): Promise<void> {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     void this.client?.end().catch(() => undefined);
     this.client = null;
-    const rows = await run<{ tube: string }>(this.o.pool, SQL.leave, [this.id, this.o.now()]);
-    return rows.map((r) => r.tube);
+    await run(this.o.pool, SQL.leave, [this.id, this.o.now()]);
   }
 
   async nodes(): Promise<NodeRow[]> {

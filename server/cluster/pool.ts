@@ -43,8 +43,11 @@ export function createPool(url: string, log: Logger): pg.Pool {
   return pool;
 }
 
+/** Where a statement runs: the pool, or one connection (the heartbeat's). */
+export type Queryable = pg.Pool | pg.ClientBase;
+
 /** Runs a named (prepared) statement on the pool. */
-export async function run<R extends pg.QueryResultRow>(pool: pg.Pool | pg.ClientBase, statement: Statement, values: unknown[]): Promise<R[]> {
+export async function run<R extends pg.QueryResultRow>(pool: Queryable, statement: Statement, values: unknown[]): Promise<R[]> {
   const result = await pool.query<R>({ name: statement.name, text: statement.text, values });
   return result.rows;
 }

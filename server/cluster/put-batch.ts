@@ -9,7 +9,6 @@ import type { JobBytes, NewJob, Result } from '../operations/operations.js';
 import type { ClusterStore } from './cluster-store.js';
 import { run } from './pool.js';
 import { STATE } from './schema.js';
-import { SQL } from './sql.js';
 
 /** Most puts, and body bytes, in one statement. */
 const MAX_PUTS = 1000;
@@ -27,7 +26,7 @@ interface QueuedPut {
 }
 
 /** SQLSTATE classes that mean the database refused to store more (disk full, out of memory). */
-const NO_ROOM = new Set(['53100', '53200']);
+export const NO_ROOM = new Set(['53100', '53200']);
 
 export class PutBatch {
   private queue: QueuedPut[] = [];
@@ -74,9 +73,9 @@ export class PutBatch {
       if (store.unusedIds > 0) {
         const n = store.unusedIds;
         store.unusedIds = 0;
-        await run(store.pool, SQL.useUpIds, [n]);
+        await run(store.pool, store.sql.useUpIds, [n]);
       }
-      const rows = await run<{ id: number }>(store.pool, SQL.put, [
+      const rows = await run<{ id: number }>(store.pool, store.sql.put, [
         batch.map((p) => p.tube),
         batch.map((p) => (p.delayMs > 0 ? STATE.delayed : STATE.ready)),
         batch.map((p) => p.priority),

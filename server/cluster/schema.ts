@@ -108,6 +108,55 @@ export const MIGRATIONS: readonly string[] = [
   -- stats-tube adds up a tube's totals over nodes.
   CREATE INDEX beanpole_tube_totals_tube ON beanpole_tube_totals (tube);
   `,
+  `
+  -- The Gearman realm: jobs, functions and counts of its own, as a single node keeps Gearman's
+  -- jobs in an engine of their own. Its jobs table is the beanstalkd one (same columns, indexes
+  -- and vacuum settings) with Gearman's fields beside it.
+  CREATE SEQUENCE beanpole_gearman_job_ids;
+  CREATE TABLE beanpole_gearman_jobs (
+    LIKE beanpole_jobs INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES,
+    -- The unique id (null: none); the body still starts with it (gearman/job-body.ts).
+    uniq bytea,
+    -- A foreground job lives while a client waits on it (beanpole_gearman_waiters).
+    foreground boolean NOT NULL DEFAULT false,
+    -- What the job's last WORK_STATUS said (GET_STATUS on any node answers it).
+    status_numerator bytea,
+    status_denominator bytea
+  ) WITH (
+    fillfactor = 80,
+    autovacuum_vacuum_scale_factor = 0.01,
+    autovacuum_vacuum_insert_scale_factor = 0.01,
+    autovacuum_analyze_scale_factor = 0.02,
+    autovacuum_vacuum_cost_delay = 0
+  );
+  ALTER TABLE beanpole_gearman_jobs ALTER COLUMN id SET DEFAULT nextval('beanpole_gearman_job_ids');
+  ALTER SEQUENCE beanpole_gearman_job_ids OWNED BY beanpole_gearman_jobs.id;
+  -- Unique ids coalesce across nodes: two submits of one function and unique id, on any nodes
+  -- at the same instant, make one job.
+  CREATE UNIQUE INDEX beanpole_gearman_jobs_unique ON beanpole_gearman_jobs (tube, uniq) WHERE uniq IS NOT NULL;
+  CREATE TABLE beanpole_gearman_tube_totals (LIKE beanpole_tube_totals INCLUDING ALL);
+  CREATE TABLE beanpole_gearman_tubes (
+    LIKE beanpole_tubes INCLUDING ALL,
+    -- The admin protocol's maxqueue (null: no limit).
+    max_queue bigint
+  );
+  -- Nodes with a client waiting on a job: WORK_* packets go to them. A row goes with its job.
+  CREATE TABLE beanpole_gearman_waiters (
+    job bigint NOT NULL REFERENCES beanpole_gearman_jobs (id) ON DELETE CASCADE,
+    node integer NOT NULL,
+    PRIMARY KEY (job, node)
+  );
+  CREATE INDEX beanpole_gearman_waiters_node ON beanpole_gearman_waiters (node);
+  -- WORK_* packets on their way to a node's waiting clients, in the order the worker sent them.
+  CREATE TABLE beanpole_gearman_updates (
+    seq bigserial PRIMARY KEY,
+    node integer NOT NULL,
+    job bigint NOT NULL,
+    type smallint NOT NULL,
+    data bytea NOT NULL
+  );
+  CREATE INDEX beanpole_gearman_updates_node ON beanpole_gearman_updates (node, seq);
+  `,
 ];
 
 /** The schema version this build needs. */

@@ -1,7 +1,8 @@
 /**
- * News between nodes over LISTEN/NOTIFY on one channel: "jobs are ready in these tubes" (a
- * reserve waiting on another node takes them within milliseconds) and "a delayed job is due at
- * T" (each node times its promotion of delayed jobs). A notification is sent after the change
+ * News between nodes over LISTEN/NOTIFY, one channel per realm: "jobs are ready in these tubes"
+ * (a reserve waiting on another node takes them within milliseconds), "a delayed job is due at
+ * T" (each node times its promotion of delayed jobs) and, for Gearman, "node N has WORK_*
+ * packets waiting" (its clients' foreground jobs run on other nodes). A notification is sent after the change
  * committed, from a connection of its own: a NOTIFY inside the put's transaction would make
  * every commit wait on PostgreSQL's notification queue lock, one at a time.
  *
@@ -12,7 +13,6 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { connectionConfig } from './pool.js';
 
-const CHANNEL = 'beanpole';
 /** NOTIFY payloads must stay under 8000 bytes. */
 const MAX_PAYLOAD = 7000;
 const RECONNECT_MS = 500;
@@ -24,6 +24,8 @@ export interface WakeupHandlers {
   ready(tubes: Set<string> | null): void;
   /** A delayed job is due at this time (epoch ms). */
   due(at: number): void;
+  /** Packets wait in the database for this node's clients (Gearman's relay). */
+  updates?(): void;
 }
 
 export class Wakeups {
@@ -31,12 +33,15 @@ export class Wakeups {
   private sender: pg.Client | null = null;
   private readyTubes = new Set<string>();
   private soonestDue = Number.POSITIVE_INFINITY;
+  /** Nodes told that packets wait for them. */
+  private readonly updatedNodes = new Set<number>();
   private flushQueued = false;
   private sending: Promise<void> = Promise.resolve();
   private closed = false;
 
   constructor(
     private readonly url: string,
+    private readonly channel: string,
     private readonly nodeTag: () => number,
     private readonly handlers: WakeupHandlers,
     private readonly log: Logger,
@@ -57,9 +62,18 @@ export class Wakeups {
     this.queueFlush();
   }
 
+  /** Packets for `node`'s clients were committed. */
+  updatesFor(node: number): void {
+    this.updatedNodes.add(node);
+    this.queueFlush();
+  }
+
   async close(): Promise<void> {
-    this.closed = true;
+    // News not sent yet goes first (a leaving node's clients' jobs are ready for the others).
+    const payloads = this.payloads();
+    this.sending = this.sending.then(() => this.send(payloads));
     await this.sending;
+    this.closed = true;
     await Promise.all([this.listener?.end().catch(() => undefined), this.sender?.end().catch(() => undefined)]);
   }
 
@@ -73,10 +87,12 @@ export class Wakeups {
     });
   }
 
-  /** "<node> r <tube> <tube>..." and "<node> d <ms>", tab-separated, split to fit. */
+  /** "<node> r <tube> <tube>...", "<node> d <ms>" and "<node> u <node>", tab-separated, split to fit. */
   private payloads(): string[] {
     const tag = String(this.nodeTag());
     const out: string[] = [];
+    for (const node of this.updatedNodes) out.push(`${tag}\tu\t${node}`);
+    this.updatedNodes.clear();
     if (this.soonestDue !== Number.POSITIVE_INFINITY) out.push(`${tag}\td\t${this.soonestDue}`);
     this.soonestDue = Number.POSITIVE_INFINITY;
     let line = `${tag}\tr`;
@@ -103,7 +119,7 @@ export class Wakeups {
         await sender.connect();
         this.sender = sender;
       }
-      for (const payload of payloads) await this.sender.query('SELECT pg_notify($1, $2)', [CHANNEL, payload]);
+      for (const payload of payloads) await this.sender.query('SELECT pg_notify($1, $2)', [this.channel, payload]);
     } catch (err) {
       // The other nodes' slow poll finds the jobs anyway.
       this.log.warn({ err: (err as Error).message }, 'cluster: could not notify the other nodes');
@@ -115,7 +131,7 @@ export class Wakeups {
   private async listen(): Promise<void> {
     const client = new pg.Client(connectionConfig(this.url));
     client.on('notification', (msg) => {
-      if (msg.channel === CHANNEL && msg.payload !== undefined) this.received(msg.payload);
+      if (msg.channel === this.channel && msg.payload !== undefined) this.received(msg.payload);
     });
     // A restart of PostgreSQL may end the connection with an error or without one: either way,
     // once, listen again.
@@ -137,7 +153,7 @@ export class Wakeups {
     check.unref();
     try {
       await client.connect();
-      await client.query(`LISTEN ${CHANNEL}`);
+      await client.query(`LISTEN ${this.channel}`);
     } catch (err) {
       lost = true; // the caller tries again; the handlers above must not as well
       void client.end().catch(() => undefined);
@@ -152,7 +168,10 @@ export class Wakeups {
       if (this.closed) return;
       this.listen().then(
         // What was sent while this node was not listening is lost: look at every tube.
-        () => this.handlers.ready(null),
+        () => {
+          this.handlers.ready(null);
+          this.handlers.updates?.();
+        },
         (err: unknown) => {
           this.log.warn({ err: (err as Error).message }, 'cluster: cannot listen for notifications yet');
           this.reconnectSoon();
@@ -170,6 +189,8 @@ export class Wakeups {
       if (Number.isFinite(at)) this.handlers.due(at);
     } else if (parts[1] === 'r') {
       this.handlers.ready(new Set(parts.slice(2)));
+    } else if (parts[1] === 'u' && parts[2] === String(this.nodeTag())) {
+      this.handlers.updates?.();
     }
   }
 }

@@ -230,6 +230,11 @@ export interface NewJob {
   bodyOwned?: boolean;
   /** Kept in memory only, never journaled (a Gearman foreground job dies with its clients). */
   transient?: boolean;
+  /**
+   * A Gearman submit's unique id (empty: none). The in-memory store ignores it (the door's
+   * registry coalesces); a cluster's store coalesces on it, across nodes.
+   */
+  unique?: Buffer;
 }
 
 /** What an operator may change in a job no worker holds; durations in ms. */
@@ -374,8 +379,12 @@ export interface Operations {
   /** How many watchers job `id` has (clients waiting on it and any door's own). */
   watcherCount(id: number): number;
   tube(name: string): Pending<TubeCounts | undefined>;
-  /** Every tube, in list-tubes order. */
-  tubes(): Pending<TubeCounts[]>;
+  /**
+   * Every tube, in list-tubes order. A store may answer with counts a moment old (a cluster
+   * reads every tube's at most once a second for the dashboard); `fresh` asks for counts as of
+   * now, as a protocol's answer must be.
+   */
+  tubes(fresh?: boolean): Pending<TubeCounts[]>;
   tubeNames(): Pending<string[]>;
   serverCounts(): Pending<ServerCounts>;
   sessions(): Pending<SessionView[]>;

@@ -1,3 +1,5 @@
+import { inject } from 'vitest';
+import { freshDatabase } from './cluster-db.js';
 import { GearmanTestClient } from './gearman-client.js';
 import { freePort, startProcessServer, type ServerProcess } from './servers.js';
 
@@ -27,12 +29,19 @@ export async function gearmanPortFromLog(stderr: () => string): Promise<number> 
 }
 
 /**
+ * Gearman suites run against a cluster node too (npm run test:gearman-cluster): then each
+ * server started here gets `--cluster` and a fresh database of its own.
+ */
+export const GEARMAN_IN_CLUSTER = process.env.BEANPOLE_GEARMAN_CLUSTER === '1';
+
+/**
  * Starts bin/beanpole with Gearman on 127.0.0.1 (on `port`, or a free one) and `args`, and
  * waits until both of its ports accept connections.
  */
 export async function startGearmanServer(args: readonly string[] = [], port?: number): Promise<{ server: ServerProcess; port: number }> {
   const gearmanPort = port ?? (await freePort());
-  const server = await startProcessServer('beanpole', { tcp: true }, [...args, '--gearman-listen', '127.0.0.1', '--gearman-port', String(gearmanPort)]);
+  const cluster = GEARMAN_IN_CLUSTER ? ['--cluster', await freshDatabase(inject('pgUrl')!, 'gearman')] : [];
+  const server = await startProcessServer('beanpole', { tcp: true }, [...cluster, ...args, '--gearman-listen', '127.0.0.1', '--gearman-port', String(gearmanPort)]);
   await waitForGearman(gearmanPort);
   return { server, port: gearmanPort };
 }

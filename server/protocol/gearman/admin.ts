@@ -35,7 +35,7 @@ export async function runAdminCommand(words: string[], ctx: AdminContext, peer: 
       return `OK ${ctx.pid}\n`;
     case 'maxqueue':
       if (!local) return refused();
-      return maxQueue(words, ctx.registry);
+      return await maxQueue(words, ctx.registry);
     case 'shutdown': {
       if (!local) return refused();
       const graceful = words[1]?.toLowerCase() === 'graceful';
@@ -77,7 +77,7 @@ const refused = (): string => err('PERMISSION_DENIED', 'Only from a loopback add
 /** `FUNCTION\tTOTAL\tRUNNING\tAVAILABLE_WORKERS` per function; total counts queued and running jobs. */
 async function status(ops: Operations): Promise<string> {
   let out = '';
-  for (const t of await ops.tubes()) {
+  for (const t of await ops.tubes(true)) {
     const total = t.ready + t.delayed + t.reserved + t.buried;
     // The realm's default tube exists whether or not anyone uses the function "default".
     if (total === 0 && t.watching === 0 && t.name === 'default') continue;
@@ -94,13 +94,12 @@ function workers(registry: GearmanRegistry): string {
 }
 
 /** `maxqueue FN` lifts the limit; `maxqueue FN N` sets it (gearmand also takes one N per priority: the first counts). */
-function maxQueue(words: string[], registry: GearmanRegistry): string {
+async function maxQueue(words: string[], registry: GearmanRegistry): Promise<string> {
   const fn = words[1];
   if (fn === undefined) return err('INVALID_ARGUMENTS', 'An incomplete set of arguments was sent to this command maxqueue');
   const n = words[2] === undefined ? 0 : Number(words[2]);
   if (!Number.isSafeInteger(n)) return err('INVALID_ARGUMENTS', 'The max queue size is not a number');
-  if (n > 0) registry.maxQueue.set(fn, n);
-  else registry.maxQueue.delete(fn);
+  await registry.setMaxQueue(fn, n > 0 ? n : null);
   return 'OK\r\n';
 }
 

@@ -17,7 +17,7 @@ import { runAdminCommand, type AdminContext } from './admin.js';
 import { jobBody, uniqueEnd } from './job-body.js';
 import { encodePacket, packetName, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
 import { GearmanParser, type GearmanFrameHandler, type Magic } from './parser.js';
-import type { GearmanRegistry } from './registry.js';
+import type { GearmanRegistry, JobStatus } from './registry.js';
 import { NOOP, NO_JOB, OPTION_EXCEPTIONS, errorPacket, type GearmanError } from './replies.js';
 import { nextCronTime, parseCronTime } from './schedule.js';
 
@@ -81,11 +81,6 @@ const WORK_RESULTS: Readonly<Record<number, boolean>> = {
   [PACKET.WORK_FAIL]: true,
   [PACKET.WORK_EXCEPTION]: true,
 };
-
-/** Response types: a client that sends one as a request gets INVALID_COMMAND. */
-const KIND_OF_UPDATE: Readonly<Record<number, string>> = Object.fromEntries(
-  Object.keys(WORK_RESULTS).map((t) => [t, String(t)]),
-);
 
 let nextFd = 1;
 
@@ -252,7 +247,10 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     } else {
       this.sendPacket(type, [update.data]);
     }
-    if (WORK_RESULTS[type] === true) this.waitingOn.delete(jobId);
+    if (WORK_RESULTS[type] === true && this.waitingOn.delete(jobId)) {
+      // The client has its answer: it no longer waits on the job, whatever becomes of it.
+      this.ops.detachWatcher(jobId, this.watcher);
+    }
   }
 
   private jobEnded(jobId: number): void {
@@ -287,18 +285,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
    */
   private letGo(ids: number[], from = 0): void {
     const end = Math.min(ids.length, from + LEAVE_SLICE);
-    for (let i = from; i < end; i++) {
-      const id = ids[i]!;
-      const remaining = this.ops.detachWatcher(id, this.watcher) - (this.registry.watches(id) ? 1 : 0);
-      if (remaining > 0) continue;
-      let drop = false;
-      const seen = this.ops.visitJobs([id], (_, view) => (drop = view !== undefined && view.transient && view.state !== 'reserved'));
-      const dropIt = (): void => {
-        if (drop) void this.ops.delete(id);
-      };
-      if (seen instanceof Promise) void seen.then(dropIt);
-      else dropIt();
-    }
+    for (let i = from; i < end; i++) this.registry.stopWaiting(ids[i]!, this.watcher);
     if (end < ids.length) {
       setImmediate(() => this.letGo(ids, end));
     }
@@ -328,7 +315,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       const existing = this.registry.jobForUnique(fn, unique);
       if (existing !== undefined) return this.attachTo(existing, kind.background);
     }
-    const limit = this.registry.maxQueue.get(fn);
+    const limit = this.registry.maxQueue(fn);
     if (limit !== undefined && limit > 0) {
       return this.link.settle(this.ops.tube(fn), (tube) => {
         if (tube !== undefined && tube.ready + tube.delayed >= limit) return this.sendError('QUEUE_FULL');
@@ -356,8 +343,11 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     job.body = body;
     // A foreground job dies with its clients, so it is never journaled: a restart must not run it.
     job.transient = !kind.background;
+    // For a store that coalesces unique ids itself (a cluster's database).
+    job.unique = unique;
     const result = this.client.submit(fn, job);
     job.body = NO_BODY; // do not pin the packet
+    job.unique = NO_BODY;
     // The in-memory store answers at once: no closure per submit then.
     if (isPending(result)) this.link.settle(result, (r) => this.created(r, fn, unique, kind.background));
     else this.created(result, fn, unique, kind.background);
@@ -366,11 +356,8 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   private created(r: Result<JobBytes>, fn: string, unique: Buffer, background: boolean): void {
     if (!r.ok) return this.sendError(r.code === 'DRAINING' ? 'DRAINING' : r.code === 'JOB_TOO_BIG' ? 'TOO_LARGE' : 'NO_MEMORY');
     const id = r.value.id;
-    if (unique.length > 0) this.registry.rememberUnique(id, fn, unique);
-    if (!background) {
-      this.registry.rememberForeground(id);
-      this.watchJob(id);
-    }
+    this.registry.created(id, fn, unique, !background);
+    if (!background) this.watchJob(id);
     this.sendPacket(PACKET.JOB_CREATED, [this.registry.handles.handle(id)]);
   }
 
@@ -409,31 +396,32 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   private workResultHeld(held: boolean, id: number, type: number, data: Buffer, args: Buffer[], notFound: GearmanError): void {
     if (!held) return this.sendError(notFound);
-    if (type === PACKET.WORK_STATUS) this.registry.setStatus(id, args[1]!, args[2]!);
     // Forwarded byte for byte to every client waiting on the job, in the order they arrive.
-    // Watchers copy it into their replies during the call, so `data` needs no copy of its own.
-    if (this.ops.watcherCount(id) > 0) this.ops.report(id, { kind: KIND_OF_UPDATE[type]!, data });
-    if (WORK_RESULTS[type] === true) this.link.settle(this.client.delete(id), this.onFinished);
+    const status = type === PACKET.WORK_STATUS ? { numerator: args[1]!, denominator: args[2]! } : null;
+    const final = WORK_RESULTS[type] === true;
+    const reported = this.registry.report(id, type, data, status, final);
+    if (!final) return;
+    // The job goes once its result is on its way to every waiting client (in a cluster, a
+    // statement: the delete must not overtake it).
+    if (isPending(reported)) this.link.settle(reported.then(() => this.client.delete(id)), this.onFinished);
+    else this.link.settle(this.client.delete(id), this.onFinished);
   }
 
   private getStatus(handle: Buffer): void {
     const id = this.registry.handles.idOf(handle);
-    const reply = (known: boolean, running: boolean): void => {
-      const status = id === null ? undefined : this.registry.statusOfJob(id);
+    const reply = (answer: JobStatus): void => {
       this.send(
         encodePacket(PACKET.STATUS_RES, [
           handle,
-          known ? '1' : '0',
-          running ? '1' : '0',
-          status?.numerator ?? '0',
-          status?.denominator ?? '0',
+          answer.known ? '1' : '0',
+          answer.running ? '1' : '0',
+          answer.status?.numerator ?? '0',
+          answer.status?.denominator ?? '0',
         ]),
       );
     };
-    if (id === null) return reply(false, false);
-    let state: string | null = null;
-    const visited = this.ops.visitJobs([id], (_, view) => (state = view?.state ?? null));
-    this.link.settle(visited, () => reply(state !== null, state === 'reserved'));
+    if (id === null) return reply(UNKNOWN_JOB);
+    this.link.settle(this.registry.jobStatus(id), reply);
   }
 
   // ---- replies (bound once per connection) -----------------------------------------------------
@@ -451,12 +439,6 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     if (!r.ok) this.ctx.log.warn({ code: r.code }, 'Gearman: a finished job could not be removed');
   };
 
-  /** A foreground job with no client waiting on it any more. */
-  private abandoned(id: number): boolean {
-    if (!this.registry.isForeground(id)) return false;
-    return this.ops.watcherCount(id) - (this.registry.watches(id) ? 1 : 0) === 0;
-  }
-
   private readonly onSlept = (readyNow: boolean): void => {
     if (readyNow) this.send(NOOP);
   };
@@ -467,7 +449,18 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   private assign(outcome: ReserveOutcome, uniq: boolean): void {
     if (outcome.kind !== 'reserved') return this.send(NO_JOB);
     const job = outcome.job;
-    if (this.abandoned(job.id)) {
+    const abandoned = this.registry.abandoned(job.id);
+    if (isPending(abandoned)) {
+      // The job's bytes are valid until the next operation: kept for the answer.
+      const kept: JobBytes = { ...job, bodyBuf: Buffer.from(job.bodyBuf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength)), bodyOffset: 0 };
+      this.link.settle(abandoned, (gone) => this.assignTaken(kept, gone, uniq));
+    } else {
+      this.assignTaken(job, abandoned, uniq);
+    }
+  }
+
+  private assignTaken(job: JobBytes, abandoned: boolean, uniq: boolean): void {
+    if (abandoned) {
       // A foreground job whose clients all left while it ran, and that came back to the queue
       // (its worker left or overran): nobody wants its result any more, as gearmand decides at
       // the next take. It is dropped, and the worker is offered the next job.
@@ -516,6 +509,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 }
 
 const ZERO = Buffer.from([0]);
+const UNKNOWN_JOB: JobStatus = { known: false, running: false, status: undefined };
 const NO_BODY = Buffer.alloc(0);
 
 

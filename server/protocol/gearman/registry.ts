@@ -1,4 +1,4 @@
-import type { JobUpdate, JobWatcher, Operations } from '../../operations/operations.js';
+import type { JobUpdate, JobWatcher, Operations, Pending } from '../../operations/operations.js';
 import { JobHandles } from './handles.js';
 import { uniqueEnd } from './job-body.js';
 
@@ -16,13 +16,81 @@ export interface WorkerListing {
   functions: string[];
 }
 
+/** The open connections of this node, as `workers` lists them. */
+export class WorkerListings {
+  private readonly listings = new Set<() => WorkerListing>();
+
+  /** Lists a connection while it is open; returns how to stop listing it. */
+  add(listing: () => WorkerListing): () => void {
+    this.listings.add(listing);
+    return () => this.listings.delete(listing);
+  }
+
+  all(): WorkerListing[] {
+    return [...this.listings].map((l) => l());
+  }
+}
+
+/** What GET_STATUS answers of a job. */
+export interface JobStatus {
+  known: boolean;
+  running: boolean;
+  status: WorkStatus | undefined;
+}
+
 /**
- * What the Gearman door keeps across connections: unique ids (for coalescing and
- * JOB_ASSIGN_UNIQ), the last WORK_STATUS of each job (for GET_STATUS), `maxqueue` limits and the
- * open connections (for `workers`). Entries live as long as their job: the registry watches
- * every job it keeps something for, and forgets it when the job ends, whichever door ends it.
+ * What the Gearman door keeps across connections, beside the jobs themselves: unique ids (for
+ * coalescing and JOB_ASSIGN_UNIQ), the last WORK_STATUS of each job (for GET_STATUS), `maxqueue`
+ * limits, which clients wait on a foreground job, and the open connections (for `workers`).
+ * A single node keeps it in memory (LocalGearmanRegistry); a cluster keeps it in the database,
+ * shared by every node (server/cluster/gearman-registry.ts).
  */
-export class GearmanRegistry implements JobWatcher {
+export interface GearmanRegistry {
+  readonly handles: JobHandles;
+  /** After a restart: whatever must be rebuilt from the jobs the store brought back. */
+  restore(): Promise<void>;
+  /**
+   * The job already queued or running for this function and unique id, if the registry knows
+   * it here and now; undefined lets the submit reach the store (which coalesces in a cluster).
+   */
+  jobForUnique(fn: string, unique: Buffer): number | undefined;
+  /** A job was made: remember its unique id, and whether a client waits on it (foreground). */
+  created(id: number, fn: string, unique: Buffer, foreground: boolean): void;
+  /**
+   * A worker's WORK_* packet for job `id` (`data` as it came, handle first): to every client
+   * waiting on it, on this node or another. WORK_STATUS also records `status`. Settles once the
+   * packet is on its way to every one of them: only then may the door go on. A `final` packet
+   * (the job's result) is followed by the job's delete at once; a registry may send it with the
+   * delete, so that no client hears of the result while the job still shows as running.
+   */
+  report(id: number, type: number, data: Buffer, status: WorkStatus | null, final: boolean): Pending<void>;
+  /** GET_STATUS's answer. */
+  jobStatus(id: number): Pending<JobStatus>;
+  /** The last WORK_STATUS of each of `ids` that has one (the dashboard's). */
+  statuses(ids: readonly number[]): Pending<Map<number, WorkStatus>>;
+  /**
+   * `watcher` (a client) no longer waits on job `id`: a foreground job nobody waits for any more
+   * and no worker has started is dropped. A background job a foreground submit joined stays.
+   */
+  stopWaiting(id: number, watcher: JobWatcher): void;
+  /** True when a job a worker just took is a foreground job nobody waits for any more (it is dropped, not run). */
+  abandoned(id: number): Pending<boolean>;
+  /** `maxqueue`: queued jobs a function may hold; undefined: no limit. */
+  maxQueue(fn: string): number | undefined;
+  /** Sets (null: lifts) a function's limit. */
+  setMaxQueue(fn: string, limit: number | null): Pending<void>;
+  /** A connection that `workers` lists while it is open; returns how to stop listing it. */
+  list(listing: () => WorkerListing): () => void;
+  /** This node's connections. */
+  workers(): WorkerListing[];
+}
+
+/**
+ * The registry of a single node, in memory. Entries live as long as their job: the registry
+ * watches every job it keeps something for, and forgets it when the job ends, whichever door
+ * ends it.
+ */
+export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
   readonly handles: JobHandles;
   /** `function \0 unique` -> job id. */
   private readonly byUnique = new Map<string, number>();
@@ -34,8 +102,8 @@ export class GearmanRegistry implements JobWatcher {
   /** Foreground jobs: they matter only while a client waits on them. */
   private readonly foreground = new Set<number>();
   /** Queued jobs a function may hold (`maxqueue`); absent: no limit. */
-  readonly maxQueue = new Map<string, number>();
-  private readonly listings = new Set<() => WorkerListing>();
+  private readonly limits = new Map<string, number>();
+  private readonly listings = new WorkerListings();
 
   constructor(
     private readonly ops: Operations,
@@ -60,44 +128,78 @@ export class GearmanRegistry implements JobWatcher {
     return this.byUnique.get(uniqueKey(fn, unique));
   }
 
-  rememberUnique(id: number, fn: string, unique: Buffer): void {
+  created(id: number, fn: string, unique: Buffer, foreground: boolean): void {
+    if (unique.length > 0) this.rememberUnique(id, fn, unique);
+    if (foreground) {
+      this.foreground.add(id);
+      this.watch(id);
+    }
+  }
+
+  private rememberUnique(id: number, fn: string, unique: Buffer): void {
     const key = uniqueKey(fn, unique);
     this.byUnique.set(key, id);
     this.keyOf.set(id, key);
     this.watch(id);
   }
 
-  rememberForeground(id: number): void {
-    this.foreground.add(id);
-    this.watch(id);
+  report(id: number, type: number, data: Buffer, status: WorkStatus | null): void {
+    if (status !== null) {
+      this.statusOf.set(id, { numerator: Buffer.from(status.numerator), denominator: Buffer.from(status.denominator) });
+      this.watch(id);
+    }
+    // Watchers copy the packet into their replies during the call: `data` needs no copy.
+    if (this.ops.watcherCount(id) > 0) this.ops.report(id, { kind: kindOf(type), data });
   }
 
-  isForeground(id: number): boolean {
-    return this.foreground.has(id);
+  jobStatus(id: number): Pending<JobStatus> {
+    let state: string | null = null;
+    const visited = this.ops.visitJobs([id], (_, view) => (state = view?.state ?? null));
+    const answer = (): JobStatus => ({ known: state !== null, running: state === 'reserved', status: this.statusOf.get(id) });
+    return visited instanceof Promise ? visited.then(answer) : answer();
   }
 
-  setStatus(id: number, numerator: Buffer, denominator: Buffer): void {
-    this.statusOf.set(id, { numerator: Buffer.from(numerator), denominator: Buffer.from(denominator) });
-    this.watch(id);
+  statuses(ids: readonly number[]): Map<number, WorkStatus> {
+    const out = new Map<number, WorkStatus>();
+    for (const id of ids) {
+      const status = this.statusOf.get(id);
+      if (status !== undefined) out.set(id, status);
+    }
+    return out;
   }
 
-  statusOfJob(id: number): WorkStatus | undefined {
-    return this.statusOf.get(id);
+  stopWaiting(id: number, watcher: JobWatcher): void {
+    const remaining = this.ops.detachWatcher(id, watcher) - (this.watching.has(id) ? 1 : 0);
+    if (remaining > 0) return;
+    let drop = false;
+    const seen = this.ops.visitJobs([id], (_, view) => (drop = view !== undefined && view.transient && view.state !== 'reserved'));
+    const dropIt = (): void => {
+      if (drop) void this.ops.delete(id);
+    };
+    if (seen instanceof Promise) void seen.then(dropIt);
+    else dropIt();
   }
 
-  /** A connection that `workers` lists while it is open; returns how to stop listing it. */
+  abandoned(id: number): boolean {
+    if (!this.foreground.has(id)) return false;
+    return this.ops.watcherCount(id) - (this.watching.has(id) ? 1 : 0) === 0;
+  }
+
+  maxQueue(fn: string): number | undefined {
+    return this.limits.get(fn);
+  }
+
+  setMaxQueue(fn: string, limit: number | null): void {
+    if (limit === null) this.limits.delete(fn);
+    else this.limits.set(fn, limit);
+  }
+
   list(listing: () => WorkerListing): () => void {
-    this.listings.add(listing);
-    return () => this.listings.delete(listing);
+    return this.listings.add(listing);
   }
 
   workers(): WorkerListing[] {
-    return [...this.listings].map((l) => l());
-  }
-
-  /** True when the registry is one of job `id`'s watchers (it is not a client waiting on it). */
-  watches(id: number): boolean {
-    return this.watching.has(id);
+    return this.listings.all();
   }
 
   // ---- JobWatcher: forget a job once it is gone ------------------------------------------------
@@ -124,4 +226,12 @@ export class GearmanRegistry implements JobWatcher {
 
 function uniqueKey(fn: string, unique: Buffer): string {
   return `${fn}\0${unique.toString('latin1')}`;
+}
+
+/** A WORK_* packet type as a JobUpdate's kind (made once per type: no string per packet). */
+const KINDS = new Map<number, string>();
+export function kindOf(type: number): string {
+  let kind = KINDS.get(type);
+  if (kind === undefined) KINDS.set(type, (kind = String(type)));
+  return kind;
 }

@@ -2,7 +2,7 @@ import type { JobHistoryDto } from '../../../shared/history.js';
 import type { GearmanJobState, GearmanSnapshotDto } from '../../../shared/dto.js';
 import { whenReady, type JobSnapshot, type JobState, type Operations, type Pending, type Result } from '../../operations/operations.js';
 import { dataOf, uniqueEnd } from './job-body.js';
-import type { GearmanRegistry } from './registry.js';
+import type { GearmanRegistry, WorkStatus } from './registry.js';
 
 /** A Gearman job in Gearman's words: handle, function, unique id, data (the admin API makes JSON of it). */
 export interface GearmanJobRecord {
@@ -51,14 +51,14 @@ export class GearmanView {
   /** A page of a function's jobs in `state`; undefined when no such function exists. */
   jobs(fn: string, state: GearmanJobState, limit: number, cursor: string | null): Pending<GearmanJobPage | undefined> {
     return whenReady(this.ops.listJobs(fn, ENGINE_STATE[state], limit, cursor), (page) =>
-      page === undefined ? undefined : { jobs: page.jobs.map((j) => this.recordOf(j)), next: page.next },
+      page === undefined ? undefined : whenReady(this.records(page.jobs), (jobs) => ({ jobs, next: page.next })),
     );
   }
 
   job(handle: string): Pending<GearmanJobRecord | undefined> {
     const id = this.registry.handles.idOf(handle);
     if (id === null) return undefined;
-    return whenReady(this.ops.job(id), (job) => (job === undefined ? undefined : this.recordOf(job)));
+    return whenReady(this.ops.job(id), (job) => (job === undefined ? undefined : whenReady(this.records([job]), ([record]) => record)));
   }
 
   /** What happened to the job lately (submit, grabs, requeues, completion); undefined for a handle not of this server. */
@@ -74,10 +74,13 @@ export class GearmanView {
     return this.ops.delete(id);
   }
 
-  /** A job of the Gearman store as the dashboard shows it. */
-  recordOf(job: JobSnapshot): GearmanJobRecord {
+  /** Jobs of the Gearman store as the dashboard shows them, each with its last WORK_STATUS. */
+  records(jobs: readonly JobSnapshot[]): Pending<GearmanJobRecord[]> {
+    return whenReady(this.registry.statuses(jobs.map((j) => j.id)), (statuses) => jobs.map((j) => this.recordOf(j, statuses.get(j.id))));
+  }
+
+  private recordOf(job: JobSnapshot, status: WorkStatus | undefined): GearmanJobRecord {
     const end = uniqueEnd(job.body, 0, job.body.length);
-    const status = this.registry.statusOfJob(job.id);
     return {
       handle: this.registry.handles.handle(job.id),
       function: job.tube,

@@ -1,0 +1,121 @@
+/**
+ * This process as a member of the cluster: its pool of database connections, its row and lease
+ * in beanpole_nodes (node-lease.ts), and the realms it serves over them (the beanstalkd jobs and
+ * the Gearman jobs, each a ClusterStore of its own). The lease is the node's, not a realm's: when
+ * it runs out, every realm gives back what the node's clients held.
+ */
+import type { Logger } from 'pino';
+import type pg from 'pg';
+import { NodeLease, type NodeRow } from './node-lease.js';
+import { createPool, type Queryable } from './pool.js';
+import { migrate } from './schema.js';
+
+export interface ClusterNodeOptions {
+  url: string;
+  leaseMs: number;
+  /** This node's beanstalkd address, for the nodes view. */
+  address: string;
+  version: string;
+  log: Logger;
+  now?: () => number;
+}
+
+/** What the node asks of each realm it serves. */
+export interface RealmMember {
+  /** Clients connected to this realm's door on this node. */
+  connections(): number;
+  /** Gives back what gone nodes held (every gone node's, or `node`'s only when it leaves). */
+  reclaim(db: Queryable, node: number | null): Promise<void>;
+  /** Folds the per-node counts of nodes gone before `cutoff` into node 0's. */
+  forgetNodes(db: Queryable, cutoff: number): Promise<void>;
+  /** The node leaves: stop timers and listeners (the node then gives back what was held). */
+  stop(): Promise<void>;
+  /** After the give-back: tell the other nodes, and close what is the realm's own. */
+  close(): Promise<void>;
+}
+
+export class ClusterNode {
+  readonly pool: pg.Pool;
+  readonly lease: NodeLease;
+  readonly log: Logger;
+  readonly now: () => number;
+  readonly url: string;
+  private readonly realms: RealmMember[] = [];
+  private closed = false;
+
+  private constructor(readonly options: ClusterNodeOptions) {
+    this.log = options.log;
+    this.now = options.now ?? Date.now;
+    this.url = options.url;
+    this.pool = createPool(options.url, options.log);
+    this.lease = new NodeLease({
+      pool: this.pool,
+      url: options.url,
+      log: options.log,
+      leaseMs: options.leaseMs,
+      address: options.address,
+      version: options.version,
+      now: this.now,
+      connections: () => this.realms.reduce((n, r) => n + r.connections(), 0),
+      onGone: async (db) => {
+        for (const realm of this.realms) await realm.reclaim(db, null);
+      },
+      onForget: async (db, cutoff) => {
+        for (const realm of this.realms) await realm.forgetNodes(db, cutoff);
+      },
+    });
+  }
+
+  /** Connects, migrates the schema and registers this node (its lease starts with `start`). */
+  static async open(options: ClusterNodeOptions): Promise<ClusterNode> {
+    const node = new ClusterNode(options);
+    try {
+      const client = await node.pool.connect();
+      try {
+        const { from, to } = await migrate(client);
+        if (from !== to) options.log.info({ from, to }, 'cluster: database schema migrated');
+      } finally {
+        client.release();
+      }
+      await node.lease.register();
+    } catch (err) {
+      await node.pool.end().catch(() => undefined);
+      throw err;
+    }
+    return node;
+  }
+
+  get id(): number {
+    return this.lease.id;
+  }
+
+  /** A realm served by this node (before `start`). */
+  join(realm: RealmMember): void {
+    this.realms.push(realm);
+  }
+
+  /** Starts the heartbeats, once every realm has joined. */
+  start(): void {
+    this.lease.start();
+    this.log.info({ node: this.id }, 'cluster: joined');
+  }
+
+  nodes(): Promise<NodeRow[]> {
+    return this.lease.nodes();
+  }
+
+  /** Leaves the cluster: what this node's clients held is ready again for the other nodes. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const realm of this.realms) await realm.stop();
+    try {
+      await this.lease.leave();
+      for (const realm of this.realms) await realm.reclaim(this.pool, this.id);
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'cluster: leaving cleanly failed (the lease runs out instead)');
+    }
+    for (const realm of this.realms) await realm.close();
+    await this.pool.end().catch(() => undefined);
+  }
+}

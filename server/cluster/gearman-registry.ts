@@ -1,0 +1,81 @@
+/**
+ * The Gearman registry of a cluster node: what a single node keeps in memory (registry.ts) is in
+ * the database here, shared by every node (gearman-store.ts): unique ids coalesce in the jobs
+ * table, WORK_STATUS is kept on the job, `maxqueue` limits in the functions table, and a
+ * foreground job's waiting nodes in their own table. Handles name the cluster, not the node, so
+ * a handle from one node means the same job on every other.
+ */
+import type { JobWatcher } from '../operations/operations.js';
+import { JobHandles } from '../protocol/gearman/handles.js';
+import {
+  WorkerListings,
+  kindOf,
+  type GearmanRegistry,
+  type JobStatus,
+  type WorkStatus,
+  type WorkerListing,
+} from '../protocol/gearman/registry.js';
+import type { GearmanClusterStore } from './gearman-store.js';
+import { STATE } from './schema.js';
+
+export class ClusterGearmanRegistry implements GearmanRegistry {
+  readonly handles: JobHandles;
+  private readonly listings = new WorkerListings();
+
+  constructor(
+    private readonly store: GearmanClusterStore,
+    /** Every node's handles carry it (the database's name). */
+    clusterName: string,
+  ) {
+    this.handles = new JobHandles(clusterName);
+  }
+
+  /** Nothing to rebuild: the database keeps it all. */
+  async restore(): Promise<void> {}
+
+  /** The store coalesces (the unique index decides, whichever node asks first). */
+  jobForUnique(): undefined {
+    return undefined;
+  }
+
+  /** The submit's statement recorded it all. */
+  created(): void {}
+
+  report(id: number, type: number, data: Buffer, status: WorkStatus | null, final: boolean): Promise<void> | undefined {
+    return this.store.relay(id, kindOf(type), type, data, status, final);
+  }
+
+  async jobStatus(id: number): Promise<JobStatus> {
+    const job = await this.store.jobStatus(id);
+    return { known: job !== undefined, running: job?.state === STATE.reserved, status: job?.status ?? undefined };
+  }
+
+  statuses(ids: readonly number[]): Promise<Map<number, WorkStatus>> {
+    return this.store.statuses(ids);
+  }
+
+  stopWaiting(id: number, watcher: JobWatcher): void {
+    if (this.store.detachWatcher(id, watcher) === 0) this.store.stopWaiting(id);
+  }
+
+  abandoned(id: number): boolean {
+    return this.store.takeAbandoned(id);
+  }
+
+  maxQueue(fn: string): number | undefined {
+    return this.store.maxQueue(fn);
+  }
+
+  setMaxQueue(fn: string, limit: number | null): Promise<void> {
+    return this.store.setMaxQueue(fn, limit);
+  }
+
+  list(listing: () => WorkerListing): () => void {
+    return this.listings.add(listing);
+  }
+
+  /** This node's connections only (the admin protocol's `workers` is asked of one server). */
+  workers(): WorkerListing[] {
+    return this.listings.all();
+  }
+}

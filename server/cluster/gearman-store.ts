@@ -1,0 +1,313 @@
+/**
+ * The Gearman realm of a cluster: the shared operations over Gearman's tables (ClusterStore),
+ * plus what only Gearman needs across nodes:
+ * - submits with a unique id coalesce in the database (one job per function and unique id,
+ *   whichever nodes the submits reach), and a foreground submit records its node as waiting;
+ * - a worker's WORK_* packets reach clients on other nodes through the database: batched in
+ *   the order sent, then the nodes concerned are notified and take their packets;
+ * - a job whose clients all left (on every node) is dropped if no worker runs it yet.
+ */
+import { fail, ok } from '../engine/results.js';
+import type { JobBytes, NewJob, Result } from '../operations/operations.js';
+import type { ClusterNode } from './cluster-node.js';
+import { ClusterStore, deleteArrays, type ClusterStoreOptions, type DeletedRow, type DeleteRequest, type ReservedRow } from './cluster-store.js';
+import { GEARMAN_SQL } from './gearman-sql.js';
+import { NO_ROOM } from './put-batch.js';
+import { run, type Queryable } from './pool.js';
+import { GEARMAN_REALM } from './realm.js';
+import { STATE } from './schema.js';
+import type { WakeupHandlers } from './wakeups.js';
+
+/** What WORK_STATUS said of a job: its two numbers as the worker sent them. */
+export interface StatusNumbers {
+  numerator: Buffer;
+  denominator: Buffer;
+}
+
+/** A WORK_* packet on its way to other nodes. */
+interface Packet {
+  job: number;
+  type: number;
+  data: Buffer;
+  status: StatusNumbers | null;
+}
+
+/** A submit retries this often when the job it joined ends under it (its unique id is free again). */
+const SUBMIT_ATTEMPTS = 5;
+/** SQLSTATE of a foreign key violation: a waiter row for a job deleted meanwhile. */
+const FOREIGN_KEY_VIOLATION = '23503';
+
+export class GearmanClusterStore extends ClusterStore {
+  /** Jobs a client here just took that are foreground jobs nobody waits for (the registry asks once). */
+  private readonly abandonedIds = new Set<number>();
+  private relayQueue: Packet[] = [];
+  /** Final packets waiting for their job's delete (by job id). */
+  private readonly finals = new Map<number, Packet>();
+  /** The batch of packets sent last (or being sent), and the one gathering now. */
+  private relayChain: Promise<void> = Promise.resolve();
+  private relayNext: Promise<void> | null = null;
+  private receiving = false;
+  private receiveAgain = false;
+  /** Jobs this node no longer waits on, let go in one statement per turn. */
+  private leaving: number[] = [];
+  private leaveQueued = false;
+  /** `maxqueue` limits, read every second (set on any node). */
+  private limits = new Map<string, number>();
+
+  static async joinGearman(node: ClusterNode, options: ClusterStoreOptions): Promise<GearmanClusterStore> {
+    const store = await ClusterStore.started(new GearmanClusterStore(node, GEARMAN_REALM, options));
+    await store.readLimits();
+    return store;
+  }
+
+  protected override wakeupHandlers(): WakeupHandlers {
+    return { ...super.wakeupHandlers(), updates: () => void this.receive() };
+  }
+
+  // ---- submits ---------------------------------------------------------------------------------
+
+  /** A submit with a unique id, or a foreground one, is one statement of its own; others are batched. */
+  override insert(tube: string, job: NewJob): Promise<Result<JobBytes>> {
+    const unique = job.unique !== undefined && job.unique.length > 0 ? Buffer.from(job.unique) : null;
+    const foreground = job.transient === true;
+    if (unique === null && !foreground) return super.insert(tube, job);
+    // Copied now: the caller may reuse the body's memory once this returns (NewJob's contract).
+    return this.submitOne(tube, { ...job, body: job.bodyOwned === true ? job.body : Buffer.from(job.body) }, unique, foreground);
+  }
+
+  private async submitOne(tube: string, job: NewJob, unique: Buffer | null, foreground: boolean): Promise<Result<JobBytes>> {
+    const body = job.body;
+    const delayed = job.delayMs > 0;
+    for (let attempt = 0; attempt < SUBMIT_ATTEMPTS; attempt++) {
+      const now = this.now();
+      try {
+        const [row] = await run<{ id: number; created: boolean }>(this.pool, GEARMAN_SQL.submit, [
+          tube,
+          delayed ? STATE.delayed : STATE.ready,
+          job.priority,
+          job.delayMs,
+          job.ttrMs,
+          now,
+          delayed ? now + job.delayMs : 0,
+          body,
+          this.nodeId,
+          unique,
+          foreground,
+        ]);
+        // Made by a statement this one could not see yet: the next one sees it.
+        if (row === undefined) continue;
+        if (row.created) {
+          this.addedBytes(body.length);
+          if (delayed) this.delayedDue(now + job.delayMs);
+          else this.jobsReady([tube], true);
+        }
+        return ok({ id: row.id, tubeName: tube, bodyBuf: body, bodyOffset: 0, bodyLength: body.length });
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        // The job this submit joined ended meanwhile: its unique id is free, so a new job is made.
+        if (code === FOREIGN_KEY_VIOLATION) continue;
+        return code !== undefined && NO_ROOM.has(code) ? fail('OUT_OF_MEMORY') : this.failed(err);
+      }
+    }
+    return this.failed(new Error('a submit found its unique id taken and freed again too often'));
+  }
+
+  // ---- WORK_* packets between nodes ------------------------------------------------------------
+
+  /**
+   * A worker's packet for job `id`: to this node's waiting clients now, and to other nodes'
+   * through the database; settles once the batch holding it committed. A final packet (the
+   * job's result) waits for the job's delete instead and goes with it (runDeletes).
+   */
+  relay(id: number, kind: string, type: number, data: Buffer, status: StatusNumbers | null, final: boolean): Promise<void> | undefined {
+    if (final) {
+      this.finals.set(id, { job: id, type, data: Buffer.from(data), status: null });
+      return undefined;
+    }
+    // Watchers copy the packet into their replies during the call.
+    this.report(id, { kind, data });
+    this.relayQueue.push({
+      job: id,
+      type,
+      data: Buffer.from(data),
+      status: status === null ? null : { numerator: Buffer.from(status.numerator), denominator: Buffer.from(status.denominator) },
+    });
+    return this.queueRelay();
+  }
+
+  /** Packets of one turn go in one statement, one batch after another (their order is kept). */
+  private queueRelay(): Promise<void> {
+    if (this.relayNext !== null) return this.relayNext;
+    const next = this.relayChain
+      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      .then(() => {
+        this.relayNext = null; // packets from now on go in the batch after this one
+        return this.sendRelay(this.relayQueue.splice(0));
+      });
+    this.relayNext = next;
+    this.relayChain = next.catch(() => undefined);
+    return next;
+  }
+
+  private async sendRelay(batch: Packet[]): Promise<void> {
+    try {
+      await this.sendRelayNow(batch);
+    } catch (err) {
+      // Progress packets only (a final one goes with its job's delete): the result still comes.
+      this.log.warn({ err: (err as Error).message, packets: batch.length }, 'cluster: relaying Gearman packets to other nodes failed');
+    }
+  }
+
+  private async sendRelayNow(batch: Packet[]): Promise<void> {
+    if (batch.length === 0) return;
+    // One status per job: the last one sent.
+    const statuses = new Map<number, StatusNumbers>();
+    for (const p of batch) if (p.status !== null) statuses.set(p.job, p.status);
+    const rows = await run<{ node: number }>(this.pool, GEARMAN_SQL.relay, [
+      batch.map((p) => p.job),
+      batch.map((p) => p.type),
+      batch.map((p) => p.data),
+      [...statuses.keys()],
+      [...statuses.values()].map((s) => s.numerator),
+      [...statuses.values()].map((s) => s.denominator),
+      this.nodeId,
+    ]);
+    for (const row of rows) this.wakeups.updatesFor(row.node);
+  }
+
+  protected override async runDeletes(requests: DeleteRequest[]): Promise<DeletedRow[]> {
+    const packets: Packet[] = [];
+    for (const r of requests) {
+      const p = this.finals.get(r.id);
+      if (p === undefined) continue;
+      this.finals.delete(r.id);
+      packets.push(p);
+    }
+    if (packets.length === 0) return super.runDeletes(requests);
+    const rows = await run<DeletedRow & { node: number | null }>(this.pool, GEARMAN_SQL.finish, [
+      ...deleteArrays(requests),
+      packets.map((p) => p.job),
+      packets.map((p) => p.type),
+      packets.map((p) => p.data),
+      this.nodeId,
+    ]);
+    const deleted = rows.filter((r) => r.node === null);
+    const done = new Set(deleted.map((r) => r.id));
+    // This node's clients hear the result as gearmand tells it: with the job gone. A packet
+    // whose delete failed (the worker no longer held the job) goes nowhere.
+    for (const p of packets) if (done.has(p.job)) this.report(p.job, { kind: String(p.type), data: p.data });
+    for (const r of rows) if (r.node !== null) this.wakeups.updatesFor(r.node);
+    return deleted;
+  }
+
+  /** A delete waits for the packets sent before it: a job's final packet must not be overtaken by its end. */
+  protected override beforeDeletes(): Promise<void> | null {
+    return this.relayNext ?? this.relayChain;
+  }
+
+  /**
+   * Takes the packets waiting for this node's clients, in the order they were sent, and tells
+   * the clients of jobs that ended without a result (cancelled or dropped on another node).
+   */
+  async receive(): Promise<void> {
+    if (this.receiving) {
+      this.receiveAgain = true;
+      return;
+    }
+    this.receiving = true;
+    try {
+      do {
+        this.receiveAgain = false;
+        const rows = await run<{ seq: number | null; job: number; type: number | null; data: Buffer | null }>(this.pool, GEARMAN_SQL.receive, [
+          this.nodeId,
+          [...this.watchers.keys()],
+        ]);
+        const packets = rows.filter((r) => r.seq !== null).sort((a, b) => a.seq! - b.seq!);
+        for (const p of packets) this.report(p.job, { kind: String(p.type), data: p.data! });
+        for (const r of rows) if (r.seq === null) this.jobEnded(r.job);
+      } while (this.receiveAgain);
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, 'cluster: taking Gearman packets failed (the next poll tries again)');
+    } finally {
+      this.receiving = false;
+    }
+  }
+
+  // ---- waiting clients -------------------------------------------------------------------------
+
+  override taken(row: ReservedRow): void {
+    if (row.abandoned) this.abandonedIds.add(row.id);
+  }
+
+  /** True (once) when a job a client here just took was a foreground job nobody waits for. */
+  takeAbandoned(id: number): boolean {
+    return this.abandonedIds.delete(id);
+  }
+
+  /** No client here waits on job `id` any more. */
+  stopWaiting(id: number): void {
+    this.leaving.push(id);
+    if (this.leaveQueued) return;
+    this.leaveQueued = true;
+    setImmediate(() => void this.flushLeaving());
+  }
+
+  private async flushLeaving(): Promise<void> {
+    this.leaveQueued = false;
+    const ids = this.leaving.splice(0);
+    if (ids.length === 0) return;
+    try {
+      const dropped = await run<{ id: number; tube: string; bytes: number }>(this.pool, GEARMAN_SQL.stopWaiting, [this.nodeId, ids]);
+      for (const row of dropped) {
+        this.addedBytes(-row.bytes);
+        this.jobEnded(row.id);
+      }
+    } catch (err) {
+      // Tried again by the next poll; meanwhile a worker may run a job nobody waits for.
+      this.log.warn({ err: (err as Error).message }, 'cluster: letting go of Gearman jobs failed; trying again');
+      this.leaving.push(...ids);
+    }
+  }
+
+  override async reclaim(db: Queryable, node: number | null): Promise<void> {
+    await super.reclaim(db, node);
+    const dropped = await run<{ bytes: number }>(db, GEARMAN_SQL.reclaimWaiters, [node]);
+    this.addedBytes(-dropped.reduce((n, r) => n + r.bytes, 0));
+  }
+
+  // ---- status and limits -----------------------------------------------------------------------
+
+  async jobStatus(id: number): Promise<{ state: number; status: StatusNumbers | null } | undefined> {
+    const [row] = await run<{ state: number; status_numerator: Buffer | null; status_denominator: Buffer | null }>(this.pool, GEARMAN_SQL.jobStatus, [id]);
+    if (row === undefined) return undefined;
+    const status = row.status_numerator === null ? null : { numerator: row.status_numerator, denominator: row.status_denominator ?? Buffer.alloc(0) };
+    return { state: row.state, status };
+  }
+
+  async statuses(ids: readonly number[]): Promise<Map<number, StatusNumbers>> {
+    if (ids.length === 0) return new Map();
+    const rows = await run<{ id: number; status_numerator: Buffer; status_denominator: Buffer | null }>(this.pool, GEARMAN_SQL.statuses, [ids]);
+    return new Map(rows.map((r) => [r.id, { numerator: r.status_numerator, denominator: r.status_denominator ?? Buffer.alloc(0) }]));
+  }
+
+  maxQueue(fn: string): number | undefined {
+    return this.limits.get(fn);
+  }
+
+  async setMaxQueue(fn: string, limit: number | null): Promise<void> {
+    await run(this.pool, GEARMAN_SQL.setMaxQueue, [fn, limit]);
+    if (limit === null) this.limits.delete(fn);
+    else this.limits.set(fn, limit);
+  }
+
+  private async readLimits(): Promise<void> {
+    const rows = await run<{ name: string; max_queue: number }>(this.pool, GEARMAN_SQL.maxQueues, []);
+    this.limits = new Map(rows.map((r) => [r.name, r.max_queue]));
+  }
+
+  protected override async pollRealm(): Promise<void> {
+    if (this.leaving.length > 0) await this.flushLeaving();
+    await this.readLimits();
+    await this.receive();
+  }
+}
