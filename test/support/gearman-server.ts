@@ -40,7 +40,7 @@ export const GEARMAN_IN_CLUSTER = process.env.BEANPOLE_GEARMAN_CLUSTER === '1';
  */
 export async function startGearmanServer(args: readonly string[] = [], port?: number): Promise<{ server: ServerProcess; port: number }> {
   const gearmanPort = port ?? (await freePort());
-  const cluster = GEARMAN_IN_CLUSTER ? ['--cluster', await freshDatabase(inject('pgUrl')!, 'gearman')] : [];
+  const cluster = GEARMAN_IN_CLUSTER && !args.includes('--cluster') ? ['--cluster', await freshDatabase(inject('pgUrl')!, 'gearman')] : [];
   const server = await startProcessServer('beanpole', { tcp: true }, [...cluster, ...args, '--gearman-listen', '127.0.0.1', '--gearman-port', String(gearmanPort)]);
   await waitForGearman(gearmanPort);
   return { server, port: gearmanPort };
