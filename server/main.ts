@@ -202,8 +202,15 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
   let store: ClusterStore;
   let gearmanStore: GearmanClusterStore | null = null;
   try {
-    node = await ClusterNode.open({ url: cluster.url, leaseMs: cluster.leaseMs, address: `${os.hostname()}:${options.port}`, version: VERSION, log });
-    const limits = { maxJobBytes: options.maxJobBytes, deadLetterAfter: options.deadLetterAfter };
+    node = await ClusterNode.open({
+      url: cluster.url,
+      leaseMs: cluster.leaseMs,
+      address: `${os.hostname()}:${options.port}`,
+      version: VERSION,
+      historyEvents: options.historyEvents,
+      log,
+    });
+    const limits = { maxJobBytes: options.maxJobBytes, deadLetterAfter: options.deadLetterAfter, historyEvents: options.historyEvents };
     store = await ClusterStore.join(node, { ...limits, maxJobSize: options.maxJobSize });
     if (options.gearman !== null) {
       // A body keeps the unique id in front of the data (gearman/job-body.ts), under the cluster's cap.

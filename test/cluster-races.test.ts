@@ -26,8 +26,8 @@ afterEach(async () => {
 
 /** A node serving the beanstalkd realm, its lease started. */
 async function open(url: string, leaseMs = 5000): Promise<ClusterStore> {
-  const node = await ClusterNode.open({ url, leaseMs, address: 'test', version: 'test', log });
-  const s = await ClusterStore.join(node, { maxJobSize: 65536, maxJobBytes: null, deadLetterAfter: 0 });
+  const node = await ClusterNode.open({ url, leaseMs, address: 'test', version: 'test', historyEvents: 1000, log });
+  const s = await ClusterStore.join(node, { maxJobSize: 65536, maxJobBytes: null, deadLetterAfter: 0, historyEvents: 1000 });
   node.start();
   stores.push(s);
   return s;

@@ -10,6 +10,7 @@ import pg from 'pg';
 import { SCHEMA_VERSION } from '../server/cluster/schema.js';
 import { API } from '../shared/api.js';
 import type { AdminConfigDto, ClusterNodeDto, JobDto, TubeDto, TubeHealthDto } from '../shared/dto.js';
+import type { JobHistoryDto } from '../shared/history.js';
 import { api, startAdminServer, type AdminServerProcess } from './support/admin-server.js';
 import { freshDatabase } from './support/cluster-db.js';
 import { expectOk } from './support/expectations.js';
@@ -185,6 +186,60 @@ describe.skipIf(pgUrl === null)('cluster mode', () => {
     // The dashboard's delete goes through the database too.
     expect((await api(admin.url, API.job(id), { method: 'DELETE' })).status).toBe(204);
     expect(await c.call(`peek ${id}\r\n`)).toBe('NOT_FOUND\r\n');
+  });
+
+  it('job history is kept in the database: every node\'s changes to a job, in order, whichever node is asked', async () => {
+    const url = await freshDatabase(pgUrl!, 'history');
+    const admin = await startAdminServer(['--cluster', url]);
+    admins.push(admin);
+    const other = await node(url, ['--dead-letter-after', '2']);
+    const c = await connect(other);
+    const id = await tcpPut(c, 'story');
+    expect(await c.call('reserve\r\n')).toMatch(/^RESERVED /);
+    expect(await c.call(`release ${id} 5 0\r\n`)).toBe('RELEASED\r\n');
+    expect(await c.call('reserve\r\n')).toMatch(/^RESERVED /);
+    expect(await c.call(`release ${id} 5 0\r\n`)).toBe('BURIED\r\n'); // the dead-letter rule
+    expect(await c.call('kick 1\r\n')).toBe('KICKED 1\r\n');
+    expectOk(await api(admin.url, API.job(id), { method: 'PATCH', json: { priority: 7 } }));
+    expect(await c.call('reserve\r\n')).toMatch(/^RESERVED /);
+    c.destroy(); // given back by the disconnect
+    const d = await connect(other);
+    expect(await d.call(`reserve-with-timeout 5\r\n`, 6000)).toMatch(/^RESERVED /);
+    expect(await d.call(`delete ${id}\r\n`)).toBe('DELETED\r\n');
+    const history = expectOk<JobHistoryDto>(await api(admin.url, API.jobHistory(id)));
+    expect(history.events.map((e) => (e.note === '' ? e.kind : `${e.kind} ${e.note}`))).toEqual([
+      'put',
+      'reserve',
+      'release',
+      'reserve',
+      'release',
+      'dead-letter release',
+      'kick',
+      'edit priority',
+      'reserve',
+      'disconnect',
+      'reserve',
+      'delete',
+    ]);
+    // Who did it: a connection of the other node, named by its node.
+    expect(history.events[1]!.peer).toMatch(/^node \d+$/);
+    expect(history.events[1]!.connection).toBeGreaterThan(0);
+    expect(history.capacity).toBeGreaterThan(0);
+    expect(history.recorded).toBeGreaterThanOrEqual(12);
+  });
+
+  it('the history table is a ring: each node keeps it to its --history-events newest events', async () => {
+    const url = await freshDatabase(pgUrl!, 'history_ring');
+    const admin = await startAdminServer(['--cluster', url, '--history-events', '3']);
+    admins.push(admin);
+    const c = await connect(await node(url, ['--history-events', '3']));
+    const ids: number[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await tcpPut(c, `job ${i}`));
+    await sleep(1500); // trimmed by each node's poll
+    const first = expectOk<JobHistoryDto>(await api(admin.url, API.jobHistory(ids[0]!)));
+    expect(first).toMatchObject({ events: [], capacity: 3, recorded: 5 });
+    const last = expectOk<JobHistoryDto>(await api(admin.url, API.jobHistory(ids[4]!)));
+    expect(last.events.map((e) => e.kind)).toEqual(['put']);
   });
 
   it('a TTR that runs out returns the job to ready for a worker on another node, and counts a timeout', async () => {

@@ -62,7 +62,7 @@ export class ClusterClient implements ClientOperations {
     private readonly store: ClusterStore,
     readonly id: number,
     readonly delegate: ClientDelegate,
-    private readonly peer: string,
+    readonly peer: string,
     options: ConnectOptions,
   ) {
     this.openedAt = this.lastCommandAt = store.now();

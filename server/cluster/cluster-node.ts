@@ -16,6 +16,8 @@ export interface ClusterNodeOptions {
   /** This node's beanstalkd address, for the nodes view. */
   address: string;
   version: string;
+  /** Job history events kept (--history-events; 0: this node records none). */
+  historyEvents: number;
   log: Logger;
   now?: () => number;
 }
@@ -47,10 +49,11 @@ export class ClusterNode {
     this.log = options.log;
     this.now = options.now ?? Date.now;
     this.url = options.url;
-    this.pool = createPool(options.url, options.log);
+    this.pool = createPool(options.url, options.log, options.historyEvents > 0);
     this.lease = new NodeLease({
       pool: this.pool,
       url: options.url,
+      history: options.historyEvents > 0,
       log: options.log,
       leaseMs: options.leaseMs,
       address: options.address,

@@ -14,7 +14,8 @@
  */
 import type { Logger } from 'pino';
 import type pg from 'pg';
-import type { JobHistoryDto } from '../../shared/history.js';
+import { HISTORY_KINDS, type JobHistoryDto } from '../../shared/history.js';
+import { MAX_EVENTS_READ } from '../engine/history.js';
 import { DEFAULT_TUBE } from '../../shared/limits.js';
 import { immediateDurability } from '../engine/journal.js';
 import { fail, ok } from '../engine/results.js';
@@ -74,6 +75,8 @@ export interface ClusterStoreOptions {
   maxJobBytes: number | null;
   /** The dead-letter limit of tubes without their own (0: off). */
   deadLetterAfter: number;
+  /** The job history ring's size (--history-events; 0: none). */
+  historyEvents: number;
 }
 
 /** Per-node facts about a tube: its clients on this node, and the commands counted here. */
@@ -530,6 +533,8 @@ export class ClusterStore implements Operations, RealmMember {
       if (ready.length > 0) this.jobsReady(ready, true);
       await this.promote();
       await this.syncBytes();
+      // The ring: every node with history trims to its size (the smallest one wins).
+      if (this.o.historyEvents > 0) await run(this.pool, this.sql.trimHistory, [this.o.historyEvents]);
       await this.pollRealm();
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'cluster: poll failed');
@@ -581,9 +586,25 @@ export class ClusterStore implements Operations, RealmMember {
     return row === undefined ? undefined : jobSnapshot(row, this.nodeId);
   }
 
-  /** The job history ring is the in-memory store's: a cluster keeps none (README, cluster mode). */
-  jobHistory(id: number): JobHistoryDto {
-    return { id, events: [], capacity: 0, recorded: 0 };
+  /** The job's newest events, oldest first, from the history table (schema.ts). */
+  async jobHistory(id: number): Promise<JobHistoryDto> {
+    const capacity = this.o.historyEvents;
+    const [rows, [count]] = await Promise.all([
+      run<{ at: number; kind: number; node: number | null; conn: number; note: string }>(this.pool, this.sql.history, [id, MAX_EVENTS_READ]),
+      run<{ recorded: number }>(this.pool, this.sql.historyRecorded, []),
+    ]);
+    const events = rows.reverse().map((r) => {
+      // A connection id is its node's own: named with the node, and with its address if it is here.
+      const here = r.node === this.nodeId ? this.clients.get(r.conn) : undefined;
+      return {
+        at: r.at,
+        kind: HISTORY_KINDS[r.kind] ?? 'put',
+        connection: r.node === null ? 0 : r.conn,
+        peer: here !== undefined ? here.peer : r.node === null ? '' : `node ${r.node}`,
+        note: r.note,
+      };
+    });
+    return { id, events, capacity, recorded: count?.recorded ?? 0 };
   }
 
   async visitJobs(ids: Iterable<number>, visit: (id: number, view: JobView | undefined) => void): Promise<void> {

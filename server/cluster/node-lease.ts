@@ -65,6 +65,8 @@ export interface NodeLeaseOptions {
   pool: pg.Pool;
   /** The database, for the heartbeat's own connection. */
   url: string;
+  /** Its statements record job history (a dead node's reservations given back). */
+  history: boolean;
   log: Logger;
   leaseMs: number;
   address: string;
@@ -99,7 +101,7 @@ export class NodeLease {
   private async connection(): Promise<pg.Client> {
     if (this.client !== null) return this.client;
     const client = new pg.Client({
-      ...connectionConfig(this.o.url),
+      ...connectionConfig(this.o.url, this.o.history),
       // A heartbeat slower than half a lease is as good as missed.
       query_timeout: Math.max(100, Math.floor(this.o.leaseMs / 2)),
       connectionTimeoutMillis: Math.max(100, Math.floor(this.o.leaseMs / 2)),

@@ -16,11 +16,13 @@ const types = {
 
 /**
  * Every connection of a node: TCP keepalive, so that a connection a firewall dropped in silence
- * fails instead of waiting for ever, and a bound on connecting and on each statement.
+ * fails instead of waiting for ever, and a bound on connecting and on each statement. With
+ * `history`, the job changes its statements make are recorded (schema.ts, the history trigger).
  */
-export function connectionConfig(url: string): pg.ClientConfig {
+export function connectionConfig(url: string, history = false): pg.ClientConfig {
   return {
     connectionString: url,
+    ...(history ? { options: '-c beanpole.history=on' } : {}),
     types,
     application_name: 'beanpole',
     keepAlive: true,
@@ -29,9 +31,9 @@ export function connectionConfig(url: string): pg.ClientConfig {
   };
 }
 
-export function createPool(url: string, log: Logger): pg.Pool {
+export function createPool(url: string, log: Logger, history: boolean): pg.Pool {
   const pool = new pg.Pool({
-    ...connectionConfig(url),
+    ...connectionConfig(url, history),
     max: POOL_SIZE,
     connectionTimeoutMillis: STATEMENT_TIMEOUT_MS,
     query_timeout: STATEMENT_TIMEOUT_MS,

@@ -7,6 +7,8 @@
  * job states are small integers (STATE below) so that each state's partial index stays small.
  */
 import type pg from 'pg';
+import { HISTORY_KINDS, type HistoryKind } from '../../shared/history.js';
+import { BEANSTALK_REALM, GEARMAN_REALM, type Realm } from './realm.js';
 
 /** Job states as stored. */
 export const STATE = { ready: 0, reserved: 1, delayed: 2, buried: 3 } as const;
@@ -157,6 +159,7 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX beanpole_gearman_updates_node ON beanpole_gearman_updates (node, seq);
   `,
+  historyMigration(BEANSTALK_REALM) + historyMigration(GEARMAN_REALM),
 ];
 
 /** The schema version this build needs. */
@@ -191,4 +194,82 @@ export async function migrate(client: pg.ClientBase): Promise<{ from: number; to
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
   }
+}
+
+/** A history kind's code as stored (its index in HISTORY_KINDS, as the in-memory ring keeps it). */
+function kind(k: HistoryKind): number {
+  return HISTORY_KINDS.indexOf(k);
+}
+
+/**
+ * The job history ring of a realm (the dashboard's job page): a table of events written by a
+ * trigger on the realm's jobs table, so that every change is recorded whichever node, statement
+ * or path makes it (a reserve batch, a lease running out, an operator's edit). Only connections
+ * that ask for it write (`beanpole.history` = on, set by nodes started with --history-events
+ * above 0): the trigger's WHEN clause costs a node without history nothing more. Each node trims
+ * the table to its --history-events newest rows every second.
+ *
+ * What happened is read off the row's old and new values: the counters a command bumps (reserves,
+ * releases, timeouts, buries, kicks) and the fields an edit changes. The connection is the
+ * holder's (node and that node's connection id); a put records none (the row does not say).
+ */
+function historyMigration(realm: Realm): string {
+  const history = `${realm.prefix}history`;
+  const fn = `${realm.prefix}history_event`;
+  const event = (k: HistoryKind, row: 'OLD' | 'NEW', note = "''", holder: 'OLD' | 'NEW' | null = null): string =>
+    `INSERT INTO ${history} (job, at, kind, node, conn, note) VALUES (${row}.id, t, ${kind(k)}, ${holder === null ? 'NULL' : `${holder}.holder_node`}, ${holder === null ? '0' : `COALESCE(${holder}.holder_conn, 0)`}, ${note});`;
+  return `
+  CREATE TABLE ${history} (
+    seq bigserial PRIMARY KEY,
+    job bigint NOT NULL,
+    at bigint NOT NULL,
+    kind smallint NOT NULL,
+    node integer,
+    conn bigint NOT NULL DEFAULT 0,
+    note text NOT NULL DEFAULT ''
+  ) WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01);
+  CREATE INDEX ${history}_job ON ${history} (job, seq);
+  CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+  DECLARE
+    t bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+  BEGIN
+    IF TG_OP = 'INSERT' THEN
+      ${event('put', 'NEW')}
+      RETURN NULL;
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+      IF OLD.state = 1 THEN ${event('delete', 'OLD', "''", 'OLD')} ELSE ${event('delete', 'OLD')} END IF;
+      RETURN NULL;
+    END IF;
+    IF OLD.state <> 1 AND NEW.state <> 1 AND (NEW.body_edits <> OLD.body_edits OR NEW.priority <> OLD.priority
+        OR NEW.ttr_ms <> OLD.ttr_ms OR NEW.delay_ms <> OLD.delay_ms) THEN
+      ${event(
+        'edit',
+        'NEW',
+        `concat_ws(', ', CASE WHEN NEW.body_edits <> OLD.body_edits THEN 'body' END, CASE WHEN NEW.priority <> OLD.priority THEN 'priority' END,
+          CASE WHEN NEW.ttr_ms <> OLD.ttr_ms THEN 'ttr' END, CASE WHEN NEW.delay_ms <> OLD.delay_ms THEN 'delay' END)`,
+      )}
+    END IF;
+    IF NEW.tube <> OLD.tube THEN ${event('move', 'NEW', 'OLD.tube')} END IF;
+    IF NEW.reserves > OLD.reserves THEN ${event('reserve', 'NEW', "''", 'NEW')} END IF;
+    IF NEW.releases > OLD.releases THEN ${event('release', 'NEW', "''", 'OLD')} END IF;
+    IF NEW.timeouts > OLD.timeouts THEN ${event('timeout', 'NEW', "''", 'OLD')} END IF;
+    IF NEW.buries > OLD.buries THEN
+      IF NEW.bury_cause = 1 THEN ${event('bury', 'NEW', "''", 'OLD')}
+      ELSE ${event('dead-letter', 'NEW', "CASE WHEN NEW.bury_cause = 2 THEN 'release' ELSE 'timeout' END")}
+      END IF;
+    END IF;
+    IF NEW.kicks > OLD.kicks THEN ${event('kick', 'NEW')} END IF;
+    -- Given back with no command of its holder's: the connection closed, its node left or died,
+    -- or a reservation was undone for a client that had stopped waiting.
+    IF OLD.state = 1 AND NEW.state <> 1 AND NEW.releases = OLD.releases AND NEW.timeouts = OLD.timeouts
+        AND NEW.buries = OLD.buries THEN
+      ${event('disconnect', 'NEW', "''", 'OLD')}
+    END IF;
+    RETURN NULL;
+  END;
+  $$;
+  CREATE TRIGGER ${realm.prefix}history AFTER INSERT OR UPDATE OR DELETE ON ${realm.tables.jobs}
+    FOR EACH ROW WHEN (current_setting('beanpole.history', true) = 'on') EXECUTE FUNCTION ${fn}();
+  `;
 }

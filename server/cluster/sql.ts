@@ -393,6 +393,15 @@ export function clusterSql(realm: Realm) {
       `DELETE FROM ${t.jobs} WHERE id IN (SELECT id FROM ${t.jobs} WHERE tube = $1 AND state = $2 LIMIT $3 FOR UPDATE SKIP LOCKED)
        RETURNING id, length(body) AS bytes`,
     ),
+    /** Job $1's newest $2 events (schema.ts's history trigger writes them), newest first. */
+    history: s('history', `SELECT at, kind, node, conn, note FROM ${realm.prefix}history WHERE job = $1 ORDER BY seq DESC LIMIT $2`),
+    /** Events recorded so far (the ring's `recorded`). */
+    historyRecorded: s('history_recorded', `SELECT COALESCE(max(seq), 0)::bigint AS recorded FROM ${realm.prefix}history`),
+    /** Keeps the $1 newest events: the ring. */
+    trimHistory: s(
+      'trim_history',
+      `DELETE FROM ${realm.prefix}history WHERE seq <= (SELECT max(seq) FROM ${realm.prefix}history) - $1::bigint`,
+    ),
     /** Body bytes node $1 added (or removed, negative) since it last said. */
     addBytes: s(
       'add_bytes',
