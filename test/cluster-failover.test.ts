@@ -5,15 +5,21 @@
  * - no acknowledged put is lost: every INSERTED id was DELETED by a worker or is still there;
  * - no acknowledged delete comes back: no DELETED id is ever reserved again;
  * - every job a killed node's clients held is ready again (or reserved by someone else) within
- *   the lease and a heartbeat.
+ *   the lease and a heartbeat;
+ * - and the same for Gearman background jobs on the same nodes: every acknowledged submit
+ *   (JOB_CREATED) is completed or still queued at the end, and no job whose WORK_COMPLETE was
+ *   acted on (an ECHO_REQ after it was answered) is handed out again.
  * FAILOVER_ROUNDS sets the rounds (10 here; `npm run test:failover` runs 100) and FAILOVER_SEED
  * the seed.
  */
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import { PACKET } from '../server/protocol/gearman/packets.js';
 import { freshDatabase } from './support/cluster-db.js';
+import { GearmanTestClient } from './support/gearman-client.js';
+import { startGearmanServer } from './support/gearman-server.js';
 import { Prng } from './support/prng.js';
 import { RawClient } from './support/raw-client.js';
-import { startServer, type RunningServer } from './support/servers.js';
+import type { ServerProcess } from './support/servers.js';
 
 const pgUrl = inject('pgUrl');
 const ROUNDS = Number(process.env.FAILOVER_ROUNDS ?? '10');
@@ -26,7 +32,9 @@ const NODES = 3;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface Slot {
-  server: RunningServer | null;
+  server: ServerProcess | null;
+  port: number;
+  gearmanPort: number;
 }
 
 /** What the clients saw acknowledged. */
@@ -39,6 +47,13 @@ interface Ledger {
   resurrected: number[];
   /** Per node slot: jobs its workers hold right now (reserved, not yet deleted). */
   holding: Map<number, Set<number>>;
+  /** Gearman: handles of acknowledged submits, and of jobs whose WORK_COMPLETE was acted on. */
+  submitted: Set<string>;
+  completed: Set<string>;
+  /** WORK_COMPLETE sent but the echo after it never answered (the node died): done or not. */
+  completeUnanswered: Set<string>;
+  /** Handles handed out again after their completion was acted on (must stay empty). */
+  reassigned: string[];
 }
 
 class Cluster {
@@ -47,12 +62,13 @@ class Cluster {
 
   async start(url: string): Promise<void> {
     this.url = url;
-    for (let i = 0; i < NODES; i++) this.slots.push({ server: null });
+    for (let i = 0; i < NODES; i++) this.slots.push({ server: null, port: 0, gearmanPort: 0 });
     await Promise.all(this.slots.map((_, i) => this.startNode(i)));
   }
 
   async startNode(i: number): Promise<void> {
-    this.slots[i]!.server = await startServer('beanpole', ['--cluster', this.url, '--cluster-lease-ms', String(LEASE_MS)]);
+    const { server, port } = await startGearmanServer(['--cluster', this.url, '--cluster-lease-ms', String(LEASE_MS)]);
+    this.slots[i] = { server, port: (server.address as { port: number }).port, gearmanPort: port };
   }
 
   kill(i: number): void {
@@ -62,9 +78,11 @@ class Cluster {
     void s?.stop();
   }
 
-  /** A live node's port, or null while every node is down. */
-  port(i: number): number | null {
-    return this.slots[i]!.server?.port ?? null;
+  /** A live node's beanstalkd port (or Gearman's), or null while it is down. */
+  port(i: number, protocol: 'beanstalk' | 'gearman' = 'beanstalk'): number | null {
+    const slot = this.slots[i]!;
+    if (slot.server === null) return null;
+    return protocol === 'beanstalk' ? slot.port : slot.gearmanPort;
   }
 
   async stopAll(): Promise<void> {
@@ -159,6 +177,85 @@ class Worker extends Actor {
   }
 }
 
+/** A Gearman client loop on one node slot (or any live one), reconnecting when its node dies. */
+abstract class GearmanActor {
+  protected client: GearmanTestClient | null = null;
+  stopped = false;
+
+  constructor(
+    protected readonly cluster: Cluster,
+    protected slot: number,
+    protected readonly ledger: Ledger,
+  ) {}
+
+  protected async connection(): Promise<GearmanTestClient> {
+    for (;;) {
+      if (this.client !== null) return this.client;
+      for (let k = 0; k < NODES; k++) {
+        const slot = (this.slot + k) % NODES;
+        const port = this.cluster.port(slot, 'gearman');
+        if (port === null) continue;
+        try {
+          const c = await GearmanTestClient.connect(port);
+          c.request(PACKET.CAN_DO, 'failover');
+          this.client = c;
+          this.slot = slot;
+          return c;
+        } catch {
+          // that node is going or gone: the next one
+        }
+      }
+      await sleep(50);
+    }
+  }
+
+  abstract step(): Promise<void>;
+
+  async run(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        await this.step();
+      } catch {
+        this.client?.destroy();
+        this.client = null;
+      }
+    }
+    this.client?.destroy();
+  }
+}
+
+class GearmanProducer extends GearmanActor {
+  private n = 0;
+
+  async step(): Promise<void> {
+    const c = await this.connection();
+    const unique = `g${this.slot}-${this.n++}-${Date.now()}`;
+    c.request(PACKET.SUBMIT_JOB_BG, 'failover', unique, unique);
+    const [type, handle] = await c.args(1, 3000);
+    if (type === PACKET.JOB_CREATED) this.ledger.submitted.add(handle!);
+    await sleep(10);
+  }
+}
+
+class GearmanWorker extends GearmanActor {
+  async step(): Promise<void> {
+    const c = await this.connection();
+    c.request(PACKET.GRAB_JOB);
+    const [type, handle] = await c.args(3, 3000);
+    if (type !== PACKET.JOB_ASSIGN) return void (await sleep(50));
+    if (this.ledger.completed.has(handle!)) this.ledger.reassigned.push(handle!);
+    await sleep(20); // working on it
+    this.ledger.completeUnanswered.add(handle!);
+    c.request(PACKET.WORK_COMPLETE, handle!, 'done');
+    c.request(PACKET.ECHO_REQ, 'acted on?');
+    const [echo] = await c.args(1, 3000);
+    if (echo === PACKET.ECHO_RES) {
+      this.ledger.completeUnanswered.delete(handle!);
+      this.ledger.completed.add(handle!);
+    }
+  }
+}
+
 const cluster = new Cluster();
 afterAll(() => cluster.stopAll());
 
@@ -166,10 +263,22 @@ describe.skipIf(pgUrl === null)('cluster failover', () => {
   it(`${ROUNDS} rounds of SIGKILL and restart of a random node under load (seed ${SEED})`, async () => {
     const rng = new Prng(SEED);
     await cluster.start(await freshDatabase(pgUrl!, 'failover'));
-    const ledger: Ledger = { inserted: new Map(), deleted: new Set(), deleteUnanswered: new Set(), resurrected: [], holding: new Map() };
+    const ledger: Ledger = {
+      inserted: new Map(),
+      deleted: new Set(),
+      deleteUnanswered: new Set(),
+      resurrected: [],
+      holding: new Map(),
+      submitted: new Set(),
+      completed: new Set(),
+      completeUnanswered: new Set(),
+      reassigned: [],
+    };
     for (let i = 0; i < NODES; i++) ledger.holding.set(i, new Set());
-    const actors: Actor[] = [];
+    const actors: (Actor | GearmanActor)[] = [];
     for (let i = 0; i < NODES; i++) actors.push(new Producer(cluster, i, ledger), new Worker(cluster, i, ledger), new Worker(cluster, i, ledger));
+    // Gearman's producer on one node and its worker on the next: every job crosses nodes.
+    for (let i = 0; i < NODES; i++) actors.push(new GearmanProducer(cluster, i, ledger), new GearmanWorker(cluster, (i + 1) % NODES, ledger));
     const running = actors.map((a) => a.run());
     const late: string[] = [];
     try {
@@ -236,6 +345,33 @@ describe.skipIf(pgUrl === null)('cluster failover', () => {
     for (const id of left) expect(ledger.deleted.has(id), `deleted job ${id} came back`).toBe(false);
     expect(ledger.inserted.size).toBeGreaterThan(ROUNDS * 20);
     expect(ledger.deleted.size).toBeGreaterThan(ROUNDS * 10);
+
+    // Gearman: what is left queued is grabbed and completed here; then every acknowledged
+    // submit was completed, and nothing completed was handed out again.
+    const g = await GearmanTestClient.connect(cluster.port(0, 'gearman')!);
+    g.request(PACKET.CAN_DO, 'failover');
+    const gDrainUntil = Date.now() + 5 * BACK_WITHIN_MS;
+    for (;;) {
+      g.request(PACKET.GRAB_JOB);
+      const [type, handle] = await g.args(3, 5000);
+      if (type === PACKET.JOB_ASSIGN) {
+        if (ledger.completed.has(handle!)) ledger.reassigned.push(handle!);
+        g.request(PACKET.WORK_COMPLETE, handle!, 'drained');
+        ledger.completed.add(handle!);
+        continue;
+      }
+      g.send('status\n');
+      const status = await g.adminReply(false);
+      // FUNCTION TOTAL RUNNING WORKERS: done once no job of it is queued or running anywhere.
+      if (/^failover\t0\t/m.test(status) || Date.now() > gDrainUntil) break;
+      await sleep(100);
+    }
+    g.destroy();
+    // Every acknowledged submit was completed (acted on), drained here, or completed by a worker
+    // whose node died before it could say so.
+    expect([...ledger.submitted].filter((h) => !ledger.completed.has(h) && !ledger.completeUnanswered.has(h))).toEqual([]);
+    expect(ledger.reassigned).toEqual([]);
+    expect(ledger.submitted.size).toBeGreaterThan(ROUNDS * 20);
     // A round takes up to 2 s of load and a node's restart; the drain at most 5 leases.
   }, ROUNDS * 5000 + 60_000);
 });

@@ -21,8 +21,11 @@ export interface LinkReader {
 export interface LinkOwner {
   /** The peer half-closed: it will send nothing more. */
   halfClosed(): void;
-  /** The connection is over (either side): end the client's session. */
-  ended(): void;
+  /**
+   * The connection is over (either side): end the client's session. A store that answers later
+   * (a database) returns a promise that settles once the session's jobs are given back.
+   */
+  ended(): void | Promise<void>;
 }
 
 export interface LinkContext {
@@ -184,7 +187,14 @@ export class ClientLink {
   finish(): void {
     if (this.finished) return;
     this.finished = true;
-    this.owner.ended();
+    const closing = this.owner.ended();
+    // Our side closes once the session's jobs are given back: a client that sees the close and
+    // asks again on another connection finds them ready, as with beanstalkd.
+    if (closing instanceof Promise) void closing.finally(() => this.endOurSide());
+    else this.endOurSide();
+  }
+
+  private endOurSide(): void {
     // Replies still waiting for the binlog go out first.
     if (this.out.pending > 0) this.endWhenFlushed = true;
     else this.socket.end();

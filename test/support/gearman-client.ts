@@ -34,6 +34,9 @@ export class GearmanTestClient {
   static connect(port: number, host = '127.0.0.1'): Promise<GearmanTestClient> {
     return new Promise((resolve, reject) => {
       const socket = net.connect(port, host, () => resolve(new GearmanTestClient(socket)));
+      // As client libraries do: a request written right after one with no answer (WORK_COMPLETE)
+      // must not wait for the server's delayed ACK.
+      socket.setNoDelay(true);
       socket.once('error', reject);
     });
   }

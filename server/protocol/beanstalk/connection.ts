@@ -130,11 +130,11 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
     this.client.halfClose();
   }
 
-  ended(): void {
+  ended(): void | Promise<void> {
     const closing = this.client.close();
     this.ctx.onActivity();
     if (closing instanceof Promise) {
-      closing.catch((err: unknown) => this.ctx.log.error({ err }, 'ending a client session failed'));
+      return closing.catch((err: unknown) => this.ctx.log.error({ err }, 'ending a client session failed'));
     }
   }
 

@@ -269,13 +269,13 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
    * The connection is over: a job this worker held goes back to its queue (at its head: ids are
    * FIFO), and a foreground job nobody waits for any more is dropped if it has not started.
    */
-  ended(): void {
+  ended(): void | Promise<void> {
     this.unlist();
     this.letGo([...this.waitingOn]);
     this.waitingOn.clear();
     const closing = this.client.close();
     this.ctx.onActivity();
-    if (closing instanceof Promise) closing.catch((err: unknown) => this.ctx.log.error({ err }, 'ending a Gearman session failed'));
+    if (closing instanceof Promise) return closing.catch((err: unknown) => this.ctx.log.error({ err }, 'ending a Gearman session failed'));
   }
 
   /**
