@@ -74,7 +74,10 @@ interface NodeProcess {
 async function startNode(url: string, leaseMs: number): Promise<NodeProcess> {
   // BENCH_NODE_ARGS: flags for the node processes' V8 (e.g. "--cpu-prof --cpu-prof-dir=DIR").
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const child = spawn(process.execPath, [...nodeArgs, BEANPOLE_BIN, '-l', '127.0.0.1', '-p', '0', '--no-admin', '--no-gearman', '--cluster', url, '--cluster-lease-ms', String(leaseMs)], {
+  // BENCH_BEANPOLE_ARGS: more flags for Beanpole itself (e.g. "--history-events 0").
+  const extra = (process.env.BENCH_BEANPOLE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const argv = [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', '0', '--no-admin', '--no-gearman', '--cluster', url, '--cluster-lease-ms', String(leaseMs), ...extra];
+  const child = spawn(process.execPath, [...nodeArgs, ...argv], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let err = '';
