@@ -1,11 +1,16 @@
 /**
  * The dashboard of a cluster node: the nodes view lists every node with its health and marks
  * the one serving the page; a node that stops is shown gone; a job reserved by a client of
- * another node says which node holds it. Runs on a PostgreSQL of its own.
+ * another node says which node holds it; Gearman jobs submitted through another node show on
+ * this node's Gearman pages, and are cancelled from there. Runs on a PostgreSQL of its own.
  */
 import { test as base, expect } from '@playwright/test';
 import { postgresBinDir, startThrowawayPostgres, type ThrowawayPostgres } from '../bench/throwaway-postgres.js';
+import { PACKET } from '../server/protocol/gearman/packets.js';
 import { startAdminServer, type AdminServerProcess } from '../test/support/admin-server.js';
+import { GearmanTestClient } from '../test/support/gearman-client.js';
+import { startGearmanServer } from '../test/support/gearman-server.js';
+import type { ServerProcess } from '../test/support/servers.js';
 import { RawClient, tcpPut } from '../test/support/raw-client.js';
 import { startServer, type RunningServer } from '../test/support/servers.js';
 import { expectLive } from './fixtures.js';
@@ -57,6 +62,54 @@ base('the nodes view, and which node holds a reserved job', async ({ page }) => 
     await expect(page.locator('[data-testid^="node-"][data-health="up"]')).toHaveCount(1);
     await page.goto(`${dashboard.url}tubes/default`);
     await expect(page.getByTestId('count-ready')).toHaveAttribute('data-value', '1');
+  } finally {
+    for (const c of clients) c.destroy();
+    await other?.stop();
+    await dashboard?.stop();
+  }
+});
+
+base('Gearman jobs of the whole cluster, and cancelling one made on another node', async ({ page }) => {
+  base.skip(pg === null, 'PostgreSQL is not installed');
+  const url = await pg!.createDatabase('gearman_dashboard');
+  let dashboard: AdminServerProcess | null = null;
+  let other: ServerProcess | null = null;
+  const clients: GearmanTestClient[] = [];
+  try {
+    dashboard = await startAdminServer(['--cluster', url, '--gearman-listen', '127.0.0.1', '--gearman-port', '0']);
+    const started = await startGearmanServer(['--cluster', url]);
+    other = started.server;
+    await page.goto(`${dashboard.url}gearman`);
+    await expectLive(page);
+
+    const client = await GearmanTestClient.connect(started.port);
+    clients.push(client);
+    const handles: string[] = [];
+    for (const data of ['{"n":1}', '{"n":2}']) {
+      client.request(PACKET.SUBMIT_JOB_BG, 'resize', `u-${data}`, data);
+      const [, handle] = await client.args(1);
+      handles.push(handle!);
+    }
+    const row = page.getByTestId('gearman-fn-resize');
+    await expect(row).toContainText('2');
+    await row.getByRole('link', { name: 'resize' }).click();
+    const first = page.getByTestId(`gearman-job-${handles[0]}`);
+    await expect(first).toContainText('u-{"n":1}');
+    await first.getByTestId('gearman-cancel').click();
+    await first.getByTestId('gearman-cancel-confirm').click();
+    await expect(first).toHaveCount(0);
+
+    // A worker on the other node gets the job left, and then nothing.
+    const worker = await GearmanTestClient.connect(started.port);
+    clients.push(worker);
+    worker.request(PACKET.CAN_DO, 'resize');
+    worker.request(PACKET.GRAB_JOB_UNIQ);
+    const [type, handle] = await worker.args(4);
+    expect([type, handle]).toEqual([PACKET.JOB_ASSIGN_UNIQ, handles[1]]);
+    worker.request(PACKET.GRAB_JOB);
+    expect((await worker.packet()).type).toBe(PACKET.NO_JOB);
+    await page.getByTestId('gearman-tab-running').click();
+    await expect(page.getByTestId(`gearman-job-${handles[1]}`)).toBeVisible();
   } finally {
     for (const c of clients) c.destroy();
     await other?.stop();

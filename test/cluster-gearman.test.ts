@@ -147,6 +147,33 @@ describe.skipIf(pgUrl === null)('Gearman in cluster mode', () => {
     expect((await w.packet()).type).toBe(PACKET.NO_JOB);
   });
 
+  it('a foreground job is kept while any client on any node still waits on it, and dropped when the last ones leave together', async () => {
+    const url = await freshDatabase(pgUrl!, 'gearman_waiters');
+    const [a, b] = await Promise.all([node(url), node(url)]);
+    const first = await connect(a.port);
+    const second = await connect(a.port);
+    const h = await submit(first, PACKET.SUBMIT_JOB, 'shared', 'same', 'x');
+    expect(await submit(second, PACKET.SUBMIT_JOB, 'shared', 'same', 'x')).toBe(h);
+    first.destroy(); // the other client on the same node still waits
+    await sleep(300);
+    const w = await worker(b.port, 'shared');
+    expect(await grab(w)).toEqual([PACKET.JOB_ASSIGN, h, 'shared', 'x']);
+    w.request(PACKET.WORK_COMPLETE, h, 'for the one left');
+    expect(await second.args(2)).toEqual([PACKET.WORK_COMPLETE, h, 'for the one left']);
+
+    // Two clients on two nodes leave the same job at the same moment: it is dropped.
+    const ca = await connect(a.port);
+    const cb = await connect(b.port);
+    const h2 = await submit(ca, PACKET.SUBMIT_JOB, 'shared', 'twice', 'y');
+    expect(await submit(cb, PACKET.SUBMIT_JOB, 'shared', 'twice', 'y')).toBe(h2);
+    ca.destroy();
+    cb.destroy();
+    await sleep(300);
+    w.request(PACKET.GRAB_JOB);
+    expect((await w.packet()).type).toBe(PACKET.NO_JOB);
+    expect(await admin(b.port, 'status')).toBe('shared\t0\t0\t1\n.\n'); // the worker is on node b
+  });
+
   it('a job cancelled on another node: its waiting client is told it failed', async () => {
     const url = await freshDatabase(pgUrl!, 'gearman_cancel');
     const [a, b] = await Promise.all([node(url), node(url)]);

@@ -55,6 +55,9 @@ export class ClusterClient implements ClientOperations {
   private closed = false;
   /** A Gearman worker: it watches nothing until it asks, and may ignore its last function. */
   private readonly mayWatchNothing: boolean;
+  /** A foreground submit was made: the client may wait on jobs, recorded in the database. */
+  private waited = false;
+  private readonly submitting = new Set<Promise<unknown>>();
   /** Set before any reservation is asked for: a closing client then gives back whatever it holds, known or not. */
   private everReserved = false;
 
@@ -157,7 +160,14 @@ export class ClusterClient implements ClientOperations {
     if (this.store.isTooBig(job.body.length)) return fail('JOB_TOO_BIG');
     if (this.store.draining) return fail('DRAINING');
     if (this.store.overBudget(job.body.length)) return fail('OUT_OF_MEMORY');
-    return this.store.insert(tube, { ...job, ttrMs: ttrWithFloor(job.ttrMs) });
+    const result = this.store.insert(tube, { ...job, ttrMs: ttrWithFloor(job.ttrMs) }, this.id);
+    if (job.transient === true) {
+      // A foreground submit records this client as waiting: its leaving waits for the record.
+      this.waited = true;
+      this.submitting.add(result);
+      void result.finally(() => this.submitting.delete(result));
+    }
+    return result;
   }
 
   async reserve(timeoutMs: number | null): Promise<ReserveOutcome> {
@@ -231,6 +241,7 @@ export class ClusterClient implements ClientOperations {
   private async giveBack(id: number): Promise<void> {
     const token = this.token(id);
     if (!this.held.delete(id)) return;
+    this.store.untaken(id);
     const [row] = await run<{ tube: string }>(this.store.pool, this.store.sql.unreserve, [id, ...token]);
     if (row !== undefined) this.store.jobsReady([row.tube], true);
   }
@@ -386,11 +397,16 @@ export class ClusterClient implements ClientOperations {
       this.store.localTube(tube).watching--;
       this.store.releaseTube(tube);
     }
+    for (const id of this.held.keys()) this.store.untaken(id);
+    this.held.clear();
     // Also when it holds nothing it knows of: a reserve that committed after the statement
     // failed for it (a timeout, a batch that failed) left a job it was never told about.
-    if (!this.everReserved) return;
-    this.held.clear();
-    await this.store.giveBackConnection(this.store.nodeId, this.id);
+    if (this.everReserved) await this.store.giveBackConnection(this.store.nodeId, this.id);
+    if (this.waited) {
+      // A submit still in flight records this client as waiting when it commits: after it.
+      await Promise.allSettled([...this.submitting]);
+      await this.store.clientLeft(this.id);
+    }
   }
 
   stopTimers(): void {

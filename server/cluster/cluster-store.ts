@@ -381,10 +381,13 @@ export class ClusterStore implements Operations, RealmMember {
     }
   }
 
-  /** Queues a put for this turn's batch. */
-  insert(tube: string, job: NewJob): Promise<Result<JobBytes>> {
+  /** Queues a put for this turn's batch (`conn`: the client putting it, 0 for the dashboard). */
+  insert(tube: string, job: NewJob, _conn = 0): Promise<Result<JobBytes>> {
     return this.puts.add(tube, job);
   }
+
+  /** A client of this node left, after what it held was given back (the Gearman realm: what it waited on). */
+  async clientLeft(_conn: number): Promise<void> {}
 
   /**
    * Jobs became ready in `tubes` through this node: its own waiters look now, the other nodes'
@@ -483,6 +486,9 @@ export class ClusterStore implements Operations, RealmMember {
 
   /** A client of this node reserved a job (the Gearman realm notes the abandoned ones). */
   taken(_row: ReservedRow): void {}
+
+  /** A job a client here took went back before it was answered (or the client left). */
+  untaken(_id: number): void {}
 
   /** The statement of one turn's deletes (the Gearman realm sends final packets with it). */
   protected runDeletes(requests: DeleteRequest[]): Promise<DeletedRow[]> {

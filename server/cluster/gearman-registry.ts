@@ -54,8 +54,9 @@ export class ClusterGearmanRegistry implements GearmanRegistry {
     return this.store.statuses(ids);
   }
 
+  /** Here only: the client's rows in the database go when its connection ends (GearmanClusterStore.clientLeft). */
   stopWaiting(id: number, watcher: JobWatcher): void {
-    if (this.store.detachWatcher(id, watcher) === 0) this.store.stopWaiting(id);
+    this.store.detachWatcher(id, watcher);
   }
 
   abandoned(id: number): boolean {

@@ -22,7 +22,7 @@ export const GEARMAN_SQL = {
    * packet can be sent before the node is known to want it. No row back: a job of that unique id
    * was made by a statement this one could not see yet (ask again).
    * $1 tube, $2 state, $3 priority, $4 delay, $5 TTR, $6 created_at, $7 due_at, $8 body,
-   * $9 node, $10 unique id (null: none), $11 foreground.
+   * $9 node, $10 unique id (null: none), $11 foreground, $12 the submitting connection.
    */
   submit: s(
     'submit',
@@ -41,7 +41,7 @@ export const GEARMAN_SQL = {
        ON CONFLICT (node, tube) DO UPDATE SET total_jobs = ${TOTALS}.total_jobs + 1
      ),
      waiting AS (
-       INSERT INTO ${WAITERS} (job, node) SELECT id, $9 FROM job WHERE $11::boolean
+       INSERT INTO ${WAITERS} (job, node, conn) SELECT id, $9, $12 FROM job WHERE $11::boolean
        ON CONFLICT DO NOTHING
      )
      SELECT id, created FROM job`,
@@ -63,7 +63,7 @@ export const GEARMAN_SQL = {
        INSERT INTO ${UPDATES} (node, job, type, data)
        SELECT w.node, p.job, p.type, p.data
        FROM unnest($1::bigint[], $2::smallint[], $3::bytea[]) WITH ORDINALITY AS p(job, type, data, ord)
-       JOIN ${WAITERS} w ON w.job = p.job AND w.node <> $7
+       JOIN (SELECT DISTINCT job, node FROM ${WAITERS} WHERE job = ANY($1::bigint[]) AND node <> $7) w ON w.job = p.job
        ORDER BY p.ord, w.node
        RETURNING node
      )
@@ -75,6 +75,7 @@ export const GEARMAN_SQL = {
    * jobs they finish ($6 jobs, $7 types, $8 data; $9 this node): a packet goes to the waiting
    * nodes in the statement that ends its job, so no client anywhere hears of the result while
    * the job still shows as running. Rows: each job deleted, then each node to tell (node set).
+   * Runs after lockJobs in one transaction: its snapshot then has every waiter committed before.
    */
   finish: s(
     'finish',
@@ -89,7 +90,7 @@ export const GEARMAN_SQL = {
        INSERT INTO ${UPDATES} (node, job, type, data)
        SELECT w.node, p.job, p.type, p.data
        FROM unnest($6::bigint[], $7::smallint[], $8::bytea[]) WITH ORDINALITY AS p(job, type, data, ord)
-       JOIN ${WAITERS} w ON w.job = p.job AND w.node <> $9
+       JOIN (SELECT DISTINCT job, node FROM ${WAITERS} WHERE job = ANY($6::bigint[]) AND node <> $9) w ON w.job = p.job
        WHERE p.job IN (SELECT id FROM gone)
        ORDER BY p.ord, w.node
        RETURNING node
@@ -114,16 +115,25 @@ export const GEARMAN_SQL = {
   ),
 
   /**
-   * This node ($1) no longer waits on jobs $2: those that are foreground, that no other node
-   * waits on and that no worker runs are dropped.
+   * Locks jobs $1 before a statement that reads who waits on them (finish, leave): a waiter row
+   * being added (its foreign key check) is committed first and seen, or fails after (the job
+   * is gone, and its submit makes a new one).
    */
-  stopWaiting: s(
-    'stop_waiting',
-    `WITH left_jobs AS (DELETE FROM ${WAITERS} WHERE node = $1 AND job = ANY($2::bigint[]) RETURNING job)
+  lockJobs: s('lock_jobs', `SELECT id FROM ${JOBS} WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`),
+  /** The jobs connection $2 of node $1 waits on. */
+  waitedOn: s('waited_on', `SELECT job FROM ${WAITERS} WHERE node = $1 AND conn = $2`),
+
+  /**
+   * Connection $2 of node $1 left: it waits on nothing more; of the jobs it waited on ($3,
+   * locked), foreground ones that nobody else waits on and no worker runs are dropped.
+   */
+  leaveConnection: s(
+    'leave_connection',
+    `WITH left_jobs AS (DELETE FROM ${WAITERS} WHERE node = $1 AND conn = $2 AND job = ANY($3::bigint[]) RETURNING job)
      DELETE FROM ${JOBS} j
      WHERE j.id IN (SELECT job FROM left_jobs) AND j.foreground AND j.state <> 1
-       AND NOT EXISTS (SELECT 1 FROM ${WAITERS} w WHERE w.job = j.id AND w.node <> $1)
-     RETURNING j.id, j.tube, length(j.body) AS bytes`,
+       AND NOT EXISTS (SELECT 1 FROM ${WAITERS} w WHERE w.job = j.id AND NOT (w.node = $1 AND w.conn = $2))
+     RETURNING j.id, length(j.body) AS bytes`,
   ),
 
   /**

@@ -13,7 +13,7 @@ import type { ClusterNode } from './cluster-node.js';
 import { ClusterStore, deleteArrays, type ClusterStoreOptions, type DeletedRow, type DeleteRequest, type ReservedRow } from './cluster-store.js';
 import { GEARMAN_SQL } from './gearman-sql.js';
 import { NO_ROOM } from './put-batch.js';
-import { run, type Queryable } from './pool.js';
+import { inTransaction, run, type Queryable } from './pool.js';
 import { GEARMAN_REALM } from './realm.js';
 import { STATE } from './schema.js';
 import type { WakeupHandlers } from './wakeups.js';
@@ -48,9 +48,6 @@ export class GearmanClusterStore extends ClusterStore {
   private relayNext: Promise<void> | null = null;
   private receiving = false;
   private receiveAgain = false;
-  /** Jobs this node no longer waits on, let go in one statement per turn. */
-  private leaving: number[] = [];
-  private leaveQueued = false;
   /** `maxqueue` limits, read every second (set on any node). */
   private limits = new Map<string, number>();
 
@@ -67,15 +64,15 @@ export class GearmanClusterStore extends ClusterStore {
   // ---- submits ---------------------------------------------------------------------------------
 
   /** A submit with a unique id, or a foreground one, is one statement of its own; others are batched. */
-  override insert(tube: string, job: NewJob): Promise<Result<JobBytes>> {
+  override insert(tube: string, job: NewJob, conn = 0): Promise<Result<JobBytes>> {
     const unique = job.unique !== undefined && job.unique.length > 0 ? Buffer.from(job.unique) : null;
     const foreground = job.transient === true;
     if (unique === null && !foreground) return super.insert(tube, job);
     // Copied now: the caller may reuse the body's memory once this returns (NewJob's contract).
-    return this.submitOne(tube, { ...job, body: job.bodyOwned === true ? job.body : Buffer.from(job.body) }, unique, foreground);
+    return this.submitOne(tube, { ...job, body: job.bodyOwned === true ? job.body : Buffer.from(job.body) }, unique, foreground, conn);
   }
 
-  private async submitOne(tube: string, job: NewJob, unique: Buffer | null, foreground: boolean): Promise<Result<JobBytes>> {
+  private async submitOne(tube: string, job: NewJob, unique: Buffer | null, foreground: boolean, conn: number): Promise<Result<JobBytes>> {
     const body = job.body;
     const delayed = job.delayMs > 0;
     for (let attempt = 0; attempt < SUBMIT_ATTEMPTS; attempt++) {
@@ -93,6 +90,7 @@ export class GearmanClusterStore extends ClusterStore {
           this.nodeId,
           unique,
           foreground,
+          conn,
         ]);
         // Made by a statement this one could not see yet: the next one sees it.
         if (row === undefined) continue;
@@ -184,13 +182,17 @@ export class GearmanClusterStore extends ClusterStore {
       packets.push(p);
     }
     if (packets.length === 0) return super.runDeletes(requests);
-    const rows = await run<DeletedRow & { node: number | null }>(this.pool, GEARMAN_SQL.finish, [
-      ...deleteArrays(requests),
-      packets.map((p) => p.job),
-      packets.map((p) => p.type),
-      packets.map((p) => p.data),
-      this.nodeId,
-    ]);
+    // The jobs are locked first: the statement that ends them then sees every waiter committed.
+    const rows = await inTransaction(this.pool, async (db) => {
+      await run(db, GEARMAN_SQL.lockJobs, [packets.map((p) => p.job)]);
+      return run<DeletedRow & { node: number | null }>(db, GEARMAN_SQL.finish, [
+        ...deleteArrays(requests),
+        packets.map((p) => p.job),
+        packets.map((p) => p.type),
+        packets.map((p) => p.data),
+        this.nodeId,
+      ]);
+    });
     const deleted = rows.filter((r) => r.node === null);
     const done = new Set(deleted.map((r) => r.id));
     // This node's clients hear the result as gearmand tells it: with the job gone. A packet
@@ -244,28 +246,30 @@ export class GearmanClusterStore extends ClusterStore {
     return this.abandonedIds.delete(id);
   }
 
-  /** No client here waits on job `id` any more. */
-  stopWaiting(id: number): void {
-    this.leaving.push(id);
-    if (this.leaveQueued) return;
-    this.leaveQueued = true;
-    setImmediate(() => void this.flushLeaving());
+  override untaken(id: number): void {
+    this.abandonedIds.delete(id);
   }
 
-  private async flushLeaving(): Promise<void> {
-    this.leaveQueued = false;
-    const ids = this.leaving.splice(0);
-    if (ids.length === 0) return;
+  /**
+   * Client `conn` of this node left: it waits on nothing more, and a foreground job only it
+   * waited on (on any node) is dropped unless a worker runs it. The jobs are locked first, so
+   * two clients leaving the same job at once see each other's leaving (one of them drops it).
+   */
+  override async clientLeft(conn: number): Promise<void> {
     try {
-      const dropped = await run<{ id: number; tube: string; bytes: number }>(this.pool, GEARMAN_SQL.stopWaiting, [this.nodeId, ids]);
+      const dropped = await inTransaction(this.pool, async (db) => {
+        const jobs = (await run<{ job: number }>(db, GEARMAN_SQL.waitedOn, [this.nodeId, conn])).map((r) => r.job);
+        if (jobs.length === 0) return [];
+        await run(db, GEARMAN_SQL.lockJobs, [jobs]);
+        return run<{ id: number; bytes: number }>(db, GEARMAN_SQL.leaveConnection, [this.nodeId, conn, jobs]);
+      });
       for (const row of dropped) {
         this.addedBytes(-row.bytes);
         this.jobEnded(row.id);
       }
     } catch (err) {
-      // Tried again by the next poll; meanwhile a worker may run a job nobody waits for.
-      this.log.warn({ err: (err as Error).message }, 'cluster: letting go of Gearman jobs failed; trying again');
-      this.leaving.push(...ids);
+      // The node's own leaving (or its lease running out) drops them instead.
+      this.log.warn({ err: (err as Error).message }, 'cluster: letting go of a Gearman client\'s jobs failed');
     }
   }
 
@@ -306,7 +310,6 @@ export class GearmanClusterStore extends ClusterStore {
   }
 
   protected override async pollRealm(): Promise<void> {
-    if (this.leaving.length > 0) await this.flushLeaving();
     await this.readLimits();
     await this.receive();
   }

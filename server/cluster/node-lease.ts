@@ -17,6 +17,8 @@ import type { Statement } from './sql.js';
 const HEARTBEATS_PER_LEASE = 5;
 /** Rows of nodes gone longer than this are removed (the dashboard shows recent ones). */
 const FORGET_AFTER_MS = 24 * 60 * 60 * 1000;
+/** How often a node looks for such rows: not every beat, which must stay short. */
+const FORGET_EVERY_MS = 60 * 1000;
 
 const s = (name: string, text: string): Statement => ({ name: `beanpole_${name}`, text });
 const SQL = {
@@ -93,6 +95,8 @@ export class NodeLease {
    * busy pool would otherwise let a live node's lease run out).
    */
   private client: pg.Client | null = null;
+  /** When gone nodes' rows were last looked for. */
+  private forgotAt = 0;
   /** Since when heartbeats have succeeded without a break (0: the last one failed). */
   private healthySince = 0;
 
@@ -149,9 +153,12 @@ export class NodeLease {
         if (dead.length > 0) log.info({ nodes: dead.map((d) => d.id) }, 'cluster: nodes whose lease ran out are gone; what they held is ready again');
         // Every beat, not only when a lease ends now: a give-back that failed is tried again.
         await this.o.onGone(db);
-        const cutoff = now() - FORGET_AFTER_MS;
-        await this.o.onForget(db, cutoff);
-        await run(db, SQL.forget, [cutoff]);
+        if (now() - this.forgotAt >= FORGET_EVERY_MS) {
+          this.forgotAt = now();
+          const cutoff = now() - FORGET_AFTER_MS;
+          await this.o.onForget(db, cutoff);
+          await run(db, SQL.forget, [cutoff]);
+        }
       }
     } catch (err) {
       this.healthySince = 0;

@@ -53,3 +53,24 @@ export async function run<R extends pg.QueryResultRow>(pool: Queryable, statemen
   const result = await pool.query<R>({ name: statement.name, text: statement.text, values });
   return result.rows;
 }
+
+/**
+ * Runs `work` in one transaction on a connection of the pool: committed if it resolves, rolled
+ * back if it throws.
+ */
+export async function inTransaction<T>(pool: pg.Pool, work: (db: pg.PoolClient) => Promise<T>): Promise<T> {
+  const db = await pool.connect();
+  let broken = false;
+  try {
+    await db.query('BEGIN');
+    const out = await work(db);
+    await db.query('COMMIT');
+    return out;
+  } catch (err) {
+    // A connection that cannot even roll back is not given back to the pool.
+    await db.query('ROLLBACK').catch(() => (broken = true));
+    throw err;
+  } finally {
+    db.release(broken);
+  }
+}

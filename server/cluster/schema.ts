@@ -142,13 +142,15 @@ export const MIGRATIONS: readonly string[] = [
     -- The admin protocol's maxqueue (null: no limit).
     max_queue bigint
   );
-  -- Nodes with a client waiting on a job: WORK_* packets go to them. A row goes with its job.
+  -- Clients waiting on a job (node, and the connection on that node): WORK_* packets go to
+  -- their nodes. A client's rows go when it leaves; all of them go with their job.
   CREATE TABLE beanpole_gearman_waiters (
     job bigint NOT NULL REFERENCES beanpole_gearman_jobs (id) ON DELETE CASCADE,
     node integer NOT NULL,
-    PRIMARY KEY (job, node)
+    conn bigint NOT NULL,
+    PRIMARY KEY (job, node, conn)
   );
-  CREATE INDEX beanpole_gearman_waiters_node ON beanpole_gearman_waiters (node);
+  CREATE INDEX beanpole_gearman_waiters_client ON beanpole_gearman_waiters (node, conn);
   -- WORK_* packets on their way to a node's waiting clients, in the order the worker sent them.
   CREATE TABLE beanpole_gearman_updates (
     seq bigserial PRIMARY KEY,

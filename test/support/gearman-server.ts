@@ -1,4 +1,3 @@
-import { inject } from 'vitest';
 import { freshDatabase } from './cluster-db.js';
 import { GearmanTestClient } from './gearman-client.js';
 import { freePort, startProcessServer, type ServerProcess } from './servers.js';
@@ -34,13 +33,21 @@ export async function gearmanPortFromLog(stderr: () => string): Promise<number> 
  */
 export const GEARMAN_IN_CLUSTER = process.env.BEANPOLE_GEARMAN_CLUSTER === '1';
 
+/** The run's throwaway PostgreSQL (vitest's global setup); imported here only when used, so Playwright can load this file. */
+async function testPostgres(): Promise<string> {
+  const { inject } = await import('vitest');
+  const url = inject('pgUrl');
+  if (url === null) throw new Error('BEANPOLE_GEARMAN_CLUSTER=1 needs PostgreSQL (apt-get install postgresql)');
+  return url;
+}
+
 /**
  * Starts bin/beanpole with Gearman on 127.0.0.1 (on `port`, or a free one) and `args`, and
  * waits until both of its ports accept connections.
  */
 export async function startGearmanServer(args: readonly string[] = [], port?: number): Promise<{ server: ServerProcess; port: number }> {
   const gearmanPort = port ?? (await freePort());
-  const cluster = GEARMAN_IN_CLUSTER && !args.includes('--cluster') ? ['--cluster', await freshDatabase(inject('pgUrl')!, 'gearman')] : [];
+  const cluster = GEARMAN_IN_CLUSTER && !args.includes('--cluster') ? ['--cluster', await freshDatabase(await testPostgres(), 'gearman')] : [];
   const server = await startProcessServer('beanpole', { tcp: true }, [...cluster, ...args, '--gearman-listen', '127.0.0.1', '--gearman-port', String(gearmanPort)]);
   await waitForGearman(gearmanPort);
   return { server, port: gearmanPort };

@@ -3,6 +3,7 @@ import {
   isPending,
   type ClientDelegate,
   type ClientOperations,
+  type FailureCode,
   type JobBytes,
   type JobUpdate,
   type JobWatcher,
@@ -354,7 +355,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   }
 
   private created(r: Result<JobBytes>, fn: string, unique: Buffer, background: boolean): void {
-    if (!r.ok) return this.sendError(r.code === 'DRAINING' ? 'DRAINING' : r.code === 'JOB_TOO_BIG' ? 'TOO_LARGE' : 'NO_MEMORY');
+    if (!r.ok) return this.sendError(SUBMIT_ERRORS[r.code] ?? 'NO_MEMORY');
     const id = r.value.id;
     this.registry.created(id, fn, unique, !background);
     if (!background) this.watchJob(id);
@@ -509,6 +510,8 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 }
 
 const ZERO = Buffer.from([0]);
+/** A refused submit's error (OUT_OF_MEMORY and anything else: NO_MEMORY, as gearmand says). */
+const SUBMIT_ERRORS: Partial<Record<FailureCode, GearmanError>> = { DRAINING: 'DRAINING', JOB_TOO_BIG: 'TOO_LARGE', INTERNAL_ERROR: 'INTERNAL' };
 const UNKNOWN_JOB: JobStatus = { known: false, running: false, status: undefined };
 const NO_BODY = Buffer.alloc(0);
 
