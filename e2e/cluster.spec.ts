@@ -14,6 +14,7 @@ import type { ServerProcess } from '../test/support/servers.js';
 import { RawClient, tcpPut } from '../test/support/raw-client.js';
 import { startServer, type RunningServer } from '../test/support/servers.js';
 import { expectLive } from './fixtures.js';
+import { expectOnlyJobLeft } from './gearman-steps.js';
 
 let pg: ThrowawayPostgres | null = null;
 base.beforeAll(async () => {
@@ -103,13 +104,7 @@ base('Gearman jobs of the whole cluster, and cancelling one made on another node
     const worker = await GearmanTestClient.connect(started.port);
     clients.push(worker);
     worker.request(PACKET.CAN_DO, 'resize');
-    worker.request(PACKET.GRAB_JOB_UNIQ);
-    const [type, handle] = await worker.args(4);
-    expect([type, handle]).toEqual([PACKET.JOB_ASSIGN_UNIQ, handles[1]]);
-    worker.request(PACKET.GRAB_JOB);
-    expect((await worker.packet()).type).toBe(PACKET.NO_JOB);
-    await page.getByTestId('gearman-tab-running').click();
-    await expect(page.getByTestId(`gearman-job-${handles[1]}`)).toBeVisible();
+    await expectOnlyJobLeft(page, worker, handles[1]!);
   } finally {
     for (const c of clients) c.destroy();
     await other?.stop();

@@ -7,6 +7,7 @@ import { PACKET } from '../server/protocol/gearman/packets.js';
 import { GearmanTestClient } from '../test/support/gearman-client.js';
 import { gearmanPortFromLog } from '../test/support/gearman-server.js';
 import { expect, expectLive, test } from './fixtures.js';
+import { expectOnlyJobLeft } from './gearman-steps.js';
 
 test.use({ serverArgs: ['--gearman-listen', '127.0.0.1', '--gearman-port', '0'] });
 
@@ -48,13 +49,7 @@ test('functions, workers and queued jobs show live; a queued job is cancelled an
   await expect(first).toHaveCount(0);
 
   // The worker gets the other job, and then nothing: the cancelled one is gone.
-  worker.request(PACKET.GRAB_JOB_UNIQ);
-  const [type, handle] = await worker.args(4);
-  expect([type, handle]).toEqual([PACKET.JOB_ASSIGN_UNIQ, handles[1]]);
-  worker.request(PACKET.GRAB_JOB);
-  expect((await worker.packet()).type).toBe(PACKET.NO_JOB);
-  await page.getByTestId('gearman-tab-running').click();
-  await expect(page.getByTestId(`gearman-job-${handles[1]}`)).toBeVisible();
+  await expectOnlyJobLeft(page, worker, handles[1]!);
   client.destroy();
   worker.destroy();
 });

@@ -90,43 +90,48 @@ class Cluster {
   }
 }
 
-/** A client loop that reconnects to its node slot (or any live one) whenever its connection drops. */
-abstract class Actor {
-  protected client: RawClient | null = null;
-  protected slot: number;
+/**
+ * A client loop that reconnects to its node slot (or any live one) whenever its connection drops:
+ * C is the protocol's client (beanstalkd's or Gearman's).
+ */
+abstract class Loop<C extends { destroy(): void }> {
+  protected client: C | null = null;
   stopped = false;
 
   constructor(
     protected readonly cluster: Cluster,
-    home: number,
+    protected slot: number,
     protected readonly ledger: Ledger,
-  ) {
-    this.slot = home;
+    private readonly protocol: 'beanstalk' | 'gearman',
+  ) {}
+
+  /** Connects to `port` and gets the connection ready for the loop's steps. */
+  protected abstract open(port: number): Promise<C>;
+
+  /** False once the connection is known to be closed. */
+  protected usable(_c: C): boolean {
+    return true;
   }
 
-  protected async connection(): Promise<RawClient> {
+  protected async connection(): Promise<C> {
     for (;;) {
-      if (this.client !== null && !this.client.closed) return this.client;
+      if (this.client !== null && this.usable(this.client)) return this.client;
       this.client = null;
       for (let k = 0; k < NODES; k++) {
         const slot = (this.slot + k) % NODES;
-        const port = this.cluster.port(slot);
+        const port = this.cluster.port(slot, this.protocol);
         if (port === null) continue;
         try {
-          this.client = await RawClient.connect(port);
+          this.client = await this.open(port);
           this.slot = slot;
-          await this.setUp(this.client);
           return this.client;
         } catch {
-          this.client?.destroy();
-          this.client = null;
+          // that node is going or gone: the next one
         }
       }
       await sleep(50);
     }
   }
-
-  protected async setUp(_c: RawClient): Promise<void> {}
 
   abstract step(): Promise<void>;
 
@@ -141,6 +146,20 @@ abstract class Actor {
       }
     }
     this.client?.destroy();
+  }
+}
+
+abstract class Actor extends Loop<RawClient> {
+  constructor(cluster: Cluster, home: number, ledger: Ledger) {
+    super(cluster, home, ledger, 'beanstalk');
+  }
+
+  protected open(port: number): Promise<RawClient> {
+    return RawClient.connect(port);
+  }
+
+  protected override usable(c: RawClient): boolean {
+    return !c.closed;
   }
 }
 
@@ -177,50 +196,16 @@ class Worker extends Actor {
   }
 }
 
-/** A Gearman client loop on one node slot (or any live one), reconnecting when its node dies. */
-abstract class GearmanActor {
-  protected client: GearmanTestClient | null = null;
-  stopped = false;
-
-  constructor(
-    protected readonly cluster: Cluster,
-    protected slot: number,
-    protected readonly ledger: Ledger,
-  ) {}
-
-  protected async connection(): Promise<GearmanTestClient> {
-    for (;;) {
-      if (this.client !== null) return this.client;
-      for (let k = 0; k < NODES; k++) {
-        const slot = (this.slot + k) % NODES;
-        const port = this.cluster.port(slot, 'gearman');
-        if (port === null) continue;
-        try {
-          const c = await GearmanTestClient.connect(port);
-          c.request(PACKET.CAN_DO, 'failover');
-          this.client = c;
-          this.slot = slot;
-          return c;
-        } catch {
-          // that node is going or gone: the next one
-        }
-      }
-      await sleep(50);
-    }
+/** A Gearman client loop: a worker or a producer of the `failover` function. */
+abstract class GearmanActor extends Loop<GearmanTestClient> {
+  constructor(cluster: Cluster, home: number, ledger: Ledger) {
+    super(cluster, home, ledger, 'gearman');
   }
 
-  abstract step(): Promise<void>;
-
-  async run(): Promise<void> {
-    while (!this.stopped) {
-      try {
-        await this.step();
-      } catch {
-        this.client?.destroy();
-        this.client = null;
-      }
-    }
-    this.client?.destroy();
+  protected async open(port: number): Promise<GearmanTestClient> {
+    const c = await GearmanTestClient.connect(port);
+    c.request(PACKET.CAN_DO, 'failover');
+    return c;
   }
 }
 
