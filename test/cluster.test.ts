@@ -242,6 +242,44 @@ describe.skipIf(pgUrl === null)('cluster mode', () => {
     expect(last.events.map((e) => e.kind)).toEqual(['put']);
   });
 
+  it('a pipelined conversation gets the same replies, in order, as from a single server', async () => {
+    const url = await freshDatabase(pgUrl!, 'pipelined');
+    const put = (body: string): string => `put 0 0 60 ${body.length}\r\n${body}\r\n`;
+    // Puts and deletes overlap, non-blocking reserves overlap; anything else waits for them.
+    const conversation = [
+      ...Array.from({ length: 20 }, (_, i) => put(`a${i}`)),
+      'use other\r\n',
+      put('b0'),
+      put('toolong'.repeat(20_000)),
+      put('b1'),
+      'reserve-with-timeout 0\r\n',
+      'reserve-with-timeout 0\r\n',
+      'delete 1\r\n',
+      'delete 1\r\n',
+      'delete 2\r\n',
+      'delete 999\r\n',
+      put('b2'),
+      'list-tube-used\r\n',
+      'stats-job 23\r\n',
+      'peek-ready\r\n',
+    ].join('');
+    const replies = async (port: number): Promise<string[]> => {
+      const c = await RawClient.connect(port);
+      clients.push(c);
+      c.send(conversation);
+      const out: string[] = [];
+      for (let i = 0; i < 34; i++) out.push((await c.reply()).replace(/\nage: \d+\n/, '\nage: -\n'));
+      return out;
+    };
+    const single = await startServer('beanpole', ['-z', '65535']);
+    servers.push(single);
+    const clustered = await node(url, ['-z', '65535']);
+    const expected = await replies(single.port);
+    const got = await replies(clustered.port);
+    expect(got).toEqual(expected);
+    expect(got.slice(0, 20)).toEqual(Array.from({ length: 20 }, (_, i) => `INSERTED ${i + 1}\r\n`));
+  });
+
   it('a TTR that runs out returns the job to ready for a worker on another node, and counts a timeout', async () => {
     const url = await freshDatabase(pgUrl!, 'ttr');
     const [a, b] = await Promise.all([node(url), node(url)]);

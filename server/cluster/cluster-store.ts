@@ -382,8 +382,8 @@ export class ClusterStore implements Operations, RealmMember {
   }
 
   /** Queues a put for this turn's batch (`conn`: the client putting it, 0 for the dashboard). */
-  insert(tube: string, job: NewJob, _conn = 0): Promise<Result<JobBytes>> {
-    return this.puts.add(tube, job);
+  insert(tube: string, job: NewJob, conn = 0): Promise<Result<JobBytes>> {
+    return this.puts.add(tube, job, conn);
   }
 
   /** A client of this node left, after what it held was given back (the Gearman realm: what it waited on). */
@@ -504,10 +504,14 @@ export class ClusterStore implements Operations, RealmMember {
   private async deleteMany(requests: DeleteRequest[]): Promise<({ tube: string } | null)[]> {
     const first = this.beforeDeletes();
     if (first !== null) await first;
-    const rows = await this.runDeletes(requests);
+    // A job a client asks to delete twice in one turn (pipelined) is deleted by its first
+    // request; the later one finds it gone, as it would one after the other.
+    const seen = new Set<string>();
+    const sent = new Set(requests.filter((r) => !seen.has(`${r.id}:${r.client}`) && seen.add(`${r.id}:${r.client}`)));
+    const rows = await this.runDeletes([...sent]);
     this.addedBytes(-rows.reduce((n, row) => n + row.bytes, 0));
     const done = new Map(rows.map((row) => [`${row.id}:${row.client}`, row]));
-    return requests.map((r) => done.get(`${r.id}:${r.client}`) ?? null);
+    return requests.map((r) => (sent.has(r) ? (done.get(`${r.id}:${r.client}`) ?? null) : null));
   }
 
   /** The slow safety net: overdue reservations, due delayed jobs, and waiters look at every tube. */

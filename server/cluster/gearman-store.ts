@@ -67,7 +67,7 @@ export class GearmanClusterStore extends ClusterStore {
   override insert(tube: string, job: NewJob, conn = 0): Promise<Result<JobBytes>> {
     const unique = job.unique !== undefined && job.unique.length > 0 ? Buffer.from(job.unique) : null;
     const foreground = job.transient === true;
-    if (unique === null && !foreground) return super.insert(tube, job);
+    if (unique === null && !foreground) return super.insert(tube, job, conn);
     // Copied now: the caller may reuse the body's memory once this returns (NewJob's contract).
     return this.submitOne(tube, { ...job, body: job.bodyOwned === true ? job.body : Buffer.from(job.body) }, unique, foreground, conn);
   }

@@ -17,6 +17,8 @@ const MAX_BYTES = 16 * 1024 * 1024;
 const MAX_IN_FLIGHT = 2;
 
 interface QueuedPut {
+  /** The connection putting it (0: none, the dashboard). */
+  client: number;
   tube: string;
   priority: number;
   delayMs: number;
@@ -32,14 +34,16 @@ export class PutBatch {
   private queue: QueuedPut[] = [];
   private flushQueued = false;
   private inFlight = 0;
+  /** Connections with puts in a statement in flight, and how many statements. */
+  private readonly busy = new Map<number, number>();
 
   constructor(private readonly store: ClusterStore) {}
 
-  add(tube: string, job: NewJob): Promise<Result<JobBytes>> {
+  add(tube: string, job: NewJob, client = 0): Promise<Result<JobBytes>> {
     // The caller may reuse the body's memory once this returns (NewJob's contract).
     const body = job.bodyOwned === true ? job.body : Buffer.from(job.body);
     return new Promise((resolve) => {
-      this.queue.push({ tube, priority: job.priority, delayMs: job.delayMs, ttrMs: job.ttrMs, body, resolve });
+      this.queue.push({ client, tube, priority: job.priority, delayMs: job.delayMs, ttrMs: job.ttrMs, body, resolve });
       this.queueFlush();
     });
   }
@@ -53,14 +57,38 @@ export class PutBatch {
     });
   }
 
+  /**
+   * The next statement's puts, in queue order. A connection's puts get ids in its command order
+   * (it may pipeline them): while one of its puts is in a statement in flight, its later ones
+   * wait for the next, since two statements in flight may draw ids in either order.
+   */
   private takeBatch(): QueuedPut[] {
     let bytes = 0;
-    let n = 0;
-    while (n < this.queue.length && n < MAX_PUTS && (n === 0 || bytes + this.queue[n]!.body.length <= MAX_BYTES)) {
-      bytes += this.queue[n]!.body.length;
-      n++;
+    const batch: QueuedPut[] = [];
+    const rest: QueuedPut[] = [];
+    const blocked = new Set(this.busy.keys());
+    for (const p of this.queue) {
+      const fits = batch.length < MAX_PUTS && (batch.length === 0 || bytes + p.body.length <= MAX_BYTES);
+      if (!fits || (p.client !== 0 && blocked.has(p.client))) {
+        if (p.client !== 0) blocked.add(p.client);
+        rest.push(p);
+        continue;
+      }
+      bytes += p.body.length;
+      batch.push(p);
     }
-    return this.queue.splice(0, n);
+    this.queue = rest;
+    for (const p of batch) if (p.client !== 0) this.busy.set(p.client, (this.busy.get(p.client) ?? 0) + 1);
+    return batch;
+  }
+
+  private done(batch: QueuedPut[]): void {
+    for (const p of batch) {
+      if (p.client === 0) continue;
+      const n = this.busy.get(p.client)! - 1;
+      if (n === 0) this.busy.delete(p.client);
+      else this.busy.set(p.client, n);
+    }
   }
 
   private async flush(): Promise<void> {
@@ -103,6 +131,7 @@ export class PutBatch {
       const result: Result<JobBytes> = code !== undefined && NO_ROOM.has(code) ? fail('OUT_OF_MEMORY') : store.failed(err);
       for (const p of batch) p.resolve(result);
     } finally {
+      this.done(batch);
       this.inFlight--;
       this.queueFlush();
     }

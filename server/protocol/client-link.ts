@@ -28,6 +28,16 @@ export interface LinkOwner {
   ended(): void | Promise<void>;
 }
 
+/** Pipelined operations a connection may have awaited at once; then it stops reading. */
+const MAX_PIPELINED = 64;
+
+/** A pipelined answer (or a reply made after one), waiting for its turn. */
+interface InOrder {
+  done: boolean;
+  value: unknown;
+  reply: (value: unknown) => void;
+}
+
 export interface LinkContext {
   log: Logger;
   /** Called after anything that may have changed the store's next deadline. */
@@ -58,6 +68,16 @@ export class ClientLink {
   private pauses = 0;
   /** Operations whose answers are awaited: input stays paused until the last one is replied to. */
   private inFlight = 0;
+  /**
+   * Answers of pipelined operations (settleInOrder) and replies made after them, in command
+   * order: while any is awaited, reading goes on (up to MAX_PIPELINED), so a client's pipelined
+   * puts reach the store in one turn and share its batch.
+   */
+  private readonly inOrder: InOrder[] = [];
+  /** A command that must wait until every pipelined answer is in (whenDrained). */
+  private deferred: (() => void) | null = null;
+  /** True while pipelined answers are being replied, in order: a reply made then goes out at once. */
+  private replying = false;
   private reader!: LinkReader;
 
   constructor(
@@ -130,6 +150,87 @@ export class ClientLink {
     );
   }
 
+  /** True while pipelined answers are awaited: replies go through `later`, other commands through `whenDrained`. */
+  get pipelining(): boolean {
+    return this.inOrder.length > 0 && !this.replying;
+  }
+
+  /**
+   * Like `settle`, for an operation that may overlap the ones before it (a put, a delete): when
+   * the store answers later, reading goes on; the reply is made once every earlier one is.
+   * Only an asynchronous store (a database) ever gets here with a promise; the in-memory store
+   * answers at once and replies at once.
+   */
+  settleInOrder<T>(value: Pending<T>, reply: (value: T) => void): void {
+    if (!isPending(value)) {
+      if (this.inOrder.length === 0) return reply(value);
+      this.inOrder.push({ done: true, value, reply: reply as (value: unknown) => void });
+      return;
+    }
+    const entry: InOrder = { done: false, value: undefined, reply: reply as (value: unknown) => void };
+    this.inOrder.push(entry);
+    if (this.inOrder.length === MAX_PIPELINED) this.pauseInput();
+    value.then(
+      (settled) => {
+        entry.done = true;
+        entry.value = settled;
+        this.replyInOrder();
+      },
+      (err: unknown) => {
+        if (this.finished) return this.ctx.log.debug({ err }, 'an operation failed after its client had gone');
+        this.guard(() => {
+          throw err;
+        });
+      },
+    );
+  }
+
+  /** A reply made now: at once, or after the pipelined answers still awaited. */
+  later(write: () => void): void {
+    if (!this.pipelining) return write();
+    this.inOrder.push({ done: true, value: undefined, reply: write });
+  }
+
+  /**
+   * Runs `command` once every pipelined answer is in (at once when none is awaited), reading
+   * nothing meanwhile: a command that is not pipelined sees the effects of those before it.
+   */
+  whenDrained(command: () => void): void {
+    if (this.inOrder.length === 0) return command();
+    this.deferred = command;
+    this.pauseInput();
+  }
+
+  private replyInOrder(): void {
+    if (this.finished) return;
+    this.guard(() => {
+      const full = this.inOrder.length >= MAX_PIPELINED;
+      this.replying = true;
+      try {
+        while (this.inOrder.length > 0 && this.inOrder[0]!.done) {
+          const entry = this.inOrder.shift()!;
+          entry.reply(entry.value);
+        }
+      } finally {
+        this.replying = false;
+      }
+      if (this.inOrder.length > 0) {
+        if (full && this.inOrder.length < MAX_PIPELINED) this.resumeSoon();
+        return;
+      }
+      const deferred = this.deferred;
+      if (deferred === null) {
+        if (full) this.resumeSoon();
+        return;
+      }
+      this.deferred = null;
+      const pauses = this.pauses;
+      deferred();
+      // As after a settle: unless the command paused input again (it waits for an answer).
+      if (this.pauses === pauses && !this.pausedForOutput) this.resumeSoon();
+    });
+  }
+
   /** Stops handling commands until `resumeSoon` (a blocked reserve, an operation in flight). */
   pauseInput(): void {
     this.pauses++;
@@ -143,7 +244,9 @@ export class ClientLink {
     process.nextTick(() => {
       // While an answer is awaited, later commands must not overtake its reply: the settle
       // resumes input once it has replied.
-      if (!this.finished && this.inFlight === 0) this.guard(() => this.reader.resume());
+      if (!this.finished && this.inFlight === 0 && this.deferred === null && this.inOrder.length < MAX_PIPELINED) {
+        this.guard(() => this.reader.resume());
+      }
     });
   }
 
@@ -180,7 +283,8 @@ export class ClientLink {
     }
     this.ctx.onActivity();
     this.updateFlow();
-    if (this.inputEnded && !this.reader.paused) this.finish();
+    // A half-closed client still gets the answers to what it sent.
+    if (this.inputEnded && !this.reader.paused && this.inOrder.length === 0) this.finish();
   }
 
   /** Closes our side once pending replies are written; the owner ends the session. */

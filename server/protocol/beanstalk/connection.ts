@@ -49,6 +49,8 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
    * that answer must then not pause input again.
    */
   private reserveAnswered = false;
+  /** The kind of the pipelined commands whose answers are awaited (overlapKind). */
+  private overlapping: 'change' | 'take' | null = null;
 
   constructor(
     socket: Socket,
@@ -89,7 +91,7 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
     put.job.bodyOwned = owned;
     const result = this.client.put(put.id, put.job);
     put.job.body = NO_BODY; // do not pin the socket chunk
-    this.link.settle(result, this.onInserted);
+    this.link.settleInOrder(result, this.onInserted);
   }
 
   skipped(): void {
@@ -144,6 +146,12 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
     const ops = this.ops;
     const client = this.client;
     const link = this.link;
+    // In an asynchronous store, pipelined puts and deletes may overlap each other, and
+    // non-blocking reserves each other (they then share the store's batches); any other command,
+    // or one of the other kind, waits until the answers before it are in.
+    const kind = overlapKind(cmd);
+    if (link.pipelining && (kind === null || kind !== this.overlapping)) return link.whenDrained(() => this.dispatch(cmd));
+    this.overlapping = kind;
     client.noteCommand(cmd.op);
     switch (cmd.op) {
       case 'put':
@@ -169,13 +177,14 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
         ops.count('reserve-with-timeout');
         this.reserveAnswered = false;
         // protocol (1.12): a negative timeout waits forever, like reserve.
+        if (cmd.timeout === 0) return link.settleInOrder(client.reserve(0), this.onReserve);
         return link.settle(client.reserve(cmd.timeout < 0 ? null : cmd.timeout * 1000), this.onReserve);
       case 'reserve-job':
         ops.count('reserve-job');
         return link.settle(client.reserveJob(cmd.id), this.onReservedJob);
       case 'delete':
         ops.count('delete');
-        return link.settle(client.delete(cmd.id), this.onDeleted);
+        return link.settleInOrder(client.delete(cmd.id), this.onDeleted);
       case 'release':
         ops.count('release');
         return link.settle(client.release(cmd.id, cmd.pri, cmd.delay * 1000), this.onReleased);
@@ -322,24 +331,32 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
 
   private send(data: Buffer): void {
     if (this.link.finished) return;
+    if (this.link.pipelining) return this.link.later(() => this.send(data));
     this.link.out.bytes(data);
     this.link.flushSoon();
   }
 
   private sendWordNumber(word: Buffer, n: number): void {
     if (this.link.finished) return;
+    if (this.link.pipelining) return this.link.later(() => this.sendWordNumber(word, n));
     this.link.out.wordNumber(word, n);
     this.link.flushSoon();
   }
 
   private sendWordText(word: Buffer, text: string): void {
     if (this.link.finished) return;
+    if (this.link.pipelining) return this.link.later(() => this.sendWordText(word, text));
     this.link.out.wordText(word, text);
     this.link.flushSoon();
   }
 
   private sendJob(word: Buffer, job: JobBytes): void {
     if (this.link.finished) return;
+    if (this.link.pipelining) {
+      // The body is valid until the next operation: kept for the reply's turn.
+      const kept = { id: job.id, bodyBuf: Buffer.from(job.bodyBuf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength)), bodyOffset: 0, bodyLength: job.bodyLength };
+      return this.link.later(() => this.sendJob(word, { ...kept, tubeName: job.tubeName }));
+    }
     this.link.out.job(word, job.id, job);
     this.link.flushSoon();
   }
@@ -350,6 +367,7 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
 
   private sendYaml(yaml: string): void {
     if (this.link.finished) return;
+    if (this.link.pipelining) return this.link.later(() => this.sendYaml(yaml));
     const body = Buffer.from(yaml, 'latin1');
     const out = this.link.out;
     out.wordNumber(WORD.OK, body.length);
@@ -357,4 +375,15 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
     out.bytes(CRLF);
     this.link.flushSoon();
   }
+}
+
+/**
+ * Which pipelined commands may overlap (ClientLink.settleInOrder): puts and deletes, whose
+ * effects do not depend on each other (a put's id is not known before its reply), or
+ * non-blocking reserves among themselves; null for every other command.
+ */
+function overlapKind(cmd: Command): 'change' | 'take' | null {
+  if (cmd.op === 'put' || cmd.op === 'delete') return 'change';
+  if (cmd.op === 'reserve-with-timeout' && cmd.timeout === 0) return 'take';
+  return null;
 }
