@@ -4,7 +4,8 @@
  * synchronous_commit on and off. Prints tables and saves the numbers as JSON in bench/results/.
  *
  * - cycle: producers put, workers take and finish, closed loop, for a window after a warm-up;
- *   jobs per second finished, for Beanpole with 1 and 3 nodes and each other system.
+ *   jobs per second finished, for Beanpole with 1 and 3 nodes (clients sending one command at a
+ *   time, and 10 per write as the batched SQL sends 10 rows per statement) and each other system.
  * - paced: 1,000 jobs/s spread over 3 Beanpole nodes; put-to-reserve latency p50 / p99.
  * - backlog: one worker's reserve+delete time with 10k, 100k and 1M ready jobs queued.
  */
@@ -22,7 +23,8 @@ const HELP = `Usage: npm run bench:cluster -- [options]
 
   --seconds S        measurement window of each cycle run, after a 1 s warm-up (default 5)
   --in-flight N      jobs each side keeps in flight (default 160): Beanpole N producer and N
-                     worker connections; plain SQL N/10 connections of 10 rows per statement;
+                     worker connections (pipelined: N/10 of them, 10 commands per write);
+                     plain SQL N/10 connections of 10 rows per statement;
                      pg-boss and graphile-worker N concurrent sends and N concurrent workers
   --sync on|off|both synchronous_commit for the cycle runs (default both)
   --backlog a,b,c    ready jobs queued for the backlog runs (default 10000,100000,1000000; 0 skips)
@@ -171,6 +173,10 @@ async function main(): Promise<number> {
         (url) => new SqlSystem(url),
         (url) => new BeanpoleSystem('Beanpole, 1 node', url, 1),
         (url) => new BeanpoleSystem('Beanpole, 3 nodes', url, 3),
+        (url) => new BeanpoleSystem('Beanpole, 1 node, 10 pipelined', url, 1, 10),
+        (url) => new BeanpoleSystem('Beanpole, 3 nodes, 10 pipelined', url, 3, 10),
+        // What the job history (a trigger's rows on every change) costs.
+        (url) => new BeanpoleSystem('Beanpole, 1 node, --history-events 0', url, 1, 1, ['--history-events', '0']),
         (url) => new GraphileSystem(url),
         (url) => new PgBossSystem(url),
       ];

@@ -45,6 +45,14 @@ export class BeanstalkClient {
     });
   }
 
+  /** Sends `commands` in one write (pipelined) and resolves with their replies, in order. */
+  pipeline(commands: string[]): Promise<Reply[]> {
+    if (this.failure !== null) return Promise.reject(this.failure);
+    const replies = commands.map(() => new Promise<Reply>((resolve) => this.waiting.push(resolve)));
+    this.socket.write(commands.join(''));
+    return Promise.all(replies);
+  }
+
   put(body: string, priority = 0): Promise<Reply> {
     return this.call(`put ${priority} 0 60 ${Buffer.byteLength(body)}\r\n${body}\r\n`);
   }

@@ -71,12 +71,12 @@ interface NodeProcess {
   port: number;
 }
 
-async function startNode(url: string, leaseMs: number): Promise<NodeProcess> {
+async function startNode(url: string, leaseMs: number, args: readonly string[] = []): Promise<NodeProcess> {
   // BENCH_NODE_ARGS: flags for the node processes' V8 (e.g. "--cpu-prof --cpu-prof-dir=DIR").
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
   // BENCH_BEANPOLE_ARGS: more flags for Beanpole itself (e.g. "--history-events 0").
   const extra = (process.env.BENCH_BEANPOLE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const argv = [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', '0', '--no-admin', '--no-gearman', '--cluster', url, '--cluster-lease-ms', String(leaseMs), ...extra];
+  const argv = [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', '0', '--no-admin', '--no-gearman', '--cluster', url, '--cluster-lease-ms', String(leaseMs), ...args, ...extra];
   const child = spawn(process.execPath, [...nodeArgs, ...argv], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -93,8 +93,12 @@ async function startNode(url: string, leaseMs: number): Promise<NodeProcess> {
   return { child, port };
 }
 
+/**
+ * Beanpole nodes, and beanstalkd clients that send one command at a time (`pipelined` 1), or,
+ * like the batched SQL's 10 rows per statement, 10 commands per write: 10 puts; 10 non-blocking
+ * reserves, then the deletes of the jobs they got (a blocking reserve when none came).
+ */
 export class BeanpoleSystem implements JobSystem {
-  readonly batch = 1;
   private nodes: NodeProcess[] = [];
   private workers: BeanstalkClient[] = [];
   private readonly loops = new WorkerLoops();
@@ -103,7 +107,14 @@ export class BeanpoleSystem implements JobSystem {
     readonly name: string,
     private readonly url: string,
     private readonly nodeCount: number,
+    private readonly pipelined = 1,
+    /** More flags for the nodes (e.g. --history-events 0). */
+    private readonly args: readonly string[] = [],
   ) {}
+
+  get batch(): number {
+    return this.pipelined;
+  }
 
   get ports(): number[] {
     return this.nodes.map((n) => n.port);
@@ -111,16 +122,19 @@ export class BeanpoleSystem implements JobSystem {
 
   async start(): Promise<void> {
     // The first node migrates the schema; the others find it done.
-    this.nodes.push(await startNode(this.url, 5000));
-    for (let i = 1; i < this.nodeCount; i++) this.nodes.push(await startNode(this.url, 5000));
+    this.nodes.push(await startNode(this.url, 5000, this.args));
+    for (let i = 1; i < this.nodeCount; i++) this.nodes.push(await startNode(this.url, 5000, this.args));
   }
 
   async producer(index: number) {
     const client = await BeanstalkClient.connect(this.nodes[index % this.nodes.length]!.port);
     return {
       put: async (putAt: number) => {
-        const r = await client.put(bodyFor(putAt));
-        if (!r.line.startsWith('INSERTED')) throw new Error(`put: ${r.line}`);
+        const body = bodyFor(putAt);
+        const command = `put 0 0 60 ${Buffer.byteLength(body)}\r\n${body}\r\n`;
+        for (const r of await client.pipeline(Array.from({ length: this.pipelined }, () => command))) {
+          if (!r.line.startsWith('INSERTED')) throw new Error(`put: ${r.line}`);
+        }
       },
       close: async () => client.close(),
     };
@@ -131,12 +145,14 @@ export class BeanpoleSystem implements JobSystem {
       const client = await BeanstalkClient.connect(this.nodes[i % this.nodes.length]!.port);
       this.workers.push(client);
       this.loops.start(async () => {
-        const r = await client.call('reserve-with-timeout 1\r\n');
-        if (!r.line.startsWith('RESERVED')) return;
-        const id = r.line.split(' ')[1]!;
-        done(stampOf(r.body!));
-        const d = await client.call(`delete ${id}\r\n`);
-        if (d.line !== 'DELETED') throw new Error(`delete: ${d.line}`);
+        let taken = this.pipelined === 1 ? [] : await client.pipeline(Array.from({ length: this.pipelined }, () => 'reserve-with-timeout 0\r\n'));
+        taken = taken.filter((r) => r.line.startsWith('RESERVED'));
+        if (taken.length === 0) taken = [await client.call('reserve-with-timeout 1\r\n')].filter((r) => r.line.startsWith('RESERVED'));
+        if (taken.length === 0) return;
+        for (const r of taken) done(stampOf(r.body!));
+        for (const d of await client.pipeline(taken.map((r) => `delete ${r.line.split(' ')[1]!}\r\n`))) {
+          if (d.line !== 'DELETED') throw new Error(`delete: ${d.line}`);
+        }
       });
     }
   }
