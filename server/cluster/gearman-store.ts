@@ -8,7 +8,7 @@
  * - a job whose clients all left (on every node) is dropped if no worker runs it yet.
  */
 import { fail, ok } from '../engine/results.js';
-import type { JobBytes, NewJob, Result } from '../operations/operations.js';
+import type { JobBytes, NewJob, QueuedState, Result } from '../operations/operations.js';
 import type { ClusterNode } from './cluster-node.js';
 import { ClusterStore, deleteArrays, type ClusterStoreOptions, type DeletedRow, type DeleteRequest, type ReservedRow } from './cluster-store.js';
 import { GEARMAN_SQL } from './gearman-sql.js';
@@ -233,6 +233,22 @@ export class GearmanClusterStore extends ClusterStore {
     } finally {
       this.receiving = false;
     }
+  }
+
+  /**
+   * An operator's delete (the dashboard, the admin protocol's `cancel job`): clients waiting on
+   * the job on other nodes are told it failed now, not at their next poll.
+   */
+  override async delete(id: number): Promise<Result<void>> {
+    const deleted = await super.delete(id);
+    if (deleted.ok) this.wakeups.updatesFor('*');
+    return deleted;
+  }
+
+  override async clear(tube: string, state: QueuedState): Promise<Result<number>> {
+    const cleared = await super.clear(tube, state);
+    if (cleared.ok && cleared.value > 0) this.wakeups.updatesFor('*');
+    return cleared;
   }
 
   // ---- waiting clients -------------------------------------------------------------------------

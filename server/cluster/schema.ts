@@ -162,6 +162,21 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX beanpole_gearman_updates_node ON beanpole_gearman_updates (node, seq);
   `,
   historyMigration(BEANSTALK_REALM) + historyMigration(GEARMAN_REALM),
+  `
+  -- A reserve's update writes an entry into every index whose predicate the reserved row meets;
+  -- the (holder_node, due_at) index of reserved jobs served only the give-back of a node's jobs,
+  -- which the (holder_node, holder_conn) index serves as well: one index entry less per reserve.
+  DROP INDEX beanpole_jobs_held;
+  DO $$
+  DECLARE name text;
+  BEGIN
+    FOR name IN SELECT indexname FROM pg_indexes
+      WHERE tablename = 'beanpole_gearman_jobs' AND indexdef LIKE '%(holder_node, due_at)%'
+    LOOP
+      EXECUTE format('DROP INDEX %I', name);
+    END LOOP;
+  END $$;
+  `,
 ];
 
 /** The schema version this build needs. */

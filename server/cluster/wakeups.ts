@@ -33,8 +33,8 @@ export class Wakeups {
   private sender: pg.Client | null = null;
   private readyTubes = new Set<string>();
   private soonestDue = Number.POSITIVE_INFINITY;
-  /** Nodes told that packets wait for them. */
-  private readonly updatedNodes = new Set<number>();
+  /** Nodes told that packets wait for them ('*': every node, to look at its clients' jobs). */
+  private readonly updatedNodes = new Set<number | '*'>();
   private flushQueued = false;
   private sending: Promise<void> = Promise.resolve();
   private closed = false;
@@ -62,8 +62,8 @@ export class Wakeups {
     this.queueFlush();
   }
 
-  /** Packets for `node`'s clients were committed. */
-  updatesFor(node: number): void {
+  /** Packets for `node`'s clients were committed ('*': jobs ended that any node's clients may wait on). */
+  updatesFor(node: number | '*'): void {
     this.updatedNodes.add(node);
     this.queueFlush();
   }
@@ -189,7 +189,7 @@ export class Wakeups {
       if (Number.isFinite(at)) this.handlers.due(at);
     } else if (parts[1] === 'r') {
       this.handlers.ready(new Set(parts.slice(2)));
-    } else if (parts[1] === 'u' && parts[2] === String(this.nodeTag())) {
+    } else if (parts[1] === 'u' && (parts[2] === '*' || parts[2] === String(this.nodeTag()))) {
       this.handlers.updates?.();
     }
   }
