@@ -165,9 +165,15 @@ export class ClusterStore implements Operations, RealmMember {
   /** Bytes added (and removed) by this node not yet written to its row of beanpole_node_bytes. */
   private bytesUnwritten = 0;
   /** Reserves and deletes of one turn, from every client of this node, one statement each. */
-  readonly reserves = new TurnBatch<ReserveRequest, ReservedRow | null>((requests) => this.reserveMany(requests));
+  readonly reserves = new TurnBatch<ReserveRequest, ReservedRow | null>(
+    (requests) => this.reserveMany(requests),
+    (r) => r.conn,
+  );
 
-  readonly deletes = new TurnBatch<DeleteRequest, { tube: string } | null>((requests) => this.deleteMany(requests));
+  readonly deletes = new TurnBatch<DeleteRequest, { tube: string } | null>(
+    (requests) => this.deleteMany(requests),
+    (r) => r.client,
+  );
   protected readonly wakeups: Wakeups;
   private readonly clients = new Map<number, ClusterClient>();
   private readonly localTubes = new Map<string, LocalTube>();

@@ -6,6 +6,7 @@
  */
 import { fail, ok } from '../engine/results.js';
 import type { JobBytes, NewJob, Result } from '../operations/operations.js';
+import { ClientOrder } from './client-order.js';
 import type { ClusterStore } from './cluster-store.js';
 import { run } from './pool.js';
 import { STATE } from './schema.js';
@@ -34,8 +35,7 @@ export class PutBatch {
   private queue: QueuedPut[] = [];
   private flushQueued = false;
   private inFlight = 0;
-  /** Connections with puts in a statement in flight, and how many statements. */
-  private readonly busy = new Map<number, number>();
+  private readonly order = new ClientOrder<QueuedPut>((p) => p.client);
 
   constructor(private readonly store: ClusterStore) {}
 
@@ -57,38 +57,16 @@ export class PutBatch {
     });
   }
 
-  /**
-   * The next statement's puts, in queue order. A connection's puts get ids in its command order
-   * (it may pipeline them): while one of its puts is in a statement in flight, its later ones
-   * wait for the next, since two statements in flight may draw ids in either order.
-   */
+  /** The next statement's puts: up to MAX_PUTS and MAX_BYTES, each connection's in its order (ClientOrder). */
   private takeBatch(): QueuedPut[] {
     let bytes = 0;
-    const batch: QueuedPut[] = [];
-    const rest: QueuedPut[] = [];
-    const blocked = new Set(this.busy.keys());
-    for (const p of this.queue) {
-      const fits = batch.length < MAX_PUTS && (batch.length === 0 || bytes + p.body.length <= MAX_BYTES);
-      if (!fits || (p.client !== 0 && blocked.has(p.client))) {
-        if (p.client !== 0) blocked.add(p.client);
-        rest.push(p);
-        continue;
-      }
-      bytes += p.body.length;
-      batch.push(p);
-    }
+    const { batch, rest } = this.order.take(this.queue, (taken, next) => {
+      const fits = taken.length < MAX_PUTS && (taken.length === 0 || bytes + next.body.length <= MAX_BYTES);
+      if (fits) bytes += next.body.length;
+      return fits;
+    });
     this.queue = rest;
-    for (const p of batch) if (p.client !== 0) this.busy.set(p.client, (this.busy.get(p.client) ?? 0) + 1);
     return batch;
-  }
-
-  private done(batch: QueuedPut[]): void {
-    for (const p of batch) {
-      if (p.client === 0) continue;
-      const n = this.busy.get(p.client)! - 1;
-      if (n === 0) this.busy.delete(p.client);
-      else this.busy.set(p.client, n);
-    }
   }
 
   private async flush(): Promise<void> {
@@ -131,7 +109,7 @@ export class PutBatch {
       const result: Result<JobBytes> = code !== undefined && NO_ROOM.has(code) ? fail('OUT_OF_MEMORY') : store.failed(err);
       for (const p of batch) p.resolve(result);
     } finally {
-      this.done(batch);
+      this.order.done(batch);
       this.inFlight--;
       this.queueFlush();
     }

@@ -166,14 +166,14 @@ export const MIGRATIONS: readonly string[] = [
   -- A reserve's update writes an entry into every index whose predicate the reserved row meets;
   -- the (holder_node, due_at) index of reserved jobs served only the give-back of a node's jobs,
   -- which the (holder_node, holder_conn) index serves as well: one index entry less per reserve.
-  DROP INDEX beanpole_jobs_held;
+  DROP INDEX IF EXISTS beanpole_jobs_held;
   DO $$
   DECLARE name text;
   BEGIN
     FOR name IN SELECT indexname FROM pg_indexes
-      WHERE tablename = 'beanpole_gearman_jobs' AND indexdef LIKE '%(holder_node, due_at)%'
+      WHERE schemaname = current_schema() AND tablename = 'beanpole_gearman_jobs' AND indexdef LIKE '%(holder_node, due_at)%'
     LOOP
-      EXECUTE format('DROP INDEX %I', name);
+      EXECUTE format('DROP INDEX IF EXISTS %I', name);
     END LOOP;
   END $$;
   `,

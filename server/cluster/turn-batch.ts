@@ -5,6 +5,8 @@
  * gathers, so batches grow with the load and a lone client waits for nothing but its turn.
  */
 
+import { ClientOrder } from './client-order.js';
+
 /** Answers each request in order; an Error in its place fails that request alone. */
 export type BatchRunner<Req, Res> = (requests: Req[]) => Promise<(Res | Error)[]>;
 
@@ -18,14 +20,19 @@ export class TurnBatch<Req, Res> {
   private queue: Queued<Req, Res>[] = [];
   private flushQueued = false;
   private inFlight = 0;
+  private readonly order: ClientOrder<Queued<Req, Res>>;
 
   constructor(
     private readonly runBatch: BatchRunner<Req, Res>,
+    /** The client a request is of (its requests keep their order: ClientOrder). */
+    clientOf: (request: Req) => number,
     /** Most requests in one statement. */
     private readonly maxBatch = 512,
     /** Statements in flight at once. */
     private readonly maxInFlight = 2,
-  ) {}
+  ) {
+    this.order = new ClientOrder((q) => clientOf(q.request));
+  }
 
   add(request: Req): Promise<Res> {
     return new Promise((resolve, reject) => {
@@ -44,7 +51,8 @@ export class TurnBatch<Req, Res> {
   }
 
   private async flush(): Promise<void> {
-    const batch = this.queue.splice(0, this.maxBatch);
+    const { batch, rest } = this.order.take(this.queue, (taken) => taken.length < this.maxBatch);
+    this.queue = rest;
     if (batch.length === 0) return;
     this.inFlight++;
     try {
@@ -57,6 +65,7 @@ export class TurnBatch<Req, Res> {
     } catch (err) {
       for (const q of batch) q.reject(err);
     } finally {
+      this.order.done(batch);
       this.inFlight--;
       this.queueFlush();
     }

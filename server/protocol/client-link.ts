@@ -78,6 +78,8 @@ export class ClientLink {
   private deferred: (() => void) | null = null;
   /** True while pipelined answers are being replied, in order: a reply made then goes out at once. */
   private replying = false;
+  /** Reading stopped because MAX_PIPELINED answers and replies wait. */
+  private pipelineFull = false;
   private reader!: LinkReader;
 
   constructor(
@@ -164,12 +166,10 @@ export class ClientLink {
   settleInOrder<T>(value: Pending<T>, reply: (value: T) => void): void {
     if (!isPending(value)) {
       if (this.inOrder.length === 0) return reply(value);
-      this.inOrder.push({ done: true, value, reply: reply as (value: unknown) => void });
-      return;
+      return this.waitInOrder({ done: true, value, reply: reply as (value: unknown) => void });
     }
     const entry: InOrder = { done: false, value: undefined, reply: reply as (value: unknown) => void };
-    this.inOrder.push(entry);
-    if (this.inOrder.length === MAX_PIPELINED) this.pauseInput();
+    this.waitInOrder(entry);
     value.then(
       (settled) => {
         entry.done = true;
@@ -188,7 +188,16 @@ export class ClientLink {
   /** A reply made now: at once, or after the pipelined answers still awaited. */
   later(write: () => void): void {
     if (!this.pipelining) return write();
-    this.inOrder.push({ done: true, value: undefined, reply: write });
+    this.waitInOrder({ done: true, value: undefined, reply: write });
+  }
+
+  /** Queues an answer or reply; reading stops while MAX_PIPELINED of them wait. */
+  private waitInOrder(entry: InOrder): void {
+    this.inOrder.push(entry);
+    if (!this.pipelineFull && this.inOrder.length >= MAX_PIPELINED) {
+      this.pipelineFull = true;
+      this.pauseInput();
+    }
   }
 
   /**
@@ -204,7 +213,6 @@ export class ClientLink {
   private replyInOrder(): void {
     if (this.finished) return;
     this.guard(() => {
-      const full = this.inOrder.length >= MAX_PIPELINED;
       this.replying = true;
       try {
         while (this.inOrder.length > 0 && this.inOrder[0]!.done) {
@@ -214,15 +222,13 @@ export class ClientLink {
       } finally {
         this.replying = false;
       }
-      if (this.inOrder.length > 0) {
-        if (full && this.inOrder.length < MAX_PIPELINED) this.resumeSoon();
-        return;
+      if (this.pipelineFull && this.inOrder.length < MAX_PIPELINED) {
+        this.pipelineFull = false;
+        // Unless replies wait for the socket: onDrain resumes reading then.
+        if (this.deferred === null && !this.pausedForOutput) this.resumeSoon();
       }
       const deferred = this.deferred;
-      if (deferred === null) {
-        if (full) this.resumeSoon();
-        return;
-      }
+      if (this.inOrder.length > 0 || deferred === null) return;
       this.deferred = null;
       const pauses = this.pauses;
       deferred();
@@ -244,7 +250,7 @@ export class ClientLink {
     process.nextTick(() => {
       // While an answer is awaited, later commands must not overtake its reply: the settle
       // resumes input once it has replied.
-      if (!this.finished && this.inFlight === 0 && this.deferred === null && this.inOrder.length < MAX_PIPELINED) {
+      if (!this.finished && this.inFlight === 0 && this.deferred === null && !this.pipelineFull) {
         this.guard(() => this.reader.resume());
       }
     });
