@@ -302,7 +302,7 @@ export class ClusterStore implements Operations, RealmMember {
   }
 
   async reclaim(db: Queryable, node: number | null): Promise<void> {
-    const rows = await run<{ tube: string }>(db, this.sql.reclaim, [node]);
+    const rows = await run<{ tube: string }>(db, node === null ? this.sql.reclaimGone : this.sql.reclaimNode, node === null ? [] : [node]);
     if (rows.length > 0) this.jobsReady(rows.map((r) => r.tube), true);
   }
 

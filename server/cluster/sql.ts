@@ -228,15 +228,21 @@ export function clusterSql(realm: Realm) {
     ),
 
     /**
-     * What nodes that are gone held is ready again, as a disconnect would make it (no strike):
-     * every gone node's ($1 null), or one node's that leaves ($1 its id).
+     * What nodes that are gone held is ready again, as a disconnect would make it (no strike).
+     * Each node runs it every heartbeat: its conditions are the reserved jobs' connection
+     * index's, so it reads that small index, not every job.
      */
-    reclaim: s(
-      'reclaim',
+    reclaimGone: s(
+      'reclaim_gone',
       `UPDATE ${t.jobs} SET state = 0, holder_node = NULL, holder_conn = NULL, due_at = 0
-       WHERE state = 1 AND CASE WHEN $1::integer IS NULL
-         THEN holder_node IN (SELECT id FROM beanpole_nodes WHERE gone_at IS NOT NULL)
-         ELSE holder_node = $1 END
+       WHERE state = 1 AND holder_node IN (SELECT id FROM beanpole_nodes WHERE gone_at IS NOT NULL)
+       RETURNING tube`,
+    ),
+    /** The same for one node that leaves ($1). */
+    reclaimNode: s(
+      'reclaim_node',
+      `UPDATE ${t.jobs} SET state = 0, holder_node = NULL, holder_conn = NULL, due_at = 0
+       WHERE state = 1 AND holder_node = $1
        RETURNING tube`,
     ),
 
