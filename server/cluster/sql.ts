@@ -408,10 +408,10 @@ export function clusterSql(realm: Realm) {
       'trim_history',
       `DELETE FROM ${realm.prefix}history WHERE seq <= (SELECT max(seq) FROM ${realm.prefix}history) - $1::bigint`,
     ),
-    /** How much the jobs table changed since its statistics were last gathered (the analyze check). */
+    /** How much the jobs table changed since its statistics were gathered, and its dead rows (ClusterStore.tidy). */
     staleness: s(
       'staleness',
-      `SELECT n_mod_since_analyze AS changed, n_live_tup AS live FROM pg_stat_user_tables WHERE relid = '${t.jobs}'::regclass`,
+      `SELECT n_mod_since_analyze AS changed, n_live_tup AS live, n_dead_tup AS dead FROM pg_stat_user_tables WHERE relid = '${t.jobs}'::regclass`,
     ),
     /** Body bytes node $1 added (or removed, negative) since it last said. */
     addBytes: s(
