@@ -72,6 +72,8 @@ const ANALYZE_SHARE = 0.2;
 /** ...and vacuums it at most this often, once its dead rows are this share of the live ones... */
 const VACUUM_EVERY_MS = 1000;
 const VACUUM_SHARE = 0.1;
+/** The longest wait between a node's vacuums after they failed (a statement timeout). */
+const VACUUM_BACKOFF_MS = 10 * 60 * 1000;
 /** ...and in both cases at least this many rows. */
 const TIDY_MIN_ROWS = 1000;
 /** Jobs a bulk clear or move changes per statement. */
@@ -571,6 +573,7 @@ export class ClusterStore implements Operations, RealmMember {
 
   private analyzedAt = 0;
   private vacuumedAt = 0;
+  private vacuumEvery = VACUUM_EVERY_MS;
 
   /**
    * Keeps the jobs table fit for the reserve, as autovacuum would if its launcher looked more
@@ -585,12 +588,20 @@ export class ClusterStore implements Operations, RealmMember {
    */
   private async tidy(): Promise<void> {
     const now = this.now();
-    if (now - this.analyzedAt < ANALYZE_EVERY_MS && now - this.vacuumedAt < VACUUM_EVERY_MS) return;
+    if (now - this.analyzedAt < ANALYZE_EVERY_MS && now - this.vacuumedAt < this.vacuumEvery) return;
     const [row] = await run<{ changed: number; live: number; dead: number }>(this.pool, this.sql.staleness, []);
     if (row === undefined) return;
-    if (now - this.vacuumedAt >= VACUUM_EVERY_MS && row.dead >= Math.max(TIDY_MIN_ROWS, row.live * VACUUM_SHARE)) {
+    if (now - this.vacuumedAt >= this.vacuumEvery && row.dead >= Math.max(TIDY_MIN_ROWS, row.live * VACUUM_SHARE)) {
       this.vacuumedAt = now;
-      await this.pool.query(`VACUUM (SKIP_LOCKED) ${this.realm.tables.jobs}`);
+      try {
+        await this.pool.query(`VACUUM (SKIP_LOCKED) ${this.realm.tables.jobs}`);
+        this.vacuumEvery = VACUUM_EVERY_MS;
+      } catch (err) {
+        // A table too big to vacuum within the statement timeout is left to autovacuum for a
+        // while: the node tries again ever less often, up to every VACUUM_BACKOFF_MS.
+        this.vacuumEvery = Math.min(this.vacuumEvery * 2, VACUUM_BACKOFF_MS);
+        throw err;
+      }
     }
     if (now - this.analyzedAt >= ANALYZE_EVERY_MS && row.changed >= Math.max(TIDY_MIN_ROWS, row.live * ANALYZE_SHARE)) {
       this.analyzedAt = now;
