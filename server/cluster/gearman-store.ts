@@ -24,6 +24,16 @@ export interface StatusNumbers {
   denominator: Buffer;
 }
 
+/** A job's WORK_STATUS as stored (null: none sent yet). */
+interface StatusColumns {
+  status_numerator: Buffer | null;
+  status_denominator: Buffer | null;
+}
+
+function statusOf(row: StatusColumns): StatusNumbers | null {
+  return row.status_numerator === null ? null : { numerator: row.status_numerator, denominator: row.status_denominator ?? Buffer.alloc(0) };
+}
+
 /** A WORK_* packet on its way to other nodes. */
 interface Packet {
   job: number;
@@ -298,16 +308,21 @@ export class GearmanClusterStore extends ClusterStore {
   // ---- status and limits -----------------------------------------------------------------------
 
   async jobStatus(id: number): Promise<{ state: number; status: StatusNumbers | null } | undefined> {
-    const [row] = await run<{ state: number; status_numerator: Buffer | null; status_denominator: Buffer | null }>(this.pool, GEARMAN_SQL.jobStatus, [id]);
+    const [row] = await run<StatusColumns & { state: number }>(this.pool, GEARMAN_SQL.jobStatus, [id]);
     if (row === undefined) return undefined;
-    const status = row.status_numerator === null ? null : { numerator: row.status_numerator, denominator: row.status_denominator ?? Buffer.alloc(0) };
+    const status = statusOf(row);
     return { state: row.state, status };
   }
 
   async statuses(ids: readonly number[]): Promise<Map<number, StatusNumbers>> {
     if (ids.length === 0) return new Map();
-    const rows = await run<{ id: number; status_numerator: Buffer; status_denominator: Buffer | null }>(this.pool, GEARMAN_SQL.statuses, [ids]);
-    return new Map(rows.map((r) => [r.id, { numerator: r.status_numerator, denominator: r.status_denominator ?? Buffer.alloc(0) }]));
+    const rows = await run<StatusColumns & { id: number }>(this.pool, GEARMAN_SQL.statuses, [ids]);
+    const out = new Map<number, StatusNumbers>();
+    for (const r of rows) {
+      const status = statusOf(r);
+      if (status !== null) out.set(r.id, status);
+    }
+    return out;
   }
 
   maxQueue(fn: string): number | undefined {
