@@ -5,7 +5,8 @@
  * later, and checks that a pipelined conversation gets byte for byte the replies the plain
  * in-memory store gives, in command order.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import net from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import pino from 'pino';
 import { FakeClock } from '../server/engine/clock.js';
 import { Engine } from '../server/engine/engine.js';
@@ -47,8 +48,26 @@ function later<T>(value: T): Promise<T> {
   });
 }
 
-/** `target` with every method not in IMMEDIATE answering through a promise. */
-function deferred<T extends object>(target: T): T {
+/**
+ * A promise of `value` settled on the next turn together with every other answer of this turn,
+ * in one callback, as a database statement answers a batch of clients' commands.
+ */
+let batch: (() => void)[] = [];
+function batched<T>(value: T): Promise<T> {
+  return new Promise((resolve) => {
+    if (batch.length === 0) {
+      setImmediate(() => {
+        const settled = batch;
+        batch = [];
+        for (const settle of settled) settle();
+      });
+    }
+    batch.push(() => resolve(value));
+  });
+}
+
+/** `target` with every method not in IMMEDIATE answering through a promise (`settle`). */
+function deferred<T extends object>(target: T, settle: <V>(value: V) => Promise<V> = later): T {
   return new Proxy(target, {
     get(obj, prop, receiver) {
       const member: unknown = Reflect.get(obj, prop, receiver);
@@ -58,19 +77,19 @@ function deferred<T extends object>(target: T): T {
       const method = member as (...args: unknown[]) => unknown;
       return (...args: unknown[]): unknown => {
         const result = method.apply(obj, args);
-        return result instanceof Promise ? result.then(later) : later(result);
+        return result instanceof Promise ? result.then(settle) : settle(result);
       };
     },
   });
 }
 
 /** The in-memory operations as an asynchronous store would answer them. */
-function asynchronous(ops: Operations): Operations {
-  const wrapped = deferred(ops);
+function asynchronous(ops: Operations, settle: <V>(value: V) => Promise<V> = later): Operations {
+  const wrapped = deferred(ops, settle);
   return new Proxy(wrapped, {
     get(obj, prop, receiver) {
       if (prop === 'connect') {
-        return (delegate: ClientDelegate, peer: string): ClientOperations => deferred(ops.connect(delegate, peer));
+        return (delegate: ClientDelegate, peer: string): ClientOperations => deferred(ops.connect(delegate, peer), settle);
       }
       return Reflect.get(obj, prop, receiver);
     },
@@ -82,11 +101,11 @@ afterEach(async () => {
   for (const s of servers.splice(0)) await s.close();
 });
 
-async function serve(async: boolean): Promise<number> {
+async function serve(async: boolean, settle: <V>(value: V) => Promise<V> = later): Promise<number> {
   const engine = new Engine({ clock: new FakeClock(1_700_000_000_000), maxJobSize: 1000 });
   const memory = new MemoryOperations({ engine, durability: immediateDurability, onActivity: () => undefined });
   const server = new BeanstalkServer({
-    ops: async ? asynchronous(memory) : memory,
+    ops: async ? asynchronous(memory, settle) : memory,
     info: INFO,
     log: pino({ level: 'silent' }),
     onActivity: () => undefined,
@@ -136,6 +155,33 @@ describe('a beanstalk connection over a store that answers later', () => {
     expect(await worker.reply()).toBe('RESERVED 1 1\r\n0\r\n');
     expect(await worker.reply()).toBe('USING default\r\n');
     worker.destroy();
+    producer.destroy();
+  });
+
+  it('sends the replies to answers that came in one turn in one socket write', async () => {
+    // A statement answering 40 pipelined puts settles 40 promises in one callback: their
+    // replies leave together (a write each would cost a system call and a wake-up each).
+    const port = await serve(true, batched);
+    const producer = await RawClient.connect(port);
+    // The server's writes to this client (client and server share this process, so the
+    // client's reads would merge them whatever the server did).
+    const clientPort = producer.socket.localPort;
+    const write = net.Socket.prototype.write;
+    let writes = 0;
+    const spy = vi.spyOn(net.Socket.prototype, 'write').mockImplementation(function (this: net.Socket, ...args: Parameters<net.Socket['write']>) {
+      if (this.remotePort === clientPort) writes++;
+      return write.apply(this, args);
+    });
+    try {
+      producer.send(`put 0 0 60 1\r\nx\r\n`.repeat(40));
+      for (let i = 0; i < 40; i++) expect(await producer.reply()).toBe(`INSERTED ${i + 1}\r\n`);
+    } finally {
+      spy.mockRestore();
+    }
+    // The parser reads the whole pipeline at once and the store answers it in one turn: one
+    // write, or a few if the pipeline arrived in pieces; never one per reply.
+    expect(writes).toBeGreaterThan(0);
+    expect(writes).toBeLessThanOrEqual(3);
     producer.destroy();
   });
 

@@ -137,7 +137,7 @@ export class ClientLink {
           // The reply may itself have paused input (a reserve that waits): then it stays paused.
           // Nor does input resume while replies wait for the socket: onDrain resumes it then.
           if (this.pauses === pauses && !this.pausedForOutput) this.resumeSoon();
-        });
+        }, true);
       },
       (err: unknown) => {
         this.inFlight--;
@@ -234,7 +234,7 @@ export class ClientLink {
       deferred();
       // As after a settle: unless the command paused input again (it waits for an answer).
       if (this.pauses === pauses && !this.pausedForOutput) this.resumeSoon();
-    });
+    }, true);
   }
 
   /** Stops handling commands until `resumeSoon` (a blocked reserve, an operation in flight). */
@@ -264,17 +264,29 @@ export class ClientLink {
       this.pausedForOutput = true;
       this.reader.pause();
     }
-    if (this.handling || this.flushQueued) return;
-    this.flushQueued = true;
-    process.nextTick(() => {
-      this.flushQueued = false;
-      this.out.flush();
-      this.updateFlow();
-    });
+    if (this.handling) return;
+    this.flushAtTickEnd();
   }
 
-  /** Runs parser work; afterwards wakes the scheduler, applies flow control and ends a half-closed client. */
-  guard(work: () => void): void {
+  private flushAtTickEnd(): void {
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    process.nextTick(this.flushQueuedReplies);
+  }
+
+  private readonly flushQueuedReplies = (): void => {
+    this.flushQueued = false;
+    this.out.flush();
+    this.updateFlow();
+  };
+
+  /**
+   * Runs parser work; afterwards wakes the scheduler, applies flow control and ends a half-closed client.
+   * `answered`: the work replies to answers the store gave later. Its replies leave at the end of
+   * the tick, not at once: a database statement answers many of this client's pipelined commands
+   * at once, each in a promise callback of its own, and they should leave in one socket write.
+   */
+  guard(work: () => void, answered = false): void {
     this.handling = true;
     try {
       work();
@@ -285,7 +297,8 @@ export class ClientLink {
       return;
     } finally {
       this.handling = false;
-      this.out.flush();
+      if (answered) this.flushAtTickEnd();
+      else this.out.flush();
     }
     this.ctx.onActivity();
     this.updateFlow();
