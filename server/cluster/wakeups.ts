@@ -36,7 +36,8 @@ export class Wakeups {
   /** Nodes told that packets wait for them ('*': every node, to look at its clients' jobs). */
   private readonly updatedNodes = new Set<number | '*'>();
   private flushQueued = false;
-  private sending: Promise<void> = Promise.resolve();
+  /** The notification in flight, if any: news made meanwhile waits for it and goes in the next. */
+  private sending: Promise<void> | null = null;
   private closed = false;
 
   constructor(
@@ -70,22 +71,33 @@ export class Wakeups {
 
   async close(): Promise<void> {
     // News not sent yet goes first (a leaving node's clients' jobs are ready for the others).
-    const payloads = this.payloads();
-    this.sending = this.sending.then(() => this.send(payloads));
-    await this.sending;
+    while (this.sending !== null) await this.sending;
+    this.flushQueued = false;
+    await this.send(this.payloads());
     this.closed = true;
     await Promise.all([this.listener?.end().catch(() => undefined), this.sender?.end().catch(() => undefined)]);
   }
 
+  /**
+   * One notification at a time: under load, news of every turn made while one is in flight
+   * goes together in the next, so a busy node sends one NOTIFY per round trip, not one per turn
+   * (each wakes every listening backend and node).
+   */
   private queueFlush(): void {
     if (this.flushQueued || this.closed) return;
     this.flushQueued = true;
-    setImmediate(() => {
-      this.flushQueued = false;
-      const payloads = this.payloads();
-      this.sending = this.sending.then(() => this.send(payloads));
-    });
+    if (this.sending === null) setImmediate(this.flush);
   }
+
+  private readonly flush = (): void => {
+    this.flushQueued = false;
+    if (this.closed) return;
+    const sent = this.send(this.payloads()).finally(() => {
+      this.sending = null;
+      if (this.flushQueued) setImmediate(this.flush);
+    });
+    this.sending = sent;
+  };
 
   /** "<node> r <tube> <tube>...", "<node> d <ms>" and "<node> u <node>", tab-separated, split to fit. */
   private payloads(): string[] {
@@ -119,7 +131,7 @@ export class Wakeups {
         await sender.connect();
         this.sender = sender;
       }
-      for (const payload of payloads) await this.sender.query('SELECT pg_notify($1, $2)', [this.channel, payload]);
+      await this.sender.query('SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', [this.channel, payloads]);
     } catch (err) {
       // The other nodes' slow poll finds the jobs anyway.
       this.log.warn({ err: (err as Error).message }, 'cluster: could not notify the other nodes');
