@@ -60,15 +60,19 @@ async function stateOf(url: string, id: number): Promise<number | undefined> {
 
 /** Makes the store's statements fail while `failing` says so (a statement the database refuses). */
 function failStatements(s: ClusterStore, failing: (name: string | undefined, values: unknown[]) => boolean): () => void {
-  const pool = s.pool as unknown as { query: (...args: unknown[]) => Promise<unknown> };
-  const original = pool.query.bind(pool);
-  pool.query = (...args: unknown[]) => {
-    const q = args[0] as { name?: string; values?: unknown[] } | undefined;
-    if (failing(q?.name, q?.values ?? [])) return Promise.reject(new Error('statement failed (test)'));
-    return original(...args);
-  };
+  // The batched puts, reserves and deletes run on the hot pool (the pool itself without history).
+  const pools = [...new Set([s.pool, s.hot.pool])] as unknown as { query: (...args: unknown[]) => Promise<unknown> }[];
+  const originals = pools.map((pool) => {
+    const original = pool.query.bind(pool);
+    pool.query = (...args: unknown[]) => {
+      const q = args[0] as { name?: string; values?: unknown[] } | undefined;
+      if (failing(q?.name, q?.values ?? [])) return Promise.reject(new Error('statement failed (test)'));
+      return original(...args);
+    };
+    return original;
+  });
   return () => {
-    pool.query = original;
+    pools.forEach((pool, i) => (pool.query = originals[i]!));
   };
 }
 
@@ -108,7 +112,7 @@ describe.skipIf(pgUrl === null)('cluster races', () => {
     await put(s, 'b');
     const ca = await worker(s, 'a');
     const cb = await worker(s, 'b');
-    const restore = failStatements(s, (name, values) => name === 'beanpole_reserve_many' && (values[0] as string[])[0] === 'b');
+    const restore = failStatements(s, (name, values) => name?.startsWith('beanpole_reserve_many') === true && (values[0] as string[])[0] === 'b');
     const [ra, rb] = await Promise.allSettled([ca.reserve(0), cb.reserve(0)]);
     restore();
     // One group's failure is its own: client a got its job.

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type pg from 'pg';
 import { NodeLease, type NodeRow } from './node-lease.js';
-import { createPool, type Queryable } from './pool.js';
+import { createPool, HOT_POOL_SIZE, type Queryable } from './pool.js';
 import { migrate } from './schema.js';
 
 export interface ClusterNodeOptions {
@@ -38,6 +38,12 @@ export interface RealmMember {
 
 export class ClusterNode {
   readonly pool: pg.Pool;
+  /**
+   * The batched puts, reserves and deletes. With history on, they run on connections of their
+   * own where the history trigger does not fire, and write their events themselves, one row per
+   * statement (sql.ts, `record`). Without history, the pool itself.
+   */
+  readonly hotPool: pg.Pool;
   readonly lease: NodeLease;
   readonly log: Logger;
   readonly now: () => number;
@@ -50,6 +56,7 @@ export class ClusterNode {
     this.now = options.now ?? Date.now;
     this.url = options.url;
     this.pool = createPool(options.url, options.log, options.historyEvents > 0);
+    this.hotPool = options.historyEvents > 0 ? createPool(options.url, options.log, false, HOT_POOL_SIZE) : this.pool;
     this.lease = new NodeLease({
       pool: this.pool,
       url: options.url,
@@ -82,7 +89,7 @@ export class ClusterNode {
       }
       await node.lease.register();
     } catch (err) {
-      await node.pool.end().catch(() => undefined);
+      await node.endPools();
       throw err;
     }
     return node;
@@ -119,6 +126,11 @@ export class ClusterNode {
       this.log.warn({ err: (err as Error).message }, 'cluster: leaving cleanly failed (the lease runs out instead)');
     }
     for (const realm of this.realms) await realm.close();
+    await this.endPools();
+  }
+
+  private async endPools(): Promise<void> {
     await this.pool.end().catch(() => undefined);
+    if (this.hotPool !== this.pool) await this.hotPool.end().catch(() => undefined);
   }
 }

@@ -54,7 +54,7 @@ import { run, type Queryable } from './pool.js';
 import { PutBatch } from './put-batch.js';
 import { BEANSTALK_REALM, type Realm } from './realm.js';
 import { STATE } from './schema.js';
-import { clusterSql, type ClusterSql } from './sql.js';
+import { clusterSql, type ClusterSql, type Statement } from './sql.js';
 import { TurnBatch } from './turn-batch.js';
 import { Wakeups, type WakeupHandlers } from './wakeups.js';
 
@@ -159,6 +159,8 @@ export class ClusterStore implements Operations, RealmMember {
   readonly durability: Durability = immediateDurability;
   readonly maxJobSize: number;
   readonly pool: pg.Pool;
+  /** The batched puts, reserves and deletes: where they run and which statements (ClusterNode.hotPool). */
+  readonly hot: { pool: pg.Pool; put: Statement; reserveMany: Statement; deleteMany: Statement };
   readonly sql: ClusterSql;
   readonly log: Logger;
   readonly defaultDeadLetterAfter: number;
@@ -218,6 +220,13 @@ export class ClusterStore implements Operations, RealmMember {
     this.defaultDeadLetterAfter = o.deadLetterAfter;
     this.pool = node.pool;
     this.sql = clusterSql(realm);
+    const recorded = node.hotPool !== node.pool;
+    this.hot = {
+      pool: node.hotPool,
+      put: recorded ? this.sql.putRecorded : this.sql.put,
+      reserveMany: recorded ? this.sql.reserveManyRecorded : this.sql.reserveMany,
+      deleteMany: recorded ? this.sql.deleteManyRecorded : this.sql.deleteMany,
+    };
     this.commands = Object.fromEntries(COUNTED_COMMANDS.map((c) => [c, 0])) as Record<CountedCommand, number>;
     this.puts = new PutBatch(this);
     // Each realm has a channel of its own: a node hears only of the jobs its clients can take.
@@ -480,7 +489,7 @@ export class ClusterStore implements Operations, RealmMember {
     await Promise.all(
       [...groups.values()].map(async (indexes) => {
         // A statement that fails fails its own requests only.
-        const rows = await run<ReservedRow & { rn: number }>(this.pool, this.sql.reserveMany, [
+        const rows = await run<ReservedRow & { rn: number }>(this.hot.pool, this.hot.reserveMany, [
           requests[indexes[0]!]!.tubes,
           this.nodeId,
           indexes.map((i) => requests[i]!.conn),
@@ -508,7 +517,7 @@ export class ClusterStore implements Operations, RealmMember {
 
   /** The statement of one turn's deletes (the Gearman realm sends final packets with it). */
   protected runDeletes(requests: DeleteRequest[]): Promise<DeletedRow[]> {
-    return run<DeletedRow>(this.pool, this.sql.deleteMany, deleteArrays(requests));
+    return run<DeletedRow>(this.hot.pool, this.hot.deleteMany, deleteArrays(requests));
   }
 
   /** What a client's delete must wait for first (the Gearman realm: its job's last packets on their way). */

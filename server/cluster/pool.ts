@@ -31,10 +31,16 @@ export function connectionConfig(url: string, history = false): pg.ClientConfig 
   };
 }
 
-export function createPool(url: string, log: Logger, history: boolean): pg.Pool {
+/**
+ * Connections of the hot path (ClusterNode.hotPool): the batched puts, reserves and deletes, at
+ * most two statements of each kind in flight.
+ */
+export const HOT_POOL_SIZE = 6;
+
+export function createPool(url: string, log: Logger, history: boolean, size = POOL_SIZE): pg.Pool {
   const pool = new pg.Pool({
     ...connectionConfig(url, history),
-    max: POOL_SIZE,
+    max: size,
     connectionTimeoutMillis: STATEMENT_TIMEOUT_MS,
     query_timeout: STATEMENT_TIMEOUT_MS,
     idleTimeoutMillis: 60_000,

@@ -81,7 +81,7 @@ export class PutBatch {
         store.unusedIds = 0;
         await run(store.pool, store.sql.useUpIds, [n]);
       }
-      const rows = await run<{ id: number }>(store.pool, store.sql.put, [
+      const rows = await run<{ id: number }>(store.hot.pool, store.hot.put, [
         batch.map((p) => p.tube),
         batch.map((p) => (p.delayMs > 0 ? STATE.delayed : STATE.ready)),
         batch.map((p) => p.priority),

@@ -6,8 +6,10 @@
  * reserve of the job, so a token names one reservation, and a statement that needs the
  * reservation still to hold matches all three.
  */
+import { HISTORY_KINDS, type HistoryKind } from '../../shared/history.js';
 import { JOB_COLUMNS } from './job-row.js';
 import { GEARMAN_TABLES, type Realm } from './realm.js';
+import { historySequence } from './schema.js';
 
 export interface Statement {
   name: string;
@@ -66,23 +68,86 @@ export function clusterSql(realm: Realm) {
   };
 
 
+  /**
+   * The history of the jobs the statement's `changed` CTE returns (id, and `node` and `conn`,
+   * the holder, for each), written by the statement itself as one row of the realm's
+   * history_batches (schema.ts, migration 6). Each job's event draws its own number from the
+   * history's sequence, so the ring counts events as the trigger's rows do.
+   */
+  const record = (k: HistoryKind): string =>
+    `, recorded AS (
+       INSERT INTO ${realm.prefix}history_batches (seq, at, kind, jobs, nodes, conns, span)
+       SELECT max(n), (extract(epoch FROM clock_timestamp()) * 1000)::bigint, ${HISTORY_KINDS.indexOf(k)},
+         array_agg(id ORDER BY id), array_agg(node ORDER BY id), array_agg(conn ORDER BY id), int8range(min(id), max(id), '[]')
+       FROM (SELECT id, node, conn, nextval('${historySequence(realm)}') AS n FROM changed) c
+       HAVING count(*) > 0
+     )`;
+
+  const put = (recorded: boolean): string =>
+    `WITH totals AS (
+       INSERT INTO ${t.totals} (node, tube, total_jobs)
+       SELECT $9, t, count(*) FROM unnest($1::text[]) AS t GROUP BY t
+       ON CONFLICT (node, tube) DO UPDATE SET total_jobs = ${t.totals}.total_jobs + EXCLUDED.total_jobs
+     ),
+     changed AS (
+       INSERT INTO ${t.jobs} (tube, state, priority, delay_ms, ttr_ms, created_at, due_at, body)
+       SELECT * FROM unnest($1::text[], $2::smallint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bytea[])
+       RETURNING id, NULL::integer AS node, 0::bigint AS conn
+     )${recorded ? record('put') : ''}
+     SELECT id FROM changed`;
+
+  const reserveMany = (recorded: boolean): string =>
+    `WITH heads AS (
+       SELECT h.id FROM unnest($1::text[]) AS w(tube)
+       CROSS JOIN LATERAL (
+         SELECT id FROM ${t.jobs}
+         WHERE tube = w.tube AND state = 0
+         ORDER BY priority, id LIMIT $6::integer + ${LOCK_MARGIN}
+       ) h
+       WHERE NOT EXISTS (SELECT 1 FROM ${t.tubes} p WHERE p.name = w.tube AND p.unpause_at > $4::bigint)
+         AND ${NODE_ALIVE}
+     ),
+     -- Only the rows taken are locked: rows locked and left would make other nodes' reserves
+     -- skip jobs nobody takes. Rows another reserve holds are skipped; a few spare candidates
+     -- per tube stand in for them.
+     locked AS (
+       SELECT j.id, j.priority FROM ${t.jobs} j
+       WHERE j.id IN (SELECT id FROM heads) AND j.state = 0
+       ORDER BY j.priority, j.id LIMIT $6
+       FOR UPDATE SKIP LOCKED
+     ),
+     picked AS (SELECT id, row_number() OVER (ORDER BY priority, id) AS rn FROM locked),
+     who AS (SELECT conn, hold, rn FROM unnest($3::bigint[], $5::bigint[]) WITH ORDINALITY AS c(conn, hold, rn)),
+     changed AS (
+       UPDATE ${t.jobs} j
+       SET state = 1, holder_node = $2, holder_conn = who.conn, reserves = j.reserves + 1,
+           due_at = $4::bigint + CASE WHEN who.hold < 0 THEN j.ttr_ms ELSE who.hold END
+       FROM picked JOIN who USING (rn)
+       WHERE j.id = picked.id
+       RETURNING who.rn, j.id, j.tube, j.reserves, j.due_at, j.ttr_ms, j.body, ${TAKEN},
+         j.holder_node AS node, j.holder_conn AS conn
+     )${recorded ? record('reserve') : ''}
+     SELECT rn, id, tube, reserves, due_at, ttr_ms, body, abandoned FROM changed`;
+
+  const deleteMany = (recorded: boolean): string =>
+    `WITH changed AS (
+       DELETE FROM ${t.jobs} j
+       USING unnest($1::bigint[], $2::integer[], $3::bigint[], $4::integer[], $5::bigint[]) AS t(id, node, conn, reserves, client)
+       WHERE j.id = t.id AND (j.state <> 1 OR (j.holder_node = t.node AND j.holder_conn = t.conn AND j.reserves = t.reserves))
+       RETURNING j.id, j.tube, t.client, length(j.body) AS bytes,
+         CASE WHEN j.state = 1 THEN j.holder_node END AS node, CASE WHEN j.state = 1 THEN COALESCE(j.holder_conn, 0) ELSE 0 END AS conn
+     )${recorded ? record('delete') : ''}
+     SELECT id, tube, client, bytes FROM changed`;
+
   return {
     /**
      * Many puts in one statement (those of every client in the same turn of the event loop): ids
      * come from the sequence in array order, so sorting the returned ids gives each put its own.
      * $1 tubes, $2 states, $3 priorities, $4 delays, $5 TTRs, $6 created_at, $7 due_at, $8 bodies, $9 node.
      */
-    put: s(
-      'put',
-      `WITH totals AS (
-         INSERT INTO ${t.totals} (node, tube, total_jobs)
-         SELECT $9, t, count(*) FROM unnest($1::text[]) AS t GROUP BY t
-         ON CONFLICT (node, tube) DO UPDATE SET total_jobs = ${t.totals}.total_jobs + EXCLUDED.total_jobs
-       )
-       INSERT INTO ${t.jobs} (tube, state, priority, delay_ms, ttr_ms, created_at, due_at, body)
-       SELECT * FROM unnest($1::text[], $2::smallint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bytea[])
-       RETURNING id`,
-    ),
+    put: s('put', put(false)),
+    /** put, recording the puts in the history itself (ClusterNode.hotPool). */
+    putRecorded: s('put_recorded', put(true)),
 
     /** Draws $1 ids from the sequence unused (puts whose body never came, as beanstalkd uses them up). */
     useUpIds: s('use_up_ids', `SELECT nextval('${t.ids}') FROM generate_series(1, $1::integer)`),
@@ -93,49 +158,18 @@ export function clusterSql(realm: Realm) {
      * clients in the order they asked. $1 tubes, $2 node, $3 connections, $4 now, $5 holds (ms;
      * -1: the job's TTR), $6 how many clients.
      */
-    reserveMany: s(
-      'reserve_many',
-      `WITH heads AS (
-         SELECT h.id FROM unnest($1::text[]) AS w(tube)
-         CROSS JOIN LATERAL (
-           SELECT id FROM ${t.jobs}
-           WHERE tube = w.tube AND state = 0
-           ORDER BY priority, id LIMIT $6::integer + ${LOCK_MARGIN}
-         ) h
-         WHERE NOT EXISTS (SELECT 1 FROM ${t.tubes} p WHERE p.name = w.tube AND p.unpause_at > $4::bigint)
-           AND ${NODE_ALIVE}
-       ),
-       -- Only the rows taken are locked: rows locked and left would make other nodes' reserves
-       -- skip jobs nobody takes. Rows another reserve holds are skipped; a few spare candidates
-       -- per tube stand in for them.
-       locked AS (
-         SELECT j.id, j.priority FROM ${t.jobs} j
-         WHERE j.id IN (SELECT id FROM heads) AND j.state = 0
-         ORDER BY j.priority, j.id LIMIT $6
-         FOR UPDATE SKIP LOCKED
-       ),
-       picked AS (SELECT id, row_number() OVER (ORDER BY priority, id) AS rn FROM locked),
-       who AS (SELECT conn, hold, rn FROM unnest($3::bigint[], $5::bigint[]) WITH ORDINALITY AS c(conn, hold, rn))
-       UPDATE ${t.jobs} j
-       SET state = 1, holder_node = $2, holder_conn = who.conn, reserves = j.reserves + 1,
-           due_at = $4::bigint + CASE WHEN who.hold < 0 THEN j.ttr_ms ELSE who.hold END
-       FROM picked JOIN who USING (rn)
-       WHERE j.id = picked.id
-       RETURNING who.rn, j.id, j.tube, j.reserves, j.due_at, j.ttr_ms, j.body, ${TAKEN}`,
-    ),
+    reserveMany: s('reserve_many', reserveMany(false)),
+    /** reserveMany, recording the reserves in the history itself (ClusterNode.hotPool). */
+    reserveManyRecorded: s('reserve_many_recorded', reserveMany(true)),
 
     /**
      * Clients' deletes of one turn: each deletes its job unless another reservation holds it.
      * $1 ids, $2-$4 the token each client holds (-1s when none), $5 the clients (of two clients
      * deleting one job in the same turn, one gets it).
      */
-    deleteMany: s(
-      'delete_many',
-      `DELETE FROM ${t.jobs} j
-       USING unnest($1::bigint[], $2::integer[], $3::bigint[], $4::integer[], $5::bigint[]) AS t(id, node, conn, reserves, client)
-       WHERE j.id = t.id AND (j.state <> 1 OR (j.holder_node = t.node AND j.holder_conn = t.conn AND j.reserves = t.reserves))
-       RETURNING j.id, j.tube, t.client, length(j.body) AS bytes`,
-    ),
+    deleteMany: s('delete_many', deleteMany(false)),
+    /** deleteMany, recording the deletes in the history itself (ClusterNode.hotPool). */
+    deleteManyRecorded: s('delete_many_recorded', deleteMany(true)),
 
     /** reserve-job: any job not reserved, whatever its state. $1 id, $2 node, $3 connection, $4 now, $5 hold. */
     reserveJob: s(
@@ -399,14 +433,31 @@ export function clusterSql(realm: Realm) {
       `DELETE FROM ${t.jobs} WHERE id IN (SELECT id FROM ${t.jobs} WHERE tube = $1 AND state = $2 LIMIT $3 FOR UPDATE SKIP LOCKED)
        RETURNING id, length(body) AS bytes`,
     ),
-    /** Job $1's newest $2 events (schema.ts's history trigger writes them), newest first. */
-    history: s('history', `SELECT at, kind, node, conn, note FROM ${realm.prefix}history WHERE job = $1 ORDER BY seq DESC LIMIT $2`),
-    /** Events recorded so far (the ring's `recorded`). */
-    historyRecorded: s('history_recorded', `SELECT COALESCE(max(seq), 0)::bigint AS recorded FROM ${realm.prefix}history`),
+    /**
+     * Job $1's newest $2 events, newest first: the history trigger's rows (schema.ts) and the
+     * hot path's (one row per statement, `record`).
+     */
+    history: s(
+      'history',
+      `SELECT at, kind, node, conn, note FROM (
+         SELECT seq, at, kind, node, conn, note FROM ${realm.prefix}history WHERE job = $1
+         UNION ALL
+         SELECT b.seq, b.at, b.kind, b.nodes[i], b.conns[i], '' FROM ${realm.prefix}history_batches b
+         CROSS JOIN LATERAL array_position(b.jobs, $1::bigint) AS i
+         WHERE b.span @> $1::bigint AND i IS NOT NULL
+       ) e ORDER BY seq DESC LIMIT $2`,
+    ),
+    /** Events recorded so far (the ring's `recorded`): the numbers drawn from the history's sequence. */
+    historyRecorded: s(
+      'history_recorded',
+      `SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS recorded FROM ${historySequence(realm)}`,
+    ),
     /** Keeps the $1 newest events: the ring. */
     trimHistory: s(
       'trim_history',
-      `DELETE FROM ${realm.prefix}history WHERE seq <= (SELECT max(seq) FROM ${realm.prefix}history) - $1::bigint`,
+      `WITH cut AS (SELECT last_value - $1::bigint AS seq FROM ${historySequence(realm)}),
+       events AS (DELETE FROM ${realm.prefix}history WHERE seq <= (SELECT seq FROM cut))
+       DELETE FROM ${realm.prefix}history_batches WHERE seq <= (SELECT seq FROM cut)`,
     ),
     /** How much the jobs table changed since its statistics were gathered, and its dead rows (ClusterStore.tidy). */
     staleness: s(
