@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DEADLINE_SOON_MARGIN_MS } from '../../shared/limits.js';
 import { readyLess, type Job } from './job.js';
-import { Harness, type Client } from './testing.js';
+import { Harness, type Client, type HarnessOptions } from './testing.js';
 
 const TUBES = ['default', 'a', 'b'] as const;
 const SLOTS = 3;
@@ -63,9 +63,14 @@ function expectedReserve(h: Harness, client: Client, timeoutMs: number | null): 
   return { kind: 'waiting' };
 }
 
-function run(ops: Op[]): void {
-  const h = new Harness();
-  const clients: Client[] = Array.from({ length: SLOTS }, () => h.open());
+function run(ops: Op[], options: HarnessOptions = {}, watchFirst?: string): void {
+  const h = new Harness(options);
+  const open = (): Client => {
+    const c = h.open();
+    if (watchFirst !== undefined) c.watch(watchFirst);
+    return c;
+  };
+  const clients: Client[] = Array.from({ length: SLOTS }, open);
   const settle = (): void => {
     // what the scheduler does right after any command: run whatever is due now
     for (let next = h.engine.nextDeadline(); next !== undefined && next <= h.now(); next = h.engine.nextDeadline()) h.tickNow();
@@ -148,7 +153,7 @@ function run(ops: Op[]): void {
         break;
       case 'close':
         client!.close();
-        clients[o.s] = h.open();
+        clients[o.s] = open();
         break;
     }
     settle();
@@ -177,6 +182,21 @@ describe('engine under random operations', () => {
   it('keeps every invariant and answers reserve as beanstalkd would', () => {
     fc.assert(
       fc.property(fc.array(opArb, { minLength: 1, maxLength: 120 }), (ops) => run(ops)),
+      { numRuns: 400 },
+    );
+  });
+
+  it('does the same when every session is wide (waiting without joining each tube\'s list)', () => {
+    // wideSessionTubes 0: a session is wide from its first watch, made at once here.
+    fc.assert(
+      fc.property(fc.array(opArb, { minLength: 1, maxLength: 120, size: 'medium' }), (ops) => run(ops, { wideSessionTubes: 0 }, 'a')),
+      { numRuns: 400 },
+    );
+  });
+
+  it('does the same when sessions turn wide at three watched tubes and narrow again at one', () => {
+    fc.assert(
+      fc.property(fc.array(opArb, { minLength: 1, maxLength: 120, size: 'medium' }), (ops) => run(ops, { wideSessionTubes: 2 })),
       { numRuns: 400 },
     );
   });

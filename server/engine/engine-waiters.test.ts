@@ -3,6 +3,7 @@
  * closing a session does to its jobs and to the sessions waiting for them.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
+import { WIDE_SESSION_TUBES } from './engine.js';
 import { Harness, type Client } from './testing.js';
 
 let h: Harness;
@@ -250,6 +251,106 @@ describe('closeSession', () => {
     expect(h.engine.stats).toMatchObject({ currentConnections: 0, totalConnections: 2, producers: 0, workers: 0 });
     expect(h.engine.defaultTube.watching).toBe(0);
     expect(h.engine.defaultTube.using).toBe(0);
+    expectConsistent();
+  });
+});
+
+describe('a session watching more than WIDE_SESSION_TUBES tubes (wide)', () => {
+  /** A session watching `n` tubes t0..t(n-1) besides default, blocked in reserve. */
+  function wideWaiter(n: number): Client {
+    const w = h.open();
+    for (let i = 0; i < n; i++) w.watch(`t${i}`);
+    expect(w.session.wide).toBe(true);
+    expect(w.reserve(null)).toEqual({ kind: 'waiting' });
+    return w;
+  }
+
+  it('waits without joining each tube\'s waiting list, counts in each tube\'s current-waiting, and is woken by a put to any of them', () => {
+    const w = wideWaiter(WIDE_SESSION_TUBES + 36);
+    const t57 = h.engine.tube('t57')!;
+    expect(t57.waiting.size).toBe(0);
+    expect(t57.waitingSessions).toBe(1);
+    expect(h.engine.stats.waiting).toBe(1);
+    producer.use('t57');
+    producer.put();
+    expect(w.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 1 }]);
+    expect(t57.waitingSessions).toBe(0);
+    expect(h.engine.stats.waiting).toBe(0);
+    // served once: the next put stays ready, and the next reserve takes it at once
+    producer.put();
+    expect(w.delegate.calls).toEqual([]);
+    expect(w.reserve(null)).toMatchObject({ kind: 'reserved' });
+    expectConsistent();
+  });
+
+  it('is not woken by a put to a tube it does not watch', () => {
+    const w = wideWaiter(WIDE_SESSION_TUBES + 1);
+    producer.use('elsewhere');
+    producer.put();
+    expect(w.delegate.calls).toEqual([]);
+    expectConsistent();
+  });
+
+  it('takes turns with the other wide sessions waiting on a tube; sessions watching few tubes are served first', () => {
+    const a = wideWaiter(WIDE_SESSION_TUBES + 1);
+    const b = wideWaiter(WIDE_SESSION_TUBES + 1);
+    producer.use('t3');
+    producer.put();
+    producer.put();
+    expect(a.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 1 }]);
+    expect(b.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 2 }]);
+    expect(a.reserve(null)).toEqual({ kind: 'waiting' });
+    expect(b.reserve(null)).toEqual({ kind: 'waiting' });
+    const [narrow] = waiters(1, 't3') as [Client];
+    producer.put();
+    producer.put();
+    producer.put();
+    expect(narrow.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 3 }]);
+    // the turn carries over: b was not served last
+    expect(a.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 4 }]);
+    expect(b.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 5 }]);
+    expectConsistent();
+  });
+
+  it('gets the best job when jobs become ready in several of its tubes at once', () => {
+    producer.use('t1');
+    producer.put({ priority: 5 });
+    producer.use('t2');
+    producer.put({ priority: 1 });
+    h.engine.pauseTube('t1', 1000);
+    h.engine.pauseTube('t2', 1000);
+    const w = wideWaiter(WIDE_SESSION_TUBES + 1);
+    h.advance(1000);
+    expect(w.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 2 }]);
+    expectConsistent();
+  });
+
+  it('asleep (woken without reserving), stays woken-to-be across becoming wide and narrow again', () => {
+    const s = h.open();
+    expect(h.engine.sleep(s.session)).toBe(false);
+    for (let i = 0; i <= WIDE_SESSION_TUBES; i++) s.watch(`t${i}`);
+    expect(s.session.wide).toBe(true);
+    producer.use(`t${WIDE_SESSION_TUBES}`);
+    producer.put();
+    expect(s.delegate.drain()).toEqual([{ kind: 'woken' }]);
+    h.engine.delete(null, 1);
+    expect(h.engine.sleep(s.session)).toBe(false);
+    for (let i = 0; i <= WIDE_SESSION_TUBES; i++) s.ignore(`t${i}`);
+    expect(s.session.wide).toBe(false);
+    expect(h.engine.defaultTube.waiting.size).toBe(1);
+    producer.use('default');
+    producer.put();
+    expect(s.delegate.drain()).toEqual([{ kind: 'woken' }]);
+    expectConsistent();
+  });
+
+  it('leaves every tube\'s list of wide watchers when it closes', () => {
+    const w = wideWaiter(WIDE_SESSION_TUBES + 1);
+    const t0 = h.engine.tube('t0')!;
+    producer.watch('t0');
+    expect(t0.wideWatchers.size).toBe(1);
+    w.close();
+    expect(t0.wideWatchers.size).toBe(0);
     expectConsistent();
   });
 });

@@ -18,6 +18,16 @@ import { Tube } from './tube.js';
 /** Jobs looked at per put while bodies are being compacted. */
 const COMPACTION_STEPS = 8;
 
+/**
+ * A session watching more tubes than this is "wide": while it blocks in reserve it is not added
+ * to each watched tube's waiting list (and taken off them all when it wakes), which cost a worker
+ * watching 10,000 tubes 20,000 list operations per job. Each tube lists its wide watchers
+ * instead (changed only by watch and ignore), and a job made ready there goes to one of them that
+ * waits. Narrow sessions keep beanstalkd's exact waiting order; the threshold leaves every
+ * ordinary client narrow.
+ */
+export const WIDE_SESSION_TUBES = 64;
+
 export interface EngineOptions {
   clock: Clock;
   journal?: Journal;
@@ -45,6 +55,8 @@ export interface EngineOptions {
   deadLetterAfter?: number;
   /** Events in the shared job history ring (DEFAULT_HISTORY_EVENTS; 0: no history). */
   historyEvents?: number;
+  /** Watched tubes beyond which a session is wide (WIDE_SESSION_TUBES; tests lower it). */
+  wideSessionTubes?: number;
 }
 
 /** What a put needs; durations in milliseconds. */
@@ -142,6 +154,13 @@ export class Engine {
     (s, i) => (s.tickIndex = i),
   );
   private readonly sessions = new Set<Session>();
+  /** Tubes with ready jobs (paused or not): a reserve looks at these or at its watched tubes, whichever are fewer. */
+  private readonly readyTubes = new OrderedSet<Tube>();
+  /** Tubes where jobs became ready (or a pause ended) since wide waiters were last served. */
+  private readonly wideNews = new Set<Tube>();
+  private readonly wideAbove: number;
+  /** A wide session becomes narrow again at this many watched tubes (not at wideAbove, so that one watch and ignore after another do not convert it each time). */
+  private readonly narrowAtMost: number;
   /** Engines whose memory counts against this one's budgets (see shareBudgetWith). */
   private readonly budgetPeers: Engine[] = [];
   /** Who waits for news of a job (Gearman clients attached to a handle), by job id. */
@@ -159,6 +178,8 @@ export class Engine {
     this.maxJobSize = options.maxJobSize ?? Number.POSITIVE_INFINITY;
     this.jobRecordBytes = options.jobRecordBytes ?? JOB_RECORD_HEAP_BYTES;
     this.maxRecordHeapBytes = options.maxRecordHeapBytes ?? Number.POSITIVE_INFINITY;
+    this.wideAbove = options.wideSessionTubes ?? WIDE_SESSION_TUBES;
+    this.narrowAtMost = Math.floor(this.wideAbove / 2);
     this.startedAt = this.clock.now();
     this.defaultTube = this.findOrCreateTube(DEFAULT_TUBE);
   }
@@ -245,6 +266,7 @@ export class Engine {
     if (tube.pauseIndex >= 0) this.pausedTubes.removeAt(tube.pauseIndex);
     this.events.emit('tube:paused', { tube });
     this.refreshAwaited(tube);
+    if (tube.wideWatchers.size > 0 && tube.ready.size > 0) this.wideNews.add(tube);
   }
 
   /**
@@ -332,6 +354,7 @@ export class Engine {
     // decides the order in which unreferenced tubes leave list-tubes.
     for (let tube = session.watched.shift(); tube !== undefined; tube = session.watched.shift()) {
       tube.watching--;
+      if (session.wide) tube.wideWatchers.delete(session);
       this.maybeRemoveTube(tube);
     }
     session.used.using--;
@@ -368,13 +391,18 @@ export class Engine {
     const tube = this.findOrCreateTube(name);
     if (session.watched.add(tube)) {
       tube.watching++;
-      // A session can change its watch list while it waits only to be woken (a Gearman worker
-      // asleep registers another function); a blocked reserve reads no commands.
-      if (session.waiting) {
+      if (!session.wide && session.watched.size > this.wideAbove) {
+        this.widen(session);
+      } else if (session.wide) {
+        tube.wideWatchers.add(session);
+        if (session.waiting && tube.ready.size > 0) this.wideNews.add(tube);
+      } else if (session.waiting) {
+        // A session can change its watch list while it waits only to be woken (a Gearman worker
+        // asleep registers another function); a blocked reserve reads no commands.
         tube.waiting.add(session);
         this.refreshAwaited(tube);
-        this.processQueue();
       }
+      if (session.waiting) this.processQueue();
     }
     return ok(session.watched.size);
   }
@@ -395,7 +423,10 @@ export class Engine {
     if (session.watched.size < 2 && !session.mayWatchNothing) return fail('NOT_IGNORED');
     session.watched.delete(tube);
     tube.watching--;
-    if (session.waiting) {
+    if (session.wide) {
+      tube.wideWatchers.delete(session);
+      if (session.watched.size <= this.narrowAtMost) this.narrow(session);
+    } else if (session.waiting) {
       tube.waiting.delete(session);
       this.refreshAwaited(tube);
     }
@@ -536,15 +567,7 @@ export class Engine {
     if (this.deadlineSoon(session, now) && !this.anyWatchedReady(session)) return { kind: 'deadline-soon' };
     // A pause that ran out before the scheduler's tick ends now; other waiters are served first.
     this.endPauses(now, Number.POSITIVE_INFINITY);
-    let best: Job | undefined;
-    // With no ready job anywhere there is nothing to find: a worker watching 10,000 tubes skips
-    // the scan whenever the queues are empty, which is most of the time below full load.
-    if (this.stats.ready > 0) {
-      for (const tube of session.watched.values()) {
-        const head = tube.ready.peek();
-        if (head !== undefined && (best === undefined || readyLess(head, best)) && !tube.paused) best = head;
-      }
-    }
+    const best = this.bestReady(session, false);
     if (best !== undefined) {
       // protocol: beanstalkd always queues a reserving client as a waiter and takes it back
       // round-robin; that take advances the tube's rotation, which decides later waiter order.
@@ -579,7 +602,7 @@ export class Engine {
    */
   sleep(session: Session): boolean {
     if (session.waiting) return false;
-    for (const tube of session.watched.values()) if (tube.ready.size > 0 && !tube.paused) return true;
+    if (this.bestReady(session, false) !== undefined) return true;
     session.wakeOnly = true;
     this.startWaiting(session, -1);
     return false;
@@ -1000,9 +1023,27 @@ export class Engine {
 
   /** protocol: the DEADLINE_SOON check looks for ready jobs in watched tubes, paused or not. */
   private anyWatchedReady(session: Session): boolean {
-    if (this.stats.ready === 0) return false;
-    for (const tube of session.watched.values()) if (tube.ready.size > 0) return true;
-    return false;
+    return this.bestReady(session, true) !== undefined;
+  }
+
+  /**
+   * The best ready job (priority, then id) in the tubes `session` watches, paused tubes left out
+   * unless `paused`. It walks whichever is shorter, the session's watched tubes or the tubes that
+   * have ready jobs, so a worker watching 10,000 tubes pays for the few that hold jobs.
+   */
+  private bestReady(session: Session, paused: boolean): Job | undefined {
+    if (this.stats.ready === 0) return undefined;
+    const viaReady = this.readyTubes.size < session.watched.size;
+    const tubes = viaReady ? this.readyTubes.values() : session.watched.values();
+    let best: Job | undefined;
+    for (let i = 0; i < tubes.length; i++) {
+      const tube = tubes[i]!;
+      const head = tube.ready.peek();
+      if (head === undefined || (best !== undefined && !readyLess(head, best)) || (!paused && tube.paused)) continue;
+      if (viaReady && !session.watched.has(tube)) continue;
+      best = head;
+    }
+    return best;
   }
 
   private reservedBy(session: Session, id: number): Job | undefined {
@@ -1027,16 +1068,89 @@ export class Engine {
       this.reserveFor(session, job, now, 'ready');
       session.delegate.reserved(job);
     }
+    if (this.wideNews.size > 0) this.serveWideWaiters(now);
+  }
+
+  /**
+   * Hands the jobs made ready in tubes that wide sessions watch (wideNews) to those of them that
+   * wait, the best job first as processQueue does; each tube's wide watchers take turns.
+   */
+  private serveWideWaiters(now: number): void {
+    const tubes = [...this.wideNews];
+    this.wideNews.clear();
+    for (;;) {
+      let best: Tube | undefined;
+      let at = -1;
+      for (let i = 0; i < tubes.length; i++) {
+        const tube = tubes[i]!;
+        const head = tube.ready.peek();
+        if (head === undefined || tube.paused) {
+          tubes[i--] = tubes[tubes.length - 1]!;
+          tubes.pop();
+        } else if (best === undefined || readyLess(head, best.ready.peek()!)) {
+          best = tube;
+          at = i;
+        }
+      }
+      if (best === undefined) return;
+      const session = this.nextWideWaiter(best);
+      if (session === undefined) {
+        tubes[at] = tubes[tubes.length - 1]!;
+        tubes.pop();
+        continue;
+      }
+      const wakeOnly = session.wakeOnly;
+      this.stopWaiting(session);
+      if (wakeOnly) {
+        session.delegate.woken();
+        continue;
+      }
+      const job = best.ready.peek()!;
+      this.removeReady(job);
+      this.reserveFor(session, job, now, 'ready');
+      session.delegate.reserved(job);
+    }
+  }
+
+  /** The next of `tube`'s wide watchers that waits, round-robin; O(its wide watchers), never O(tubes). */
+  private nextWideWaiter(tube: Tube): Session | undefined {
+    const watchers = tube.wideWatchers.values();
+    for (let k = 0; k < watchers.length; k++) {
+      const i = (tube.wideCursor + k) % watchers.length;
+      if (watchers[i]!.waiting) {
+        tube.wideCursor = i + 1;
+        return watchers[i];
+      }
+    }
+    return undefined;
+  }
+
+  /** The session now watches more than wideAbove tubes: from here on each tube lists it as a wide watcher. */
+  private widen(session: Session): void {
+    if (session.waiting) this.leaveWaitingLists(session);
+    session.wide = true;
+    for (const tube of session.watched.values()) {
+      tube.wideWatchers.add(session);
+      if (session.waiting && tube.ready.size > 0) this.wideNews.add(tube);
+    }
+  }
+
+  /** The session watches few tubes again: it waits in each tube's waiting list, in beanstalkd's order. */
+  private narrow(session: Session): void {
+    for (const tube of session.watched.values()) tube.wideWatchers.delete(session);
+    session.wide = false;
+    if (session.waiting) {
+      this.joinWaitingLists(session);
+      this.processQueue();
+    }
   }
 
   private startWaiting(session: Session, waitUntil: number): void {
     session.waiting = true;
     session.waitUntil = waitUntil;
     this.stats.waiting++;
-    for (const tube of session.watched.values()) {
-      tube.waiting.add(session);
-      if (tube.waiting.size === 1) this.refreshAwaited(tube);
-    }
+    // A wide session's tubes already list it (widen): waiting is its flag alone.
+    if (!session.wide) this.joinWaitingLists(session);
     this.schedule(session);
     this.processQueue();
   }
@@ -1045,6 +1159,17 @@ export class Engine {
     session.waiting = false;
     session.wakeOnly = false;
     this.stats.waiting--;
+    if (!session.wide) this.leaveWaitingLists(session);
+  }
+
+  private joinWaitingLists(session: Session): void {
+    for (const tube of session.watched.values()) {
+      tube.waiting.add(session);
+      if (tube.waiting.size === 1) this.refreshAwaited(tube);
+    }
+  }
+
+  private leaveWaitingLists(session: Session): void {
     for (const tube of session.watched.values()) {
       tube.waiting.delete(session);
       if (tube.waiting.size === 0) this.refreshAwaited(tube);
@@ -1096,6 +1221,8 @@ export class Engine {
     job.state = 'ready';
     job.deadlineAt = 0;
     tube.ready.push(job);
+    if (tube.ready.size === 1) this.readyTubes.add(tube);
+    if (tube.wideWatchers.size > 0) this.wideNews.add(tube);
     this.stats.ready++;
     if (job.priority < URGENT_BELOW) {
       tube.urgent++;
@@ -1145,6 +1272,7 @@ export class Engine {
   private removeReady(job: Job): void {
     const tube = job.tube;
     tube.ready.remove(job);
+    if (tube.ready.size === 0) this.readyTubes.delete(tube);
     this.stats.ready--;
     if (job.priority < URGENT_BELOW) {
       tube.urgent--;

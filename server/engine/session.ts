@@ -33,6 +33,8 @@ export class Session {
   /** The same jobs by TTR deadline. */
   readonly reservedByDeadline = new IndexedHeap<Job>(deadlineLess, setHeapIndex);
   waiting = false;
+  /** Watches more than WIDE_SESSION_TUBES tubes: listed by each as a wide watcher instead of joining their waiting lists (engine.ts). */
+  wide = false;
   /** May watch no tube at all (a Gearman worker before its first CAN_DO). */
   mayWatchNothing = false;
   /** Waiting only to be woken (`Engine.sleep`), not for a job. */

@@ -291,15 +291,22 @@ export class Harness {
       const using = open.filter((s) => s.used === tube).length;
       const watching = open.filter((s) => s.watched.has(tube)).length;
       const waiting = open.filter((s) => s.waiting && s.watched.has(tube)).length;
+      const narrowWaiting = open.filter((s) => s.waiting && !s.wide && s.watched.has(tube)).length;
+      const wideWatchers = open.filter((s) => s.wide && s.watched.has(tube));
       check(tube.using === using, `tube ${tube.name} using ${tube.using}, counted ${using}`);
       check(tube.watching === watching, `tube ${tube.name} watching ${tube.watching}, counted ${watching}`);
-      check(tube.waiting.size === waiting, `tube ${tube.name} waiting ${tube.waiting.size}, counted ${waiting}`);
+      check(tube.waiting.size === narrowWaiting, `tube ${tube.name} waiting ${tube.waiting.size}, counted ${narrowWaiting}`);
+      check(
+        tube.wideWatchers.size === wideWatchers.length && wideWatchers.every((s) => tube.wideWatchers.has(s)),
+        `tube ${tube.name} lists ${tube.wideWatchers.size} wide watchers, counted ${wideWatchers.length}`,
+      );
+      check(tube.waitingSessions === waiting, `tube ${tube.name} current-waiting ${tube.waitingSessions}, counted ${waiting}`);
       const referenced = tube.using + tube.watching + tube.jobCount > 0 || tube === engine.defaultTube;
       check(referenced, `tube ${tube.name} is unreferenced but still listed`);
       const pausedNow = tube.paused && tube.unpauseAt > now;
       check(
-        !(tube.waiting.size > 0 && tube.ready.size > 0 && !pausedNow),
-        `tube ${tube.name} has ${tube.waiting.size} waiting sessions and ${tube.ready.size} ready jobs`,
+        !(waiting > 0 && tube.ready.size > 0 && !pausedNow),
+        `tube ${tube.name} has ${waiting} waiting sessions and ${tube.ready.size} ready jobs`,
       );
     }
     check(stats.ready === ready, `stats.ready ${stats.ready}, counted ${ready}`);

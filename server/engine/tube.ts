@@ -15,8 +15,11 @@ export class Tube {
   readonly delayed = new IndexedHeap<Job>(deadlineLess, setHeapIndex);
   /** Buried jobs, oldest first. */
   readonly buried = new JobList();
-  /** Sessions blocked in reserve that watch this tube. */
+  /** Sessions blocked in reserve that watch this tube (narrow ones: see engine.ts, WIDE_SESSION_TUBES). */
   readonly waiting = new OrderedSet<Session>();
+  /** Wide sessions that watch this tube, waiting or not, and whose turn is next among them. */
+  readonly wideWatchers = new OrderedSet<Session>();
+  wideCursor = 0;
 
   urgent = 0;
   reserved = 0;
@@ -46,6 +49,13 @@ export class Tube {
 
   get paused(): boolean {
     return this.pauseMs > 0;
+  }
+
+  /** Sessions blocked in reserve that watch this tube (stats-tube's current-waiting). */
+  get waitingSessions(): number {
+    let n = this.waiting.size;
+    for (const session of this.wideWatchers.values()) if (session.waiting) n++;
+    return n;
   }
 
   /** Jobs of every state that belong to this tube. */

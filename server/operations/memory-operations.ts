@@ -527,7 +527,7 @@ export function tubeCounts(tube: Tube, ownSettings: TubeSettings | null): TubeCo
     totalJobs: tube.totalJobs,
     using: tube.using,
     watching: tube.watching,
-    waiting: tube.waiting.size,
+    waiting: tube.waitingSessions,
     deletes: tube.cmdDelete,
     pauses: tube.cmdPause,
     pauseMs: tube.pauseMs,
