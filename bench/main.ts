@@ -10,7 +10,7 @@ import { RESULTS_DIR } from './paths.js';
 import { pinningSupport, type PinMode } from './pinning.js';
 import { failureLines, markdownTable, summarize, textTable, type BenchDocument } from './report.js';
 import { runPlan, scenariosFor, targetsOf, type RunPlan } from './runner.js';
-import { PACE_TOLERANCE, PACED_RATE, PACED_RATE_10000_TUBES, SCENARIOS } from './scenarios.js';
+import { PACE_TOLERANCE, PACED_RATE, PACED_RATE_100000_TUBES, PACED_RATE_10000_TUBES, SCENARIOS } from './scenarios.js';
 import { beanstalkdPath, gearmandPath } from './targets.js';
 
 const HELP = `Usage: npm run bench -- [options]
@@ -19,9 +19,9 @@ Runs each scenario against Beanpole and, when beanstalkd is on PATH, against bea
 alternating A B A B with a fresh server per run. Prints medians and the Beanpole/beanstalkd
 ratio; saves every sample as JSON in bench/results/.
 
-The cycle scenarios (cycle, tubes-100, tubes-10000) run twice on one server: unpaced (jobs/s,
+The cycle scenarios (cycle, tubes-100 ... tubes-100000) run twice on one server: unpaced (jobs/s,
 and put→reserve latency with the 2048-job window full), then, once the queue is drained, paced
-at a fixed rate both servers sustain (${thousands(PACED_RATE)} jobs/s; ${thousands(PACED_RATE_10000_TUBES)} for tubes-10000). Latency at the
+at a fixed rate both servers sustain (${thousands(PACED_RATE)} jobs/s; ${thousands(PACED_RATE_10000_TUBES)} for tubes-1000 and tubes-10000, ${thousands(PACED_RATE_100000_TUBES)} for tubes-100000). Latency at the
 paced rate is the comparison that counts; a server that misses the rate by more than ${PACE_TOLERANCE * 100}% is
 noted as failed to sustain it, and its paced latency is left out. dashboards runs 0 and 10
 dashboards in turn on one server (0,10,10,0,0,10,10,0 after a warm-up window) and reports the

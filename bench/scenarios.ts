@@ -35,8 +35,13 @@ const FILL_OVERHEAD_BYTES = 600;
  * 2 cores (beanstalkd: about 30,000 in cycle, 26,000 in tubes-100), so --quick keeps it too.
  */
 export const PACED_RATE = 10_000;
-/** Offered rate (jobs/s) of tubes-10000's paced phase (beanstalkd manages about 1,900 unpaced). */
+/** Offered rate (jobs/s) of the paced phase of tubes-1000 and tubes-10000 (beanstalkd manages about 1,900 unpaced with 10,000 tubes). */
 export const PACED_RATE_10000_TUBES = 1_000;
+/**
+ * Offered rate (jobs/s) of tubes-100000's paced phase: beanstalkd's every reserve and every put
+ * walks all 100,000 tubes, so it manages about a tenth of its 10,000-tube rate.
+ */
+export const PACED_RATE_100000_TUBES = 100;
 /**
  * A paced phase is sustained when both its put and its delete rate are within this share of the
  * target; otherwise its latency is not reported (it would be measured at another load).
@@ -136,7 +141,10 @@ function cycleLoad(tubes: number): { connections: ConnectionSpec[]; flowWindow: 
   // The window must exceed what consumers can hold reserved-but-undeleted (a delete may queue
   // behind a blocked reserve), or producers and consumers could wait on each other for ever.
   const flowWindow = Math.max(FLOW_WINDOW, 4 * CONSUMERS * DEPTH);
-  return { connections: interleave<ConnectionSpec>(repeat(PRODUCERS, producer), repeat(CONSUMERS, consumer)), flowWindow, setupTimeoutMs: SETUP_TIMEOUT_MS };
+  // beanstalkd finds a tube by walking the list of all tubes, so 4 workers watching 100,000
+  // tubes take it minutes to set up.
+  const setupTimeoutMs = tubes >= 100_000 ? 10 * SETUP_TIMEOUT_MS : SETUP_TIMEOUT_MS;
+  return { connections: interleave<ConnectionSpec>(repeat(PRODUCERS, producer), repeat(CONSUMERS, consumer)), flowWindow, setupTimeoutMs };
 }
 
 /**
@@ -396,7 +404,9 @@ export const SCENARIOS: readonly Scenario[] = [
   cycleScenario('cycle', 1, PACED_RATE, `4 producers + 4 consumers on one tube, ≤ 2048 jobs in the system; then paced: ${thousands(PACED_RATE)} jobs/s`, true),
   latencyScenario,
   cycleScenario('tubes-100', 100, PACED_RATE, `the cycle, puts rotating over 100 tubes, consumers watching all; paced: ${thousands(PACED_RATE)} jobs/s`, true),
+  cycleScenario('tubes-1000', 1_000, PACED_RATE_10000_TUBES, `the same over 1,000 tubes; paced: ${thousands(PACED_RATE_10000_TUBES)} jobs/s`, false),
   cycleScenario('tubes-10000', 10_000, PACED_RATE_10000_TUBES, `the same over 10,000 tubes; paced: ${thousands(PACED_RATE_10000_TUBES)} jobs/s`, false),
+  cycleScenario('tubes-100000', 100_000, PACED_RATE_100000_TUBES, `the same over 100,000 tubes; paced: ${thousands(PACED_RATE_100000_TUBES)} jobs/s`, false),
   fillScenario('fill-100B', SMALL_BODY),
   fillScenario('fill-4KiB', LARGE_BODY),
   putScenario('binlog', 'put with a binlog (-b, default fsync every 50 ms)', { binlog: { fsyncMs: null } }, false),

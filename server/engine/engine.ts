@@ -156,8 +156,14 @@ export class Engine {
   private readonly sessions = new Set<Session>();
   /** Tubes with ready jobs (paused or not): a reserve looks at these or at its watched tubes, whichever are fewer. */
   private readonly readyTubes = new OrderedSet<Tube>();
-  /** Tubes where jobs became ready (or a pause ended) since wide waiters were last served. */
-  private readonly wideNews = new Set<Tube>();
+  /**
+   * Tubes where jobs became ready (or a pause ended) while wide sessions waited, not yet looked
+   * at for them (each tube once: Tube.wideNewsQueued), and a spare list to swap in.
+   */
+  private wideNews: Tube[] = [];
+  private spareWideNews: Tube[] = [];
+  /** Wide sessions blocked in reserve: while there are none, a job made ready costs them nothing. */
+  private wideWaiting = 0;
   private readonly wideAbove: number;
   /** A wide session becomes narrow again at this many watched tubes (not at wideAbove, so that one watch and ignore after another do not convert it each time). */
   private readonly narrowAtMost: number;
@@ -266,7 +272,7 @@ export class Engine {
     if (tube.pauseIndex >= 0) this.pausedTubes.removeAt(tube.pauseIndex);
     this.events.emit('tube:paused', { tube });
     this.refreshAwaited(tube);
-    if (tube.wideWatchers.size > 0 && tube.ready.size > 0) this.wideNews.add(tube);
+    if (tube.ready.size > 0) this.noteWideNews(tube);
   }
 
   /**
@@ -395,7 +401,7 @@ export class Engine {
         this.widen(session);
       } else if (session.wide) {
         tube.wideWatchers.add(session);
-        if (session.waiting && tube.ready.size > 0) this.wideNews.add(tube);
+        if (session.waiting && tube.ready.size > 0) this.noteWideNews(tube);
       } else if (session.waiting) {
         // A session can change its watch list while it waits only to be woken (a Gearman worker
         // asleep registers another function); a blocked reserve reads no commands.
@@ -1068,7 +1074,14 @@ export class Engine {
       this.reserveFor(session, job, now, 'ready');
       session.delegate.reserved(job);
     }
-    if (this.wideNews.size > 0) this.serveWideWaiters(now);
+    while (this.wideNews.length > 0) this.serveWideWaiters(now);
+  }
+
+  /** Jobs are ready in `tube`: wide sessions waiting on it are to be served (processQueue). */
+  private noteWideNews(tube: Tube): void {
+    if (this.wideWaiting === 0 || tube.wideWatchers.size === 0 || tube.wideNewsQueued) return;
+    tube.wideNewsQueued = true;
+    this.wideNews.push(tube);
   }
 
   /**
@@ -1076,8 +1089,9 @@ export class Engine {
    * wait, the best job first as processQueue does; each tube's wide watchers take turns.
    */
   private serveWideWaiters(now: number): void {
-    const tubes = [...this.wideNews];
-    this.wideNews.clear();
+    const tubes = this.wideNews;
+    this.wideNews = this.spareWideNews;
+    for (const tube of tubes) tube.wideNewsQueued = false;
     for (;;) {
       let best: Tube | undefined;
       let at = -1;
@@ -1092,7 +1106,10 @@ export class Engine {
           at = i;
         }
       }
-      if (best === undefined) return;
+      if (best === undefined) {
+        this.spareWideNews = tubes;
+        return;
+      }
       const session = this.nextWideWaiter(best);
       if (session === undefined) {
         tubes[at] = tubes[tubes.length - 1]!;
@@ -1127,11 +1144,14 @@ export class Engine {
 
   /** The session now watches more than wideAbove tubes: from here on each tube lists it as a wide watcher. */
   private widen(session: Session): void {
-    if (session.waiting) this.leaveWaitingLists(session);
+    if (session.waiting) {
+      this.leaveWaitingLists(session);
+      this.wideWaiting++;
+    }
     session.wide = true;
     for (const tube of session.watched.values()) {
       tube.wideWatchers.add(session);
-      if (session.waiting && tube.ready.size > 0) this.wideNews.add(tube);
+      if (session.waiting && tube.ready.size > 0) this.noteWideNews(tube);
     }
   }
 
@@ -1140,6 +1160,7 @@ export class Engine {
     for (const tube of session.watched.values()) tube.wideWatchers.delete(session);
     session.wide = false;
     if (session.waiting) {
+      this.wideWaiting--;
       this.joinWaitingLists(session);
       this.processQueue();
     }
@@ -1149,8 +1170,9 @@ export class Engine {
     session.waiting = true;
     session.waitUntil = waitUntil;
     this.stats.waiting++;
-    // A wide session's tubes already list it (widen): waiting is its flag alone.
-    if (!session.wide) this.joinWaitingLists(session);
+    // A wide session's tubes already list it (widen): waiting is its flag and a count.
+    if (session.wide) this.wideWaiting++;
+    else this.joinWaitingLists(session);
     this.schedule(session);
     this.processQueue();
   }
@@ -1159,7 +1181,8 @@ export class Engine {
     session.waiting = false;
     session.wakeOnly = false;
     this.stats.waiting--;
-    if (!session.wide) this.leaveWaitingLists(session);
+    if (session.wide) this.wideWaiting--;
+    else this.leaveWaitingLists(session);
   }
 
   private joinWaitingLists(session: Session): void {
@@ -1222,7 +1245,7 @@ export class Engine {
     job.deadlineAt = 0;
     tube.ready.push(job);
     if (tube.ready.size === 1) this.readyTubes.add(tube);
-    if (tube.wideWatchers.size > 0) this.wideNews.add(tube);
+    this.noteWideNews(tube);
     this.stats.ready++;
     if (job.priority < URGENT_BELOW) {
       tube.urgent++;

@@ -20,6 +20,8 @@ export class Tube {
   /** Wide sessions that watch this tube, waiting or not, and whose turn is next among them. */
   readonly wideWatchers = new OrderedSet<Session>();
   wideCursor = 0;
+  /** In the engine's list of tubes to look at for waiting wide sessions. */
+  wideNewsQueued = false;
 
   urgent = 0;
   reserved = 0;
