@@ -32,10 +32,12 @@ export function connectionConfig(url: string, history = false): pg.ClientConfig 
 }
 
 /**
- * Connections of the hot path (ClusterNode.hotPool): the batched puts, reserves and deletes, at
- * most two statements of each kind in flight.
+ * Connections of the hot path (ClusterNode.hotPool): the batched puts, reserves and deletes of
+ * both realms, each kind with at most two batches in flight (a reserve batch runs a statement
+ * per set of watched tubes): as many as the pool the statements shared before, beyond which
+ * they queue for a connection.
  */
-export const HOT_POOL_SIZE = 6;
+export const HOT_POOL_SIZE = POOL_SIZE;
 
 export function createPool(url: string, log: Logger, history: boolean, size = POOL_SIZE): pg.Pool {
   const pool = new pg.Pool({

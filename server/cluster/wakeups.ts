@@ -39,6 +39,8 @@ export class Wakeups {
   /** The notification in flight, if any: news made meanwhile waits for it and goes in the next. */
   private sending: Promise<void> | null = null;
   private closed = false;
+  /** close() has begun: its own last send carries what news is left, no other send starts. */
+  private closing = false;
 
   constructor(
     private readonly url: string,
@@ -71,6 +73,7 @@ export class Wakeups {
 
   async close(): Promise<void> {
     // News not sent yet goes first (a leaving node's clients' jobs are ready for the others).
+    this.closing = true;
     while (this.sending !== null) await this.sending;
     this.flushQueued = false;
     await this.send(this.payloads());
@@ -84,14 +87,14 @@ export class Wakeups {
    * (each wakes every listening backend and node).
    */
   private queueFlush(): void {
-    if (this.flushQueued || this.closed) return;
+    if (this.flushQueued || this.closed || this.closing) return;
     this.flushQueued = true;
     if (this.sending === null) setImmediate(this.flush);
   }
 
   private readonly flush = (): void => {
     this.flushQueued = false;
-    if (this.closed) return;
+    if (this.closed || this.closing) return;
     const sent = this.send(this.payloads()).finally(() => {
       this.sending = null;
       if (this.flushQueued) setImmediate(this.flush);

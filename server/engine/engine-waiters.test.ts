@@ -344,6 +344,32 @@ describe('a session watching more than WIDE_SESSION_TUBES tubes (wide)', () => {
     expectConsistent();
   });
 
+  it('waiting on a paused tube with a job, is served when the pause runs out at the scheduler\'s tick', () => {
+    producer.use('t5');
+    producer.put();
+    h.engine.pauseTube('t5', 500);
+    const w = wideWaiter(WIDE_SESSION_TUBES + 1);
+    expect(w.delegate.calls).toEqual([]);
+    h.advance(500);
+    expect(w.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 1 }]);
+    expectConsistent();
+  });
+
+  it('asleep and becoming wide while a watched tube is paused with a job, is woken when the pause ends', () => {
+    producer.use('t0');
+    producer.put();
+    h.engine.pauseTube('t0', 500);
+    const s = h.open();
+    s.watch('t0');
+    expect(h.engine.sleep(s.session)).toBe(false);
+    for (let i = 1; i <= WIDE_SESSION_TUBES; i++) s.watch(`t${i}`);
+    expect(s.session.wide).toBe(true);
+    expect(s.delegate.calls).toEqual([]);
+    h.advance(500);
+    expect(s.delegate.drain()).toEqual([{ kind: 'woken' }]);
+    expectConsistent();
+  });
+
   it('leaves every tube\'s list of wide watchers when it closes', () => {
     const w = wideWaiter(WIDE_SESSION_TUBES + 1);
     const t0 = h.engine.tube('t0')!;

@@ -5,6 +5,7 @@
  * engine-stats.test.ts.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
+import { jobImage } from '../persistence/testing.js';
 import { Harness, RecordingJournal, T0, type Client } from './testing.js';
 
 let h: Harness;
@@ -626,5 +627,24 @@ describe('kick', () => {
     c.put({ delayMs: 1000 });
     h.engine.kick(h.engine.defaultTube, 5);
     expect(journal.writes).toEqual(['put 1 delayed', 'put 2 delayed', 'update 1 ready', 'update 2 ready']);
+  });
+});
+
+describe('a job\'s rarer counters (Job.more)', () => {
+  it('are shared until one changes, kept once it has, and stay shared for a job recovered with none', () => {
+    const h = new Harness();
+    const c = h.open();
+    const job = c.put();
+    expect(job.countersShared).toBe(true);
+    c.reserve(0);
+    expect(job.countersShared).toBe(true); // a reserve counts in `reserves`, which the job keeps itself
+    h.engine.release(c.session, job.id, 0, 0);
+    expect(job.countersShared).toBe(false);
+    expect(job.releases).toBe(1);
+    expect(job.strikes).toBe(1);
+    h.engine.restoreJob(jobImage({ id: 50, createdAt: h.now(), body: Buffer.from('x') }), 0);
+    expect(h.engine.job(50)!.countersShared).toBe(true);
+    h.engine.restoreJob(jobImage({ id: 51, createdAt: h.now(), kicks: 2, body: Buffer.from('x') }), 0);
+    expect(h.engine.job(51)!.kicks).toBe(2);
   });
 });

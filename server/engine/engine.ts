@@ -161,7 +161,7 @@ export class Engine {
    * at for them (each tube once: Tube.wideNewsQueued), and a spare list to swap in.
    */
   private wideNews: Tube[] = [];
-  private spareWideNews: Tube[] = [];
+  private spareWideNews: Tube[] | null = [];
   /** Wide sessions blocked in reserve: while there are none, a job made ready costs them nothing. */
   private wideWaiting = 0;
   private readonly wideAbove: number;
@@ -908,14 +908,8 @@ export class Engine {
     job.priority = img.priority;
     job.delayMs = img.delayMs;
     job.deadlineAt = img.deadlineAt;
-    job.buriedSeq = img.buriedSeq;
     job.reserves = img.reserves;
-    job.timeouts = img.timeouts;
-    job.releases = img.releases;
-    job.buries = img.buries;
-    job.kicks = img.kicks;
-    job.strikes = img.strikes;
-    job.buryCause = img.buryCause;
+    job.setCounters(img);
   }
 
   /** Recovery: a delete record. */
@@ -1077,6 +1071,21 @@ export class Engine {
     while (this.wideNews.length > 0) this.serveWideWaiters(now);
   }
 
+  /** Tests: what disagrees in the private indexes of ready tubes and wide waiters (empty when consistent). */
+  waitingIndexProblems(): string[] {
+    const problems: string[] = [];
+    const withReady = this.tubes().filter((t) => t.ready.size > 0);
+    if (withReady.length !== this.readyTubes.size || withReady.some((t) => !this.readyTubes.has(t))) {
+      problems.push(`readyTubes has ${this.readyTubes.size} tubes, ${withReady.length} have ready jobs`);
+    }
+    let wide = 0;
+    for (const session of this.sessions) if (session.waiting && session.wide) wide++;
+    if (wide !== this.wideWaiting) problems.push(`wideWaiting ${this.wideWaiting}, counted ${wide}`);
+    if (this.wideNews.length > 0) problems.push(`${this.wideNews.length} tubes' news left unserved`);
+    for (const tube of this.tubes()) if (tube.wideNewsQueued) problems.push(`tube ${tube.name} still marked as news`);
+    return problems;
+  }
+
   /** Jobs are ready in `tube`: wide sessions waiting on it are to be served (processQueue). */
   private noteWideNews(tube: Tube): void {
     if (this.wideWaiting === 0 || tube.wideWatchers.size === 0 || tube.wideNewsQueued) return;
@@ -1090,7 +1099,10 @@ export class Engine {
    */
   private serveWideWaiters(now: number): void {
     const tubes = this.wideNews;
-    this.wideNews = this.spareWideNews;
+    // The spare list is not lent out while this runs: a delegate that puts a job (and so runs
+    // processQueue again) gets a list of its own.
+    this.wideNews = this.spareWideNews ?? [];
+    this.spareWideNews = null;
     for (const tube of tubes) tube.wideNewsQueued = false;
     for (;;) {
       let best: Tube | undefined;
@@ -1107,7 +1119,7 @@ export class Engine {
         }
       }
       if (best === undefined) {
-        this.spareWideNews = tubes;
+        this.spareWideNews ??= tubes;
         return;
       }
       const session = this.nextWideWaiter(best);

@@ -66,6 +66,25 @@ export class Job implements BodyHolder {
     readonly createdAt: number,
   ) {}
 
+  /** Sets the rarer counters at once (recovery): a job whose counters are all 0 keeps sharing UNCHANGED. */
+  setCounters(c: Readonly<JobCounters>): void {
+    const none = c.timeouts === 0 && c.releases === 0 && c.buries === 0 && c.kicks === 0 && c.strikes === 0 && c.buryCause === 0 && c.buriedSeq === 0;
+    if (none && this.more === UNCHANGED) return;
+    const more = this.own();
+    more.timeouts = c.timeouts;
+    more.releases = c.releases;
+    more.buries = c.buries;
+    more.kicks = c.kicks;
+    more.strikes = c.strikes;
+    more.buryCause = c.buryCause;
+    more.buriedSeq = c.buriedSeq;
+  }
+
+  /** True while the job shares UNCHANGED (tests: recovery keeps the saving). */
+  get countersShared(): boolean {
+    return this.more === UNCHANGED;
+  }
+
   private own(): JobCounters {
     if (this.more === UNCHANGED) this.more = new JobCounters();
     return this.more;

@@ -309,6 +309,7 @@ export class Harness {
         `tube ${tube.name} has ${waiting} waiting sessions and ${tube.ready.size} ready jobs`,
       );
     }
+    problems.push(...engine.waitingIndexProblems());
     check(stats.ready === ready, `stats.ready ${stats.ready}, counted ${ready}`);
     check(stats.urgent === urgent, `stats.urgent ${stats.urgent}, counted ${urgent}`);
     check(stats.reserved === reserved, `stats.reserved ${stats.reserved}, counted ${reserved}`);
