@@ -1055,18 +1055,7 @@ export class Engine {
   private processQueue(): void {
     const now = this.clock.now();
     for (let tube = this.awaitedTubes.peek(); tube !== undefined; tube = this.awaitedTubes.peek()) {
-      const session = tube.waiting.take()!;
-      const wakeOnly = session.wakeOnly;
-      this.stopWaiting(session);
-      if (wakeOnly) {
-        // The job stays ready for whoever asks first; each sleeper is woken once.
-        session.delegate.woken();
-        continue;
-      }
-      const job = tube.ready.peek()!;
-      this.removeReady(job);
-      this.reserveFor(session, job, now, 'ready');
-      session.delegate.reserved(job);
+      this.serveWaiter(tube.waiting.take()!, tube, now);
     }
     while (this.wideNews.length > 0) this.serveWideWaiters(now);
   }
@@ -1128,17 +1117,22 @@ export class Engine {
         tubes.pop();
         continue;
       }
-      const wakeOnly = session.wakeOnly;
-      this.stopWaiting(session);
-      if (wakeOnly) {
-        session.delegate.woken();
-        continue;
-      }
-      const job = best.ready.peek()!;
-      this.removeReady(job);
-      this.reserveFor(session, job, now, 'ready');
-      session.delegate.reserved(job);
+      this.serveWaiter(session, best, now);
     }
+  }
+
+  /**
+   * A waiting session's turn at `tube`: a sleeper is woken (the job stays ready for whoever asks
+   * first; each sleeper is woken once), a blocked reserve gets the tube's best job.
+   */
+  private serveWaiter(session: Session, tube: Tube, now: number): void {
+    const wakeOnly = session.wakeOnly;
+    this.stopWaiting(session);
+    if (wakeOnly) return session.delegate.woken();
+    const job = tube.ready.peek()!;
+    this.removeReady(job);
+    this.reserveFor(session, job, now, 'ready');
+    session.delegate.reserved(job);
   }
 
   /** The next of `tube`'s wide watchers that waits, round-robin; O(its wide watchers), never O(tubes). */
