@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BodyStore, LARGE_BODY_BYTES, bodyView, type BodyHolder } from './body-store.js';
+import { BodyStore, LARGE_BODY_BYTES, bodyLengthOf, bodyOffsetOf, bodyView, type BodyHolder } from './body-store.js';
 import { FakeClock } from './clock.js';
 import { Engine } from './engine.js';
 
@@ -15,7 +15,7 @@ describe('BodyStore', () => {
     store.place(h, src);
     src.fill(9);
     expect([...bodyView(h)]).toEqual([0, 1, 2, 13, 10, 255]);
-    expect(h.bodyLength).toBe(6);
+    expect(bodyLengthOf(h)).toBe(6);
   });
 
   it('packs small bodies into shared slabs and gives large ones their own buffer', () => {
@@ -29,7 +29,10 @@ describe('BodyStore', () => {
     store.place(big, Buffer.alloc(LARGE_BODY_BYTES, 'x'));
     store.place(empty, Buffer.alloc(0));
     expect(a.slab).toBe(b.slab);
-    expect(b.bodyOffset).toBe(5);
+    expect(bodyOffsetOf(b)).toBe(5);
+    expect(bodyLengthOf(b)).toBe(6);
+    expect(bodyLengthOf(big)).toBe(LARGE_BODY_BYTES);
+    expect(bodyLengthOf(empty)).toBe(0);
     expect(big.slab).not.toBe(a.slab);
     expect(big.slab.buf.length).toBe(LARGE_BODY_BYTES);
     expect(bodyView(empty).length).toBe(0);

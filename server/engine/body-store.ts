@@ -31,19 +31,34 @@ export class BodySlab {
  * (offsets stay below 2^20 in shared slabs; a large body's own slab starts at 0).
  */
 export function bodyStamp(holder: BodyHolder): number {
-  return holder.slab.serial * 1_048_576 + holder.bodyOffset;
+  return holder.slab.serial * 1_048_576 + bodyOffsetOf(holder);
 }
 
-/** Where one body is: a job keeps these three fields. */
+/**
+ * Where one body is: its slab, and its offset and length there in one number (`bodySpan`), so a
+ * job spends two fields on its body, not three. In a shared slab the offset is below 2^17
+ * (SLAB_BYTES) and the length below 2^14 (LARGE_BODY_BYTES), so the span stays below 2^31: a
+ * small integer V8 keeps inline. A slab of its own holds exactly one body: offset 0, length the
+ * buffer's, span 0.
+ */
 export interface BodyHolder {
   slab: BodySlab;
-  bodyOffset: number;
-  bodyLength: number;
+  bodySpan: number;
 }
 
-/** Bodies from this size up get a buffer of their own. */
+/** Bodies from this size up get a buffer of their own; 2^LENGTH_BITS (see BodyHolder). */
 export const LARGE_BODY_BYTES = 16 * 1024;
+const LENGTH_BITS = 14;
+const LENGTH_MASK = LARGE_BODY_BYTES - 1;
 const SLAB_BYTES = 128 * 1024;
+
+export function bodyOffsetOf(holder: BodyHolder): number {
+  return holder.bodySpan >>> LENGTH_BITS;
+}
+
+export function bodyLengthOf(holder: BodyHolder): number {
+  return holder.slab.shared ? holder.bodySpan & LENGTH_MASK : holder.slab.buf.length;
+}
 /** Dead slab bytes tolerated before compaction starts, whatever the live size. */
 const MIN_WASTE_BYTES = 16 * 1024 * 1024;
 
@@ -78,8 +93,7 @@ export class BodyStore {
       this.liveBytes += n;
     }
     holder.slab = slab;
-    holder.bodyOffset = slab.used;
-    holder.bodyLength = n;
+    holder.bodySpan = slab.shared ? slab.used * LARGE_BODY_BYTES + n : 0;
     this.bytes += n;
     slab.used += n;
     slab.live += n;
@@ -88,10 +102,11 @@ export class BodyStore {
   /** Forgets `holder`'s body; a shared slab leaves the books once nothing live is left in it. */
   release(holder: BodyHolder): void {
     const slab = holder.slab;
-    slab.live -= holder.bodyLength;
-    this.bytes -= holder.bodyLength;
+    const n = bodyLengthOf(holder);
+    slab.live -= n;
+    this.bytes -= n;
     if (!slab.shared) return;
-    this.liveBytes -= holder.bodyLength;
+    this.liveBytes -= n;
     if (slab.live === 0 && slab !== this.current) this.slabBytes -= slab.buf.length;
   }
 
@@ -126,5 +141,6 @@ export class BodyStore {
 
 /** A view of the body's bytes (valid for as long as it is held). */
 export function bodyView(holder: BodyHolder): Buffer {
-  return holder.slab.buf.subarray(holder.bodyOffset, holder.bodyOffset + holder.bodyLength);
+  const offset = bodyOffsetOf(holder);
+  return holder.slab.buf.subarray(offset, offset + bodyLengthOf(holder));
 }

@@ -6,7 +6,7 @@ import { IndexedHeap } from './heap.js';
 import { DEFAULT_HISTORY_EVENTS, JobHistory } from './history.js';
 import { JobIndex } from './job-index.js';
 import { JOB_RECORD_HEAP_BYTES, TUBE_RECORD_HEAP_BYTES } from './record-costs.js';
-import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, deadlineLess, readyLess, setDelayIndex, type JobImage, type JobState } from './job.js';
+import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, deadlineLess, readyLess, type JobImage, type JobState } from './job.js';
 import { nullJournal, type Journal, type TubeSettings } from './journal.js';
 import { OrderedSet } from './ordered-set.js';
 import { fail, ok, type ReserveOutcome, type Result } from './results.js';
@@ -140,7 +140,15 @@ export class Engine {
   private readonly bodies = new BodyStore();
   /** Walks the jobs while the body store is being compacted (null when it is not). */
   private compacting: IterableIterator<Job> | null = null;
-  private readonly delayedJobs = new IndexedHeap<Job>(deadlineLess, setDelayIndex);
+  /**
+   * Tubes holding delayed jobs, soonest first job first: the next delayed job due anywhere is
+   * the first of the first tube. A heap of tubes rather than of every delayed job, so that a job
+   * needs no second heap position (8 bytes per job) and the heap grows with tubes, not jobs.
+   */
+  private readonly delayingTubes = new IndexedHeap<Tube>(
+    (a, b) => deadlineLess(a.delayed.peek()!, b.delayed.peek()!),
+    (t, i) => (t.delayingIndex = i),
+  );
   private readonly awaitedTubes = new IndexedHeap<Tube>(
     (a, b) => readyLess(a.ready.peek()!, b.ready.peek()!),
     (t, i) => (t.awaitedIndex = i),
@@ -475,7 +483,12 @@ export class Engine {
   }
 
   get delayedCount(): number {
-    return this.delayedJobs.size;
+    return this.stats.delayed;
+  }
+
+  /** The delayed job due first, in any tube. */
+  private firstDelayed(): Job | undefined {
+    return this.delayingTubes.peek()?.delayed.peek();
   }
 
   /** The id the next put will get. */
@@ -951,7 +964,7 @@ export class Engine {
   /** The earliest time (epoch ms) at which `tick` has work, or undefined when nothing is timed. */
   nextDeadline(): number | undefined {
     let next = Number.POSITIVE_INFINITY;
-    const delayed = this.delayedJobs.peek();
+    const delayed = this.firstDelayed();
     if (delayed !== undefined) next = delayed.deadlineAt;
     const paused = this.pausedTubes.peek();
     if (paused !== undefined && paused.unpauseAt < next) next = paused.unpauseAt;
@@ -966,7 +979,7 @@ export class Engine {
    */
   tick(now: number, budget = Number.POSITIVE_INFINITY): boolean {
     let work = 0;
-    for (let job = this.delayedJobs.peek(); job !== undefined && job.deadlineAt <= now; job = this.delayedJobs.peek()) {
+    for (let job = this.firstDelayed(); job !== undefined && job.deadlineAt <= now; job = this.firstDelayed()) {
       if (work++ >= budget) return true;
       this.detach(job);
       this.enqueueReady(job, 'delayed');
@@ -1072,6 +1085,20 @@ export class Engine {
     if (wide !== this.wideWaiting) problems.push(`wideWaiting ${this.wideWaiting}, counted ${wide}`);
     if (this.wideNews.length > 0) problems.push(`${this.wideNews.length} tubes' news left unserved`);
     for (const tube of this.tubes()) if (tube.wideNewsQueued) problems.push(`tube ${tube.name} still marked as news`);
+    return problems;
+  }
+
+  /** For invariant checks: whether the heap of delaying tubes holds exactly the tubes with delayed jobs, and the soonest first. */
+  delayIndexProblems(): string[] {
+    const problems: string[] = [];
+    const delaying = this.tubes().filter((t) => t.delayed.size > 0);
+    if (delaying.length !== this.delayingTubes.size || delaying.some((t) => t.delayingIndex < 0)) {
+      problems.push(`delayingTubes has ${this.delayingTubes.size} tubes, ${delaying.length} have delayed jobs`);
+    }
+    const first = this.firstDelayed();
+    for (const tube of delaying) {
+      if (first !== undefined && deadlineLess(tube.delayed.peek()!, first)) problems.push(`tube ${tube.name} has a delayed job due before the first`);
+    }
     return problems;
   }
 
@@ -1265,8 +1292,10 @@ export class Engine {
   private enqueueDelayed(job: Job, from: JobState | null, deadlineAt: number): void {
     job.state = 'delayed';
     job.deadlineAt = deadlineAt;
-    job.tube.delayed.push(job);
-    this.delayedJobs.push(job);
+    const tube = job.tube;
+    tube.delayed.push(job);
+    if (tube.delayingIndex < 0) this.delayingTubes.push(tube);
+    else if (tube.delayed.peek() === job) this.delayingTubes.update(tube.delayingIndex);
     this.stats.delayed++;
     this.changed(job, from);
   }
@@ -1316,11 +1345,15 @@ export class Engine {
       case 'ready':
         this.removeReady(job);
         break;
-      case 'delayed':
-        job.tube.delayed.removeAt(job.heapIndex);
-        this.delayedJobs.removeAt(job.delayIndex);
+      case 'delayed': {
+        const tube = job.tube;
+        const first = tube.delayed.peek() === job;
+        tube.delayed.removeAt(job.heapIndex);
+        if (tube.delayed.size === 0) this.delayingTubes.removeAt(tube.delayingIndex);
+        else if (first) this.delayingTubes.update(tube.delayingIndex);
         this.stats.delayed--;
         break;
+      }
       case 'buried':
         job.tube.buried.remove(job);
         this.stats.buried--;

@@ -1,7 +1,8 @@
 import { BURY_CAUSES, type BuryCause } from '../../shared/bury-cause.js';
 import type { Tube } from './tube.js';
 import type { Session } from './session.js';
-import { bodyView, type BodyHolder, type BodySlab } from './body-store.js';
+import { bodyLengthOf, bodyOffsetOf, bodyView, type BodyHolder, type BodySlab } from './body-store.js';
+import { TIME_BASE } from './clock.js';
 
 /** `Job.file` of a job that is never journaled (PutRequest.transient). */
 export const TRANSIENT_FILE = -1;
@@ -17,7 +18,8 @@ export type JobState = 'ready' | 'reserved' | 'delayed' | 'buried';
  * What happened to a job beyond being put, reserved and deleted: counters and marks that most
  * jobs never change. They live apart (Job.more) and are made on the first change, so that a job
  * that is only put, reserved and deleted carries one field for them instead of seven (48 bytes
- * less per job; a million queued jobs is a normal backlog).
+ * less per job; a million queued jobs is a normal backlog). A value too large for its field in
+ * Job (see LARGE) is kept here too.
  */
 class JobCounters {
   timeouts = 0;
@@ -27,47 +29,182 @@ class JobCounters {
   strikes = 0;
   buryCause = 0;
   buriedSeq = 0;
+  largeDelayMs = 0;
+  largeTtrMs = 0;
+  /** Epoch ms. */
+  largeCreatedAt = 0;
+  /** Epoch ms. */
+  largeDeadlineAt = 0;
 }
 
 /** The counters of every job that has not changed any: read-only, shared. */
 const UNCHANGED: Readonly<JobCounters> = Object.freeze(new JobCounters());
 
+/** JobState by its code in `Job.place` (the low two bits). */
+const STATES: readonly JobState[] = ['ready', 'reserved', 'delayed', 'buried'];
+const STATE_CODE: Readonly<Record<JobState, number>> = { ready: 0, reserved: 1, delayed: 2, buried: 3 };
+const STATE_BITS = 2;
+const STATE_MASK = (1 << STATE_BITS) - 1;
+
+/** Added to a priority (0 to 2^32 - 1) to keep it in the signed 32-bit range (Job.rank). */
+const PRIORITY_BIAS = 2 ** 31;
+
+/** `Job.deadline` of a job without one (a deadline exactly at TIME_BASE is kept 1 ms earlier). */
+const NO_TIME = 0;
+
+/**
+ * In a time or duration field of Job: the value did not fit in 31 bits (a delay or TTR beyond 12
+ * days, a time more than 12 days from TIME_BASE, a fraction of a millisecond) and is in `more`.
+ */
+const LARGE = -(2 ** 30);
+
+/** True when `n` can be stored as it is in one of Job's small fields: a 31-bit integer, not LARGE. */
+function fits(n: number): boolean {
+  return (n << 1) >> 1 === n && n !== LARGE;
+}
+
 /**
  * A job and its counters. Times are epoch milliseconds; durations are milliseconds. The body's
- * bytes live in the engine's body store (`slab`, `bodyOffset`, `bodyLength`).
+ * bytes live in the engine's body store (`slab`, `bodySpan`).
+ *
+ * Why the fields are shaped this way: a million queued jobs is a normal backlog, so each field
+ * is 8 bytes times a million, and a number V8 cannot keep inline (beyond 31 bits, or with a
+ * fraction) costs 16 bytes more in a box of its own; worse, once one job's field holds such a
+ * number, V8 boxes that field's value in every job made after. So every number here is a small
+ * integer: times are whole milliseconds from TIME_BASE (epoch times are 41-bit and fractional),
+ * the priority is biased into the signed range (beanstalkd's common 2^31 is not), the state
+ * shares a field with the binlog segment, the body's offset with its length, and the rare value
+ * that still does not fit is kept in `more` (LARGE). Each is stored from `x | 0`: optimized code
+ * that has seen large numbers hands over boxed ones even when they are small, while `x | 0` is
+ * always inline. The public names (`createdAt`, `priority`, `state`...) are accessors with the
+ * usual units, so no caller sees the packing. Times are floored to the millisecond: a deadline
+ * can come up to 1 ms early, which keeps `time-left` below the TTR right after a reserve, as
+ * beanstalkd shows it.
  */
 export class Job implements BodyHolder {
-  state: JobState = 'ready';
-  /** When the job becomes ready (delayed) or its TTR runs out (reserved); 0 otherwise. */
-  deadlineAt = 0;
+  /** `file * 4 + state code`: the binlog segment holding the job's full record, and its state. */
+  private place = 0;
+  /** When the job becomes ready (delayed) or its TTR runs out (reserved): ms from TIME_BASE, NO_TIME or LARGE. */
+  private deadline = NO_TIME;
   reserves = 0;
   /** The rarer counters (JobCounters): UNCHANGED until one of them changes. */
   private more: JobCounters = UNCHANGED;
-  /** Binlog segment holding the job's full record (0 without persistence; TRANSIENT_FILE never). */
-  file = 0;
   reservedBy: Session | null = null;
   /** Position in the tube's ready or delay heap, or in the reserving session's heap. */
   heapIndex = -1;
-  /** Position in the engine's global delay heap. */
-  delayIndex = -1;
   /** Neighbours in the tube's buried list, or in the reserving session's list. */
   listPrev: Job | null = null;
   listNext: Job | null = null;
   slab!: BodySlab;
-  bodyOffset = 0;
-  bodyLength = 0;
+  bodySpan = 0;
+  /** The priority minus PRIORITY_BIAS: compares like the priority (readyLess). */
+  rank = 0;
+  /** ms from TIME_BASE, or LARGE. */
+  private created = 0;
+  /** ms, or LARGE. */
+  private delay = 0;
+  /** ms, or LARGE. */
+  private ttr = 0;
 
   constructor(
     readonly id: number,
     public tube: Tube,
-    public priority: number,
-    public delayMs: number,
-    public ttrMs: number,
-    readonly createdAt: number,
-  ) {}
+    priority: number,
+    delayMs: number,
+    ttrMs: number,
+    createdAt: number,
+  ) {
+    this.priority = priority;
+    this.delayMs = delayMs;
+    this.ttrMs = ttrMs;
+    const created = Math.floor(createdAt) - TIME_BASE;
+    if (fits(created)) {
+      this.created = created | 0;
+    } else {
+      this.own().largeCreatedAt = created + TIME_BASE;
+      this.created = LARGE;
+    }
+  }
+
+  get priority(): number {
+    return this.rank + PRIORITY_BIAS;
+  }
+  set priority(p: number) {
+    this.rank = (p - PRIORITY_BIAS) | 0; // a priority is below 2^32: no bits lost
+  }
+
+  get delayMs(): number {
+    return this.delay !== LARGE ? this.delay : this.more.largeDelayMs;
+  }
+  set delayMs(ms: number) {
+    if (fits(ms)) {
+      this.delay = ms | 0;
+    } else {
+      this.own().largeDelayMs = ms;
+      this.delay = LARGE;
+    }
+  }
+
+  get ttrMs(): number {
+    return this.ttr !== LARGE ? this.ttr : this.more.largeTtrMs;
+  }
+  set ttrMs(ms: number) {
+    if (fits(ms)) {
+      this.ttr = ms | 0;
+    } else {
+      this.own().largeTtrMs = ms;
+      this.ttr = LARGE;
+    }
+  }
+
+  get createdAt(): number {
+    return this.created !== LARGE ? this.created + TIME_BASE : this.more.largeCreatedAt;
+  }
+
+  /** Epoch ms when the job becomes ready (delayed) or its TTR runs out (reserved); 0 otherwise. */
+  get deadlineAt(): number {
+    const d = this.deadline;
+    return d === NO_TIME ? 0 : d !== LARGE ? d + TIME_BASE : this.more.largeDeadlineAt;
+  }
+  set deadlineAt(t: number) {
+    const relative = Math.floor(t) - TIME_BASE;
+    if (t === 0) {
+      this.deadline = NO_TIME;
+    } else if (fits(relative)) {
+      // A deadline exactly at TIME_BASE (the process's start: past by the time anyone sets
+      // one) moves 1 ms earlier.
+      this.deadline = relative === NO_TIME ? -1 : relative | 0;
+    } else {
+      this.own().largeDeadlineAt = relative + TIME_BASE;
+      this.deadline = LARGE;
+    }
+  }
+
+  get state(): JobState {
+    return STATES[this.place & STATE_MASK]!;
+  }
+  set state(state: JobState) {
+    this.place = (this.place & ~STATE_MASK) | STATE_CODE[state];
+  }
+
+  /** Binlog segment holding the job's full record (0 without persistence; TRANSIENT_FILE never). */
+  get file(): number {
+    return this.place >> STATE_BITS;
+  }
+  set file(file: number) {
+    this.place = file * (STATE_MASK + 1) + (this.place & STATE_MASK);
+  }
+
+  get bodyOffset(): number {
+    return bodyOffsetOf(this);
+  }
+
+  get bodyLength(): number {
+    return bodyLengthOf(this);
+  }
 
   /** Sets the rarer counters at once (recovery): a job whose counters are all 0 keeps sharing UNCHANGED. */
-  setCounters(c: Readonly<JobCounters>): void {
+  setCounters(c: Readonly<Pick<JobCounters, 'timeouts' | 'releases' | 'buries' | 'kicks' | 'strikes' | 'buryCause' | 'buriedSeq'>>): void {
     const none = c.timeouts === 0 && c.releases === 0 && c.buries === 0 && c.kicks === 0 && c.strikes === 0 && c.buryCause === 0 && c.buriedSeq === 0;
     if (none && this.more === UNCHANGED) return;
     const more = this.own();
@@ -180,7 +317,7 @@ export interface JobImage {
 
 /** Ready order: priority, then id. */
 export function readyLess(a: Job, b: Job): boolean {
-  return a.priority < b.priority || (a.priority === b.priority && a.id < b.id);
+  return a.rank < b.rank || (a.rank === b.rank && a.id < b.id);
 }
 
 /** Delayed and reserved order: deadline, then id. */
@@ -192,6 +329,3 @@ export function setHeapIndex(job: Job, index: number): void {
   job.heapIndex = index;
 }
 
-export function setDelayIndex(job: Job, index: number): void {
-  job.delayIndex = index;
-}

@@ -310,6 +310,7 @@ export class Harness {
       );
     }
     problems.push(...engine.waitingIndexProblems());
+    problems.push(...engine.delayIndexProblems());
     check(stats.ready === ready, `stats.ready ${stats.ready}, counted ${ready}`);
     check(stats.urgent === urgent, `stats.urgent ${stats.urgent}, counted ${urgent}`);
     check(stats.reserved === reserved, `stats.reserved ${stats.reserved}, counted ${reserved}`);

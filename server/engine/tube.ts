@@ -46,6 +46,8 @@ export class Tube {
   awaitedIndex = -1;
   /** Position in the engine's heap of paused tubes. */
   pauseIndex = -1;
+  /** Position in the engine's heap of tubes holding delayed jobs. */
+  delayingIndex = -1;
 
   constructor(readonly name: string) {}
 

@@ -624,9 +624,9 @@ describe('segments and stats', () => {
     // A later segment of a future format version: recovery leaves it in place for a human.
     const img = [...first.h.engine.allJobs()][0]!;
     const rec = Buffer.alloc(jobRecordBytes(7, 5));
-    // The rarer counters are accessors (Job.more), which a spread does not copy.
-    const { timeouts, releases, buries, kicks, strikes, buryCause, buriedSeq } = img;
-    const fields = { ...img, timeouts, releases, buries, kicks, strikes, buryCause, buriedSeq, id: 50, body: Buffer.from('stale') };
+    // The rarer counters and the packed fields are accessors (Job), which a spread does not copy.
+    const { timeouts, releases, buries, kicks, strikes, buryCause, buriedSeq, priority, createdAt, deadlineAt, delayMs, ttrMs } = img;
+    const fields = { ...img, timeouts, releases, buries, kicks, strikes, buryCause, buriedSeq, priority, createdAt, deadlineAt, delayMs, ttrMs, id: 50, body: Buffer.from('stale') };
     encodeJob(rec, 0, fields, 'ready', 'default', SALT);
     const damaged = Buffer.concat([encodeSegmentHeader(2, 0, SALT), rec]);
     damaged.writeUInt32LE(FORMAT_VERSION + 1, 8);

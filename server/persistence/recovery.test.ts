@@ -272,7 +272,8 @@ describe('recover() on a binlog written by the engine', () => {
     for (const g of [...gone, deletedWhileReserved]) expect(rec.jobs.has(g.id)).toBe(false);
 
     expect(rec.jobs.get(reserved.id)).toMatchObject({ state: 'ready', reserves: 0, deadlineAt: 0 });
-    expect(rec.jobs.get(delayed.id)).toMatchObject({ state: 'delayed', deadlineAt: T0 + 1.5 + 5000, delayMs: 5000 });
+    // A job keeps its deadline in whole milliseconds, floored (Job).
+    expect(rec.jobs.get(delayed.id)).toMatchObject({ state: 'delayed', deadlineAt: T0 + 1 + 5000, delayMs: 5000 });
     expect(rec.jobs.get(released.id)).toMatchObject({ state: 'delayed', priority: 61, releases: 1, reserves: 1, delayMs: 3000 });
     expect(rec.jobs.get(kicked.id)).toMatchObject({ state: 'ready', priority: 71, buries: 1, kicks: 1, reserves: 1 });
     expect(rec.jobs.get(timedOut.id)).toMatchObject({ state: 'ready', timeouts: 1, reserves: 1 });
@@ -292,7 +293,7 @@ describe('recover() on a binlog written by the engine', () => {
     expect(buriedIds(h2, 'default')).toEqual(order.map((j) => j.id));
     expect(buriedIds(h2, 'default')).toEqual(buriedIds(h, 'default'));
     expect(h2.engine.stats).toMatchObject({ buried: 3, delayed: 2, reserved: 0, ready: live1.length - 5 });
-    expect(h2.engine.job(delayed.id)!.deadlineAt).toBe(T0 + 1.5 + 5000);
+    expect(h2.engine.job(delayed.id)!.deadlineAt).toBe(T0 + 1 + 5000);
     expect(h2.engine.nextId).toBe(lastId + 1);
   });
 

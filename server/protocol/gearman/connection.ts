@@ -453,7 +453,9 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     const abandoned = this.registry.abandoned(job.id);
     if (isPending(abandoned)) {
       // The job's bytes are valid until the next operation: kept for the answer.
-      const kept: JobBytes = { ...job, bodyBuf: Buffer.from(job.bodyBuf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength)), bodyOffset: 0 };
+      // Named one by one: a spread would miss the fields a job record answers with getters.
+      const body = Buffer.from(job.bodyBuf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength));
+      const kept: JobBytes = { id: job.id, tubeName: job.tubeName, bodyBuf: body, bodyOffset: 0, bodyLength: body.length };
       this.link.settle(abandoned, (gone) => this.assignTaken(kept, gone, uniq));
     } else {
       this.assignTaken(job, abandoned, uniq);
