@@ -654,11 +654,11 @@ export class Engine {
   /** Deletes a job that is ready, delayed, buried, or reserved by `session`. */
   delete(session: Session | null, id: number): Result<Job> {
     const job = this.jobs.get(id);
-    if (job === undefined || (job.state === 'reserved' && job.reservedBy !== session)) return fail('NOT_FOUND');
+    if (job === undefined || (job.state === 'reserved' && !this.hasReserved(session, job))) return fail('NOT_FOUND');
     if (!this.journalOf(job).delete(job)) return fail('INTERNAL_ERROR');
     const from = job.state;
     if (from === 'reserved') {
-      const holder = job.reservedBy!;
+      const holder = session!; // hasReserved() is false without a session
       this.removeReserved(holder, job);
       this.schedule(holder);
     } else {
@@ -1061,7 +1061,15 @@ export class Engine {
 
   private reservedBy(session: Session, id: number): Job | undefined {
     const job = this.jobs.get(id);
-    return job !== undefined && job.state === 'reserved' && job.reservedBy === session ? job : undefined;
+    return job !== undefined && job.state === 'reserved' && this.hasReserved(session, job) ? job : undefined;
+  }
+
+  /**
+   * Whether `session` has the reserved `job`. Read from the session's own heap, where a reserved
+   * job's heapIndex points, rather than from Job.reservedBy: no table lookup on the hot path.
+   */
+  private hasReserved(session: Session | null, job: Job): boolean {
+    return session !== null && session.reservedByDeadline.at(job.heapIndex) === job;
   }
 
   /** Hands every job that a waiting session can take to one, best job first. */

@@ -64,6 +64,13 @@ function fits(n: number): boolean {
 }
 
 /**
+ * Who holds each reserved job (Job.reservedBy). Only reserved jobs have a holder, and they are
+ * few next to a backlog, so a table of them costs less than a field in every job (8 bytes each).
+ * Weak, so that a job dropped with its engine (tests) leaves no entry behind.
+ */
+const holders = new WeakMap<Job, Session>();
+
+/**
  * A job and its counters. Times are epoch milliseconds; durations are milliseconds. The body's
  * bytes live in the engine's body store (`slab`, `bodySpan`).
  *
@@ -89,7 +96,6 @@ export class Job implements BodyHolder {
   reserves = 0;
   /** The rarer counters (JobCounters): UNCHANGED until one of them changes. */
   private more: JobCounters = UNCHANGED;
-  reservedBy: Session | null = null;
   /** Position in the tube's ready or delay heap, or in the reserving session's heap. */
   heapIndex = -1;
   /** Neighbours in the tube's buried list, or in the reserving session's list. */
@@ -124,6 +130,15 @@ export class Job implements BodyHolder {
       this.own().largeCreatedAt = created + TIME_BASE;
       this.created = LARGE;
     }
+  }
+
+  /** The session that has the job reserved (null unless reserved). */
+  get reservedBy(): Session | null {
+    return holders.get(this) ?? null;
+  }
+  set reservedBy(session: Session | null) {
+    if (session === null) holders.delete(this);
+    else holders.set(this, session);
   }
 
   get priority(): number {
