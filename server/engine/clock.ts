@@ -11,12 +11,6 @@ export interface Clock {
 const TIME_ORIGIN = performance.timeOrigin; // read once: the getter costs more than performance.now()
 export const systemClock: Clock = { now: () => TIME_ORIGIN + performance.now() };
 
-/**
- * Whole epoch milliseconds at start: what a job keeps its times relative to (Job.createdAt), so
- * that they are small integers for 24 days either side of it (see Job).
- */
-export const TIME_BASE = Math.floor(TIME_ORIGIN);
-
 /** A clock that moves only when told to; for tests. */
 export class FakeClock implements Clock {
   constructor(private ms = 1_700_000_000_000) {}

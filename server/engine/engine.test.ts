@@ -7,7 +7,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { jobImage } from '../persistence/testing.js';
 import { Harness, RecordingJournal, T0, type Client } from './testing.js';
-import { TIME_BASE } from './clock.js';
 
 let h: Harness;
 let c: Client;
@@ -634,9 +633,6 @@ describe('kick', () => {
 describe('a job\'s rarer counters (Job.more)', () => {
   it('are shared until one changes, kept once it has, and stay shared for a job recovered with none', () => {
     const h = new Harness();
-    // Near TIME_BASE a job's times fit its own fields; the harness's T0, years away, would put
-    // them in the counters' object (Job, LARGE).
-    h.clock.set(TIME_BASE + 1_000);
     const c = h.open();
     const job = c.put();
     expect(job.countersShared).toBe(true);

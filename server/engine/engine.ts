@@ -11,6 +11,7 @@ import { nullJournal, type Journal, type TubeSettings } from './journal.js';
 import { OrderedSet } from './ordered-set.js';
 import { fail, ok, type ReserveOutcome, type Result } from './results.js';
 import { Session, type SessionDelegate } from './session.js';
+import { TIME_BASE_SPAN_MS, TimeBase } from './time-base.js';
 import type { JobUpdate, JobWatcher } from './watchers.js';
 import { ServerStats, type CountedCommand } from './stats.js';
 import { Tube } from './tube.js';
@@ -182,9 +183,12 @@ export class Engine {
   private nextJobId = 1;
   private nextSessionId = 1;
   private lastBuriedSeq = 0;
+  /** What every job's times are relative to (Job, keepTimesSmall). */
+  private readonly timeBase: TimeBase;
 
   constructor(options: EngineOptions) {
     this.clock = options.clock;
+    this.timeBase = new TimeBase(Math.floor(this.clock.now()));
     this.journal = options.journal ?? nullJournal;
     this.deadLetterAfter = options.deadLetterAfter ?? 0;
     this.history = new JobHistory(options.historyEvents ?? DEFAULT_HISTORY_EVENTS);
@@ -217,7 +221,7 @@ export class Engine {
   findOrCreateTube(name: string): Tube {
     let tube = this.tubesByName.get(name);
     if (tube === undefined) {
-      tube = new Tube(name);
+      tube = new Tube(name, this.timeBase);
       tube.deadLetterAfter = this.tubeSettings.get(name)?.deadLetterAfter ?? this.deadLetterAfter;
       this.tubesByName.set(name, tube);
       this.tubeOrder.add(tube);
@@ -556,6 +560,7 @@ export class Engine {
     if (this.draining) return fail('DRAINING');
     if (!this.hasRoomFor(request.body.length)) return fail('OUT_OF_MEMORY');
     const now = this.clock.now();
+    this.keepTimesSmall(now);
     const id = request.id ?? this.allocateJobId();
     const job = new Job(id, request.tube, request.priority, request.delayMs, request.ttrMs, now);
     if (request.delayMs > 0) {
@@ -1258,6 +1263,7 @@ export class Engine {
   }
 
   private reserveFor(session: Session, job: Job, now: number, from: JobState): void {
+    this.keepTimesSmall(now);
     job.tube.reserved++;
     this.stats.reserved++;
     job.reserves++;
@@ -1345,6 +1351,20 @@ export class Engine {
       this.stats.urgent--;
     }
     this.refreshAwaited(tube);
+  }
+
+  /**
+   * Moves the time base up to `now` once the clock has run TIME_BASE_SPAN_MS (6 days) past it,
+   * so that new times keep fitting in a job's small fields (Job). Every job's times are
+   * rewritten to the new base: O(jobs) once in 6 days (about 10 ms per million jobs); a heap's
+   * order is unchanged, since every time keeps its value.
+   */
+  private keepTimesSmall(now: number): void {
+    const base = this.timeBase;
+    if (now - base.ms < TIME_BASE_SPAN_MS) return;
+    const from = base.ms;
+    base.ms = Math.floor(now);
+    for (const job of this.jobs.values()) job.rebase(from);
   }
 
   /** Takes a ready, delayed or buried job out of its tube's structures. */

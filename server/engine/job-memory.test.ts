@@ -10,7 +10,8 @@ import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { systemClock } from './clock.js';
 import { Engine } from './engine.js';
-import { RecordingDelegate } from './testing.js';
+import { Harness, RecordingDelegate } from './testing.js';
+import type { Job } from './job.js';
 
 v8.setFlagsFromString('--expose-gc');
 const collect = runInNewContext('gc') as () => void;
@@ -84,5 +85,36 @@ describe('values too large for a job\'s small fields', () => {
         expect(j.deadlineAt).toBe(Math.floor(now + 2 ** 40));
       }
     }
+  });
+});
+
+describe('the time base', () => {
+  const DAY = 86_400_000;
+  const times = (jobs: Job[]): number[][] => jobs.map((j) => [j.createdAt, j.deadlineAt, j.delayMs, j.ttrMs]);
+
+  it('moves with the clock, keeping every job\'s times, and new jobs\' times small', () => {
+    const h = new Harness();
+    const c = h.open();
+    const jobs = [c.put(), c.put({ delayMs: 10 * DAY }), c.put({ ttrMs: 10 * DAY })];
+    expect(c.reserveNow()).toBe(jobs[0]!.id);
+    h.clock.advance(0.25);
+    const before = times(jobs);
+    expect(jobs.every((j) => j.countersShared)).toBe(true);
+
+    // A week later: the next put moves the base; the week-old jobs still fit.
+    h.clock.advance(7 * DAY);
+    jobs.push(c.put());
+    expect(times(jobs.slice(0, 3))).toEqual(before);
+    expect(jobs.every((j) => j.countersShared)).toBe(true);
+    expect(h.problems(100)).toEqual([]);
+
+    // Three weeks later the oldest jobs' times no longer fit: they move out, unchanged.
+    h.clock.advance(20 * DAY);
+    const fresh = c.put();
+    expect(times(jobs.slice(0, 3))).toEqual(before);
+    expect(jobs[1]!.countersShared).toBe(false);
+    expect(fresh.countersShared).toBe(true);
+    expect(fresh.createdAt).toBe(Math.floor(h.now()));
+    expect(h.problems(100)).toEqual([]);
   });
 });

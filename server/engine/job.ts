@@ -2,7 +2,6 @@ import { BURY_CAUSES, type BuryCause } from '../../shared/bury-cause.js';
 import type { Tube } from './tube.js';
 import type { Session } from './session.js';
 import { bodyLengthOf, bodyOffsetOf, bodyView, type BodyHolder, type BodySlab } from './body-store.js';
-import { TIME_BASE } from './clock.js';
 
 /** `Job.file` of a job that is never journaled (PutRequest.transient). */
 export const TRANSIENT_FILE = -1;
@@ -49,12 +48,12 @@ const STATE_MASK = (1 << STATE_BITS) - 1;
 /** Added to a priority (0 to 2^32 - 1) to keep it in the signed 32-bit range (Job.rank). */
 const PRIORITY_BIAS = 2 ** 31;
 
-/** `Job.deadline` of a job without one (a deadline exactly at TIME_BASE is kept 1 ms earlier). */
+/** `Job.deadline` of a job without one (a deadline exactly at the time base is kept 1 ms earlier). */
 const NO_TIME = 0;
 
 /**
  * In a time or duration field of Job: the value did not fit in 31 bits (a delay or TTR beyond 12
- * days, a time more than 12 days from TIME_BASE, a fraction of a millisecond) and is in `more`.
+ * days, a time more than 12 days from the time base, a fraction of a millisecond) and is in `more`.
  */
 const LARGE = -(2 ** 30);
 
@@ -78,34 +77,34 @@ const holders = new WeakMap<Job, Session>();
  * is 8 bytes times a million, and a number V8 cannot keep inline (beyond 31 bits, or with a
  * fraction) costs 16 bytes more in a box of its own; worse, once one job's field holds such a
  * number, V8 boxes that field's value in every job made after. So every number here is a small
- * integer: times are whole milliseconds from TIME_BASE (epoch times are 41-bit and fractional),
- * the priority is biased into the signed range (beanstalkd's common 2^31 is not), the state
- * shares a field with the binlog segment, the body's offset with its length, and the rare value
- * that still does not fit is kept in `more` (LARGE). Each is stored from `x | 0`: optimized code
- * that has seen large numbers hands over boxed ones even when they are small, while `x | 0` is
- * always inline. The public names (`createdAt`, `priority`, `state`...) are accessors with the
- * usual units, so no caller sees the packing. Times are floored to the millisecond: a deadline
- * can come up to 1 ms early, which keeps `time-left` below the TTR right after a reserve, as
- * beanstalkd shows it.
+ * integer: times are whole milliseconds from the engine's TimeBase, reached through the tube
+ * (epoch times are 41-bit and fractional); the priority is biased into the signed range
+ * (beanstalkd's common 2^31 is not); the state shares a field with the binlog segment, and the
+ * body's offset with its length; the rare value that still does not fit is kept in `more`
+ * (LARGE). Each is stored from `x | 0`: optimized code that has seen large numbers hands over
+ * boxed ones even when they are small, while `x | 0` is always inline. The public names
+ * (`createdAt`, `priority`, `state`...) are accessors with the usual units, so no caller sees
+ * the packing. Times are floored to the millisecond: a deadline can come up to 1 ms early,
+ * which keeps `time-left` below the TTR right after a reserve, as beanstalkd shows it.
  */
 export class Job implements BodyHolder {
   /** `file * 4 + state code`: the binlog segment holding the job's full record, and its state. */
   private place = 0;
-  /** When the job becomes ready (delayed) or its TTR runs out (reserved): ms from TIME_BASE, NO_TIME or LARGE. */
+  /** When the job becomes ready (delayed) or its TTR runs out (reserved): ms from the time base, NO_TIME or LARGE. */
   private deadline = NO_TIME;
   reserves = 0;
   /** The rarer counters (JobCounters): UNCHANGED until one of them changes. */
   private more: JobCounters = UNCHANGED;
   /** Position in the tube's ready or delay heap, or in the reserving session's heap. */
   heapIndex = -1;
-  /** Neighbours in the tube's buried list, or in the reserving session's list. */
+  /** Neighbours in the tube's ready run or buried list, or in the reserving session's list. */
   listPrev: Job | null = null;
   listNext: Job | null = null;
   slab!: BodySlab;
   bodySpan = 0;
   /** The priority minus PRIORITY_BIAS: compares like the priority (readyLess). */
   rank = 0;
-  /** ms from TIME_BASE, or LARGE. */
+  /** ms from the time base, or LARGE. */
   private created = 0;
   /** ms, or LARGE. */
   private delay = 0;
@@ -123,13 +122,13 @@ export class Job implements BodyHolder {
     this.priority = priority;
     this.delayMs = delayMs;
     this.ttrMs = ttrMs;
-    const created = Math.floor(createdAt) - TIME_BASE;
-    if (fits(created)) {
-      this.created = created | 0;
-    } else {
-      this.own().largeCreatedAt = created + TIME_BASE;
-      this.created = LARGE;
-    }
+    this.setCreatedAt(createdAt);
+  }
+
+  /** Tells the job that its time base moved forward from `from` (Engine): its times stay the same. */
+  rebase(from: number): void {
+    if (this.created !== LARGE) this.setCreatedAt(this.created + from);
+    if (this.deadline !== NO_TIME && this.deadline !== LARGE) this.deadlineAt = this.deadline + from;
   }
 
   /** The session that has the job reserved (null unless reserved). */
@@ -173,24 +172,36 @@ export class Job implements BodyHolder {
   }
 
   get createdAt(): number {
-    return this.created !== LARGE ? this.created + TIME_BASE : this.more.largeCreatedAt;
+    return this.created !== LARGE ? this.created + this.tube.timeBase.ms : this.more.largeCreatedAt;
+  }
+
+  private setCreatedAt(t: number): void {
+    const base = this.tube.timeBase.ms;
+    const relative = Math.floor(t) - base;
+    if (fits(relative)) {
+      this.created = relative | 0;
+    } else {
+      this.own().largeCreatedAt = relative + base;
+      this.created = LARGE;
+    }
   }
 
   /** Epoch ms when the job becomes ready (delayed) or its TTR runs out (reserved); 0 otherwise. */
   get deadlineAt(): number {
     const d = this.deadline;
-    return d === NO_TIME ? 0 : d !== LARGE ? d + TIME_BASE : this.more.largeDeadlineAt;
+    return d === NO_TIME ? 0 : d !== LARGE ? d + this.tube.timeBase.ms : this.more.largeDeadlineAt;
   }
   set deadlineAt(t: number) {
-    const relative = Math.floor(t) - TIME_BASE;
+    const base = this.tube.timeBase.ms;
+    const relative = Math.floor(t) - base;
     if (t === 0) {
       this.deadline = NO_TIME;
     } else if (fits(relative)) {
-      // A deadline exactly at TIME_BASE (the process's start: past by the time anyone sets
-      // one) moves 1 ms earlier.
+      // A deadline exactly at the time base (past by the time anyone sets one: the base is a
+      // time the clock has shown) moves 1 ms earlier.
       this.deadline = relative === NO_TIME ? -1 : relative | 0;
     } else {
-      this.own().largeDeadlineAt = relative + TIME_BASE;
+      this.own().largeDeadlineAt = relative + base;
       this.deadline = LARGE;
     }
   }

@@ -2,9 +2,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Job, readyLess } from './job.js';
 import { ReadyQueue } from './ready-queue.js';
+import { TimeBase } from './time-base.js';
 import { Tube } from './tube.js';
 
-const tube = new Tube('t');
+const tube = new Tube('t', new TimeBase(0));
 const byOrder = (a: Job, b: Job): number => (readyLess(a, b) ? -1 : readyLess(b, a) ? 1 : 0);
 
 /** An operation on the queue: put a new job, put back one taken earlier (a release), take the first, or remove any. */

@@ -4,6 +4,7 @@ import { JobList } from './job-list.js';
 import { OrderedSet } from './ordered-set.js';
 import { ReadyQueue } from './ready-queue.js';
 import type { Session } from './session.js';
+import type { TimeBase } from './time-base.js';
 
 let tubesMade = 0;
 
@@ -49,7 +50,11 @@ export class Tube {
   /** Position in the engine's heap of tubes holding delayed jobs. */
   delayingIndex = -1;
 
-  constructor(readonly name: string) {}
+  constructor(
+    readonly name: string,
+    /** The engine's time base, which its jobs' times are relative to (Job). */
+    readonly timeBase: TimeBase,
+  ) {}
 
   get paused(): boolean {
     return this.pauseMs > 0;
