@@ -11,7 +11,7 @@ import { nullJournal, type Journal, type TubeSettings } from './journal.js';
 import { OrderedSet } from './ordered-set.js';
 import { fail, ok, type ReserveOutcome, type Result } from './results.js';
 import { Session, type SessionDelegate } from './session.js';
-import { TIME_BASE_SPAN_MS, TimeBase } from './time-base.js';
+import { SWITCH_AFTER_MS, TimeBase } from './time-base.js';
 import type { JobUpdate, JobWatcher } from './watchers.js';
 import { ServerStats, type CountedCommand } from './stats.js';
 import { Tube } from './tube.js';
@@ -188,7 +188,7 @@ export class Engine {
 
   constructor(options: EngineOptions) {
     this.clock = options.clock;
-    this.timeBase = new TimeBase(Math.floor(this.clock.now()));
+    this.timeBase = new TimeBase(this.clock.now());
     this.journal = options.journal ?? nullJournal;
     this.deadLetterAfter = options.deadLetterAfter ?? 0;
     this.history = new JobHistory(options.historyEvents ?? DEFAULT_HISTORY_EVENTS);
@@ -1354,17 +1354,17 @@ export class Engine {
   }
 
   /**
-   * Moves the time base up to `now` once the clock has run TIME_BASE_SPAN_MS (6 days) past it,
-   * so that new times keep fitting in a job's small fields (Job). Every job's times are
-   * rewritten to the new base: O(jobs) once in 6 days (about 10 ms per million jobs); a heap's
-   * order is unchanged, since every time keeps its value.
+   * Moves the time base up to `now` once the clock has run SWITCH_AFTER_MS (3 days) past it, so
+   * that new times keep fitting in a job's small fields to the millisecond (TimeBase). Creation
+   * times stay with their era; the deadlines of delayed and reserved jobs are re-encoded, each
+   * keeping its value, so no heap's order changes.
    */
   private keepTimesSmall(now: number): void {
     const base = this.timeBase;
-    if (now - base.ms < TIME_BASE_SPAN_MS) return;
-    const from = base.ms;
-    base.ms = Math.floor(now);
-    for (const job of this.jobs.values()) job.rebase(from);
+    if (now - base.ms < SWITCH_AFTER_MS) return;
+    const from = base.advance(now, this.nextJobId);
+    this.delayingTubes.forEach((tube) => tube.delayed.forEach((job) => job.rebaseDeadline(from)));
+    for (const session of this.sessions) session.reservedByDeadline.forEach((job) => job.rebaseDeadline(from));
   }
 
   /** Takes a ready, delayed or buried job out of its tube's structures. */

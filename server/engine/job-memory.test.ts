@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { systemClock } from './clock.js';
 import { Engine } from './engine.js';
 import { Harness, RecordingDelegate } from './testing.js';
+import { jobImage } from '../persistence/testing.js';
 import type { Job } from './job.js';
 
 v8.setFlagsFromString('--expose-gc');
@@ -108,13 +109,49 @@ describe('the time base', () => {
     expect(jobs.every((j) => j.countersShared)).toBe(true);
     expect(h.problems(100)).toEqual([]);
 
-    // Three weeks later the oldest jobs' times no longer fit: they move out, unchanged.
+    // Three weeks later the base has moved again. Nothing ran in between, so the reserved and
+    // delayed jobs' deadlines are now weeks past: they no longer fit inline, and keep their value.
     h.clock.advance(20 * DAY);
     const fresh = c.put();
     expect(times(jobs.slice(0, 3))).toEqual(before);
-    expect(jobs[1]!.countersShared).toBe(false);
+    expect([jobs[0], jobs[1], jobs[2], jobs[3]].map((j) => j!.countersShared)).toEqual([false, false, true, true]);
     expect(fresh.countersShared).toBe(true);
     expect(fresh.createdAt).toBe(Math.floor(h.now()));
     expect(h.problems(100)).toEqual([]);
+  });
+});
+
+describe('times far from the time base', () => {
+  const YEAR = 365 * 86_400_000;
+
+  it('are kept: a creation time to the second beyond 6 days, any time beyond reach in the counters object', () => {
+    const h = new Harness();
+    const now = h.now();
+    const restored = (id: number, createdAt: number): Job => {
+      h.engine.restoreJob(jobImage({ id, createdAt, body: Buffer.from('x') }), 0);
+      return h.engine.job(id)!;
+    };
+    // To the second beyond 6 days, never later than it was.
+    for (const [id, t] of [[10, now - 7 * 86_400_000 - 1_234.5], [11, now - YEAR - 0.5], [13, now + 7 * 86_400_000 + 0.5]] as const) {
+      const job = restored(id, t);
+      expect(job.createdAt).toBeLessThanOrEqual(t);
+      expect(job.createdAt).toBeGreaterThan(t - 1_000);
+      expect(job.countersShared).toBe(true);
+    }
+    const ancient = restored(12, now - 30 * YEAR - 0.5);
+    expect(ancient.createdAt).toBe(now - 30 * YEAR - 1);
+    expect(ancient.countersShared).toBe(false);
+    h.engine.finishRestore(100);
+
+    const c = h.open();
+    const longDelay = c.put({ delayMs: 9 * 86_400_000 + 1_500 });
+    expect(longDelay.deadlineAt).toBe(now + 9 * 86_400_000 + 1_500);
+    expect(longDelay.countersShared).toBe(true);
+    const monthDelay = c.put({ delayMs: 30 * 86_400_000 + 1_500 });
+    expect(monthDelay.deadlineAt).toBe(now + 30 * 86_400_000 + 1_500);
+    const maxDelay = c.put({ delayMs: (2 ** 32 - 1) * 1000 });
+    expect(maxDelay.deadlineAt).toBe(now + (2 ** 32 - 1) * 1000);
+    expect(maxDelay.delayMs).toBe((2 ** 32 - 1) * 1000);
+    expect(h.problems(1000)).toEqual([]);
   });
 });

@@ -1,5 +1,6 @@
 import { BURY_CAUSES, type BuryCause } from '../../shared/bury-cause.js';
 import type { Tube } from './tube.js';
+import { FAR, decodeCreated, encodeCreated } from './time-base.js';
 import type { Session } from './session.js';
 import { bodyLengthOf, bodyOffsetOf, bodyView, type BodyHolder, type BodySlab } from './body-store.js';
 
@@ -52,10 +53,11 @@ const PRIORITY_BIAS = 2 ** 31;
 const NO_TIME = 0;
 
 /**
- * In a time or duration field of Job: the value did not fit in 31 bits (a delay or TTR beyond 12
- * days, a time more than 12 days from the time base, a fraction of a millisecond) and is in `more`.
+ * In a time or duration field of Job: the value did not fit in 31 bits (a delay, TTR or deadline
+ * beyond 12 days, or a duration with a fraction of a millisecond; a creation time over 17 years
+ * from its base) and is in `more`.
  */
-const LARGE = -(2 ** 30);
+const LARGE = FAR;
 
 /** True when `n` can be stored as it is in one of Job's small fields: a 31-bit integer, not LARGE. */
 function fits(n: number): boolean {
@@ -77,8 +79,8 @@ const holders = new WeakMap<Job, Session>();
  * is 8 bytes times a million, and a number V8 cannot keep inline (beyond 31 bits, or with a
  * fraction) costs 16 bytes more in a box of its own; worse, once one job's field holds such a
  * number, V8 boxes that field's value in every job made after. So every number here is a small
- * integer: times are whole milliseconds from the engine's TimeBase, reached through the tube
- * (epoch times are 41-bit and fractional); the priority is biased into the signed range
+ * integer: times are whole milliseconds (an old creation time whole seconds) from the engine's
+ * TimeBase, reached through the tube (epoch times are 41-bit and fractional); the priority is biased into the signed range
  * (beanstalkd's common 2^31 is not); the state shares a field with the binlog segment, and the
  * body's offset with its length; the rare value that still does not fit is kept in `more`
  * (LARGE). Each is stored from `x | 0`: optimized code that has seen large numbers hands over
@@ -90,7 +92,7 @@ const holders = new WeakMap<Job, Session>();
 export class Job implements BodyHolder {
   /** `file * 4 + state code`: the binlog segment holding the job's full record, and its state. */
   private place = 0;
-  /** When the job becomes ready (delayed) or its TTR runs out (reserved): ms from the time base, NO_TIME or LARGE. */
+  /** When the job becomes ready (delayed) or its TTR runs out (reserved): ms from the current time base; NO_TIME or LARGE. */
   private deadline = NO_TIME;
   reserves = 0;
   /** The rarer counters (JobCounters): UNCHANGED until one of them changes. */
@@ -104,7 +106,7 @@ export class Job implements BodyHolder {
   bodySpan = 0;
   /** The priority minus PRIORITY_BIAS: compares like the priority (readyLess). */
   rank = 0;
-  /** ms from the time base, or LARGE. */
+  /** From the base of the job's era (TimeBase.createdBase, encodeCreated), or LARGE. */
   private created = 0;
   /** ms, or LARGE. */
   private delay = 0;
@@ -125,9 +127,8 @@ export class Job implements BodyHolder {
     this.setCreatedAt(createdAt);
   }
 
-  /** Tells the job that its time base moved forward from `from` (Engine): its times stay the same. */
-  rebase(from: number): void {
-    if (this.created !== LARGE) this.setCreatedAt(this.created + from);
+  /** Tells a delayed or reserved job that the time base moved on from `from` (Engine): its deadline stays the same. */
+  rebaseDeadline(from: number): void {
     if (this.deadline !== NO_TIME && this.deadline !== LARGE) this.deadlineAt = this.deadline + from;
   }
 
@@ -172,16 +173,15 @@ export class Job implements BodyHolder {
   }
 
   get createdAt(): number {
-    return this.created !== LARGE ? this.created + this.tube.timeBase.ms : this.more.largeCreatedAt;
+    return this.created !== LARGE ? decodeCreated(this.created, this.tube.timeBase.createdBase(this.id)) : this.more.largeCreatedAt;
   }
 
   private setCreatedAt(t: number): void {
-    const base = this.tube.timeBase.ms;
-    const relative = Math.floor(t) - base;
-    if (fits(relative)) {
-      this.created = relative | 0;
+    const created = encodeCreated(t, this.tube.timeBase.createdBase(this.id));
+    if (created !== LARGE) {
+      this.created = created | 0;
     } else {
-      this.own().largeCreatedAt = relative + base;
+      this.own().largeCreatedAt = Math.floor(t);
       this.created = LARGE;
     }
   }
@@ -192,16 +192,15 @@ export class Job implements BodyHolder {
     return d === NO_TIME ? 0 : d !== LARGE ? d + this.tube.timeBase.ms : this.more.largeDeadlineAt;
   }
   set deadlineAt(t: number) {
-    const base = this.tube.timeBase.ms;
-    const relative = Math.floor(t) - base;
+    const deadline = Math.floor(t) - this.tube.timeBase.ms;
     if (t === 0) {
       this.deadline = NO_TIME;
-    } else if (fits(relative)) {
+    } else if (fits(deadline)) {
       // A deadline exactly at the time base (past by the time anyone sets one: the base is a
       // time the clock has shown) moves 1 ms earlier.
-      this.deadline = relative === NO_TIME ? -1 : relative | 0;
+      this.deadline = deadline === NO_TIME ? -1 : deadline | 0;
     } else {
-      this.own().largeDeadlineAt = relative + base;
+      this.own().largeDeadlineAt = Math.floor(t);
       this.deadline = LARGE;
     }
   }
