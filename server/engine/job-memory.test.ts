@@ -156,3 +156,29 @@ describe('times far from the time base', () => {
     expect(h.problems(1000)).toEqual([]);
   });
 });
+
+describe('special deadlines', () => {
+  it('a job held for ever (a Gearman worker\'s) keeps an infinite deadline inline', () => {
+    const h = new Harness();
+    const c = h.open();
+    const job = c.put();
+    h.engine.setHold(c.session, Number.POSITIVE_INFINITY);
+    expect(c.reserveNow()).toBe(job.id);
+    expect(job.deadlineAt).toBe(Number.POSITIVE_INFINITY);
+    expect(job.countersShared).toBe(true);
+    expect(h.problems(100)).toEqual([]);
+  });
+
+  it('a deadline that lands on the new time base keeps its value and its place', () => {
+    const h = new Harness(); // T0 is a whole second, so the base can land on a deadline
+    const c = h.open();
+    const at = h.now() + 7 * 86_400_000;
+    const onBase = c.put({ delayMs: 7 * 86_400_000 });
+    const before = c.put({ delayMs: 7 * 86_400_000 - 1 });
+    h.clock.set(at); // no tick: both are due, neither has moved yet
+    c.put();
+    expect([onBase.deadlineAt, before.deadlineAt]).toEqual([at, at - 1]);
+    expect(h.engine.peekDelayed(onBase.tube)).toBe(before);
+    expect(h.problems(100)).toEqual([]);
+  });
+});

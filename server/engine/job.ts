@@ -19,7 +19,8 @@ export type JobState = 'ready' | 'reserved' | 'delayed' | 'buried';
  * jobs never change. They live apart (Job.more) and are made on the first change, so that a job
  * that is only put, reserved and deleted carries one field for them instead of seven (48 bytes
  * less per job; a million queued jobs is a normal backlog). A value too large for its field in
- * Job (see LARGE) is kept here too.
+ * Job (see LARGE) is kept here too, in an object of its own (`large`), so that the counters of
+ * the many released or buried jobs carry no boxed numbers.
  */
 class JobCounters {
   timeouts = 0;
@@ -29,12 +30,15 @@ class JobCounters {
   strikes = 0;
   buryCause = 0;
   buriedSeq = 0;
-  largeDelayMs = 0;
-  largeTtrMs = 0;
-  /** Epoch ms. */
-  largeCreatedAt = 0;
-  /** Epoch ms. */
-  largeDeadlineAt = 0;
+  large: LargeValues | null = null;
+}
+
+/** Values too large (or too fine) for Job's small fields: durations in ms, times in epoch ms. */
+class LargeValues {
+  delayMs = 0;
+  ttrMs = 0;
+  createdAt = 0;
+  deadlineAt = 0;
 }
 
 /** The counters of every job that has not changed any: read-only, shared. */
@@ -49,8 +53,10 @@ const STATE_MASK = (1 << STATE_BITS) - 1;
 /** Added to a priority (0 to 2^32 - 1) to keep it in the signed 32-bit range (Job.rank). */
 const PRIORITY_BIAS = 2 ** 31;
 
-/** `Job.deadline` of a job without one (a deadline exactly at the time base is kept 1 ms earlier). */
-const NO_TIME = 0;
+/** `Job.deadline` of a job without one (not a value `fits` lets a real deadline take). */
+const NO_TIME = 2 ** 30 - 1;
+/** `Job.deadline` of a job held for ever (a Gearman worker's job): an infinite deadline. */
+const NEVER = 2 ** 30 - 2;
 
 /**
  * In a time or duration field of Job: the value did not fit in 31 bits (a delay, TTR or deadline
@@ -76,23 +82,25 @@ const holders = new WeakMap<Job, Session>();
  * bytes live in the engine's body store (`slab`, `bodySpan`).
  *
  * Why the fields are shaped this way: a million queued jobs is a normal backlog, so each field
- * is 8 bytes times a million, and a number V8 cannot keep inline (beyond 31 bits, or with a
- * fraction) costs 16 bytes more in a box of its own; worse, once one job's field holds such a
- * number, V8 boxes that field's value in every job made after. So every number here is a small
- * integer: times are whole milliseconds (an old creation time whole seconds) from the engine's
- * TimeBase, reached through the tube (epoch times are 41-bit and fractional); the priority is biased into the signed range
+ * is 8 bytes times a million, and a number V8 cannot keep inline as a small integer (32 bits on
+ * Node's 64-bit builds, which have no pointer compression; nor one with a fraction) costs 16
+ * bytes more in a box of its own; worse, once one job's field holds such a number, V8 boxes that
+ * field's value in every job made after. So every number here is a small integer: times are whole
+ * milliseconds (an old creation time whole seconds) from the engine's TimeBase, reached through
+ * the tube (epoch times are 41-bit and fractional); the priority is biased into the signed range
  * (beanstalkd's common 2^31 is not); the state shares a field with the binlog segment, and the
- * body's offset with its length; the rare value that still does not fit is kept in `more`
- * (LARGE). Each is stored from `x | 0`: optimized code that has seen large numbers hands over
- * boxed ones even when they are small, while `x | 0` is always inline. The public names
+ * body's offset with its length (31 bits, see BodyHolder); a time or duration that does not fit
+ * in 31 bits is kept in `more` (LARGE). Values computed from large numbers (times, the biased
+ * priority, durations) are stored from `x | 0`: optimized code that has seen large numbers hands
+ * over boxed ones even when they are small, while `x | 0` is always inline. The public names
  * (`createdAt`, `priority`, `state`...) are accessors with the usual units, so no caller sees
- * the packing. Times are floored to the millisecond: a deadline can come up to 1 ms early,
- * which keeps `time-left` below the TTR right after a reserve, as beanstalkd shows it.
+ * the packing. Times are floored to the millisecond: a deadline can come up to 1 ms early, which
+ * keeps `time-left` below the TTR right after a reserve, as beanstalkd shows it.
  */
 export class Job implements BodyHolder {
   /** `file * 4 + state code`: the binlog segment holding the job's full record, and its state. */
   private place = 0;
-  /** When the job becomes ready (delayed) or its TTR runs out (reserved): ms from the current time base; NO_TIME or LARGE. */
+  /** When the job becomes ready (delayed) or its TTR runs out (reserved): ms from the current time base; NO_TIME, NEVER or LARGE. */
   private deadline = NO_TIME;
   reserves = 0;
   /** The rarer counters (JobCounters): UNCHANGED until one of them changes. */
@@ -129,7 +137,8 @@ export class Job implements BodyHolder {
 
   /** Tells a delayed or reserved job that the time base moved on from `from` (Engine): its deadline stays the same. */
   rebaseDeadline(from: number): void {
-    if (this.deadline !== NO_TIME && this.deadline !== LARGE) this.deadlineAt = this.deadline + from;
+    const d = this.deadline;
+    if (d !== NO_TIME && d !== LARGE && d !== NEVER) this.deadlineAt = d + from;
   }
 
   /** The session that has the job reserved (null unless reserved). */
@@ -149,31 +158,31 @@ export class Job implements BodyHolder {
   }
 
   get delayMs(): number {
-    return this.delay !== LARGE ? this.delay : this.more.largeDelayMs;
+    return this.delay !== LARGE ? this.delay : this.more.large!.delayMs;
   }
   set delayMs(ms: number) {
     if (fits(ms)) {
       this.delay = ms | 0;
     } else {
-      this.own().largeDelayMs = ms;
+      this.large().delayMs = ms;
       this.delay = LARGE;
     }
   }
 
   get ttrMs(): number {
-    return this.ttr !== LARGE ? this.ttr : this.more.largeTtrMs;
+    return this.ttr !== LARGE ? this.ttr : this.more.large!.ttrMs;
   }
   set ttrMs(ms: number) {
     if (fits(ms)) {
       this.ttr = ms | 0;
     } else {
-      this.own().largeTtrMs = ms;
+      this.large().ttrMs = ms;
       this.ttr = LARGE;
     }
   }
 
   get createdAt(): number {
-    return this.created !== LARGE ? decodeCreated(this.created, this.tube.timeBase.createdBase(this.id)) : this.more.largeCreatedAt;
+    return this.created !== LARGE ? decodeCreated(this.created, this.tube.timeBase.createdBase(this.id)) : this.more.large!.createdAt;
   }
 
   private setCreatedAt(t: number): void {
@@ -181,27 +190,31 @@ export class Job implements BodyHolder {
     if (created !== LARGE) {
       this.created = created | 0;
     } else {
-      this.own().largeCreatedAt = Math.floor(t);
+      this.large().createdAt = Math.floor(t);
       this.created = LARGE;
     }
   }
 
-  /** Epoch ms when the job becomes ready (delayed) or its TTR runs out (reserved); 0 otherwise. */
+  /** Epoch ms when the job becomes ready (delayed) or its TTR runs out (reserved; Infinity if held for ever); 0 otherwise. */
   get deadlineAt(): number {
     const d = this.deadline;
-    return d === NO_TIME ? 0 : d !== LARGE ? d + this.tube.timeBase.ms : this.more.largeDeadlineAt;
+    if (d === NO_TIME) return 0;
+    if (d === LARGE) return this.more.large!.deadlineAt;
+    return d === NEVER ? Number.POSITIVE_INFINITY : d + this.tube.timeBase.ms;
   }
   set deadlineAt(t: number) {
-    const deadline = Math.floor(t) - this.tube.timeBase.ms;
     if (t === 0) {
       this.deadline = NO_TIME;
-    } else if (fits(deadline)) {
-      // A deadline exactly at the time base (past by the time anyone sets one: the base is a
-      // time the clock has shown) moves 1 ms earlier.
-      this.deadline = deadline === NO_TIME ? -1 : deadline | 0;
+    } else if (t === Number.POSITIVE_INFINITY) {
+      this.deadline = NEVER;
     } else {
-      this.own().largeDeadlineAt = Math.floor(t);
-      this.deadline = LARGE;
+      const deadline = Math.floor(t) - this.tube.timeBase.ms;
+      if (fits(deadline) && deadline !== NO_TIME && deadline !== NEVER) {
+        this.deadline = deadline | 0;
+      } else {
+        this.large().deadlineAt = Math.floor(t);
+        this.deadline = LARGE;
+      }
     }
   }
 
@@ -250,6 +263,12 @@ export class Job implements BodyHolder {
   private own(): JobCounters {
     if (this.more === UNCHANGED) this.more = new JobCounters();
     return this.more;
+  }
+
+  private large(): LargeValues {
+    const more = this.own();
+    if (more.large === null) more.large = new LargeValues();
+    return more.large;
   }
 
   get timeouts(): number {

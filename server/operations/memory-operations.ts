@@ -575,7 +575,7 @@ function fillView(job: Job, view: JobView): JobView {
   view.createdAt = job.createdAt;
   view.deadlineAt = job.deadlineAt;
   view.file = job.file;
-  view.reservedBy = job.reservedBy?.id ?? 0;
+  view.reservedBy = job.state === 'reserved' ? (job.reservedBy?.id ?? 0) : 0; // the holder table has only reserved jobs
   view.reserves = job.reserves;
   view.timeouts = job.timeouts;
   view.releases = job.releases;

@@ -308,7 +308,8 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     if (kind.when !== 'now') {
       const runAt = kind.when === 'epoch' ? epochMs(args[2]!) : cronMs(args.slice(2, 7), this.ops.now());
       if (runAt === null) return this.sendError('BAD_TIME');
-      delayMs = Math.max(0, runAt - this.ops.now());
+      // Whole milliseconds (never early): a job keeps its delay as a small integer (Job).
+      delayMs = Math.max(0, Math.ceil(runAt - this.ops.now()));
     }
     // The job's body is `unique NUL data` (job-body.ts): for a plain submit, a view of the packet.
     const body = kind.when === 'now' ? packetData.subarray(fnBytes.length + 1) : jobBody(unique, args[kind.args - 1]!);
