@@ -1359,7 +1359,7 @@ export class Engine {
    * that new times keep fitting in a job's small fields to the millisecond (TimeBase). Creation
    * times stay with their era; the deadlines of delayed and reserved jobs are re-encoded, each
    * keeping its value, so no heap's order changes. That walk is a pause once in 3 days: about
-   * 0.5 µs per delayed or reserved job (tens of ms with a million delayed jobs).
+   * 50 ns per delayed or reserved job (5 ms with 100,000 delayed jobs).
    */
   private keepTimesSmall(now: number): void {
     const base = this.timeBase;
