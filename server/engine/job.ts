@@ -70,6 +70,11 @@ function fits(n: number): boolean {
   return (n << 1) >> 1 === n && n !== LARGE;
 }
 
+/** `n` for one of Job's small fields: itself as a small integer, or LARGE (the caller keeps it in `more`). */
+function inline(n: number): number {
+  return fits(n) ? n | 0 : LARGE; // both sides 32-bit integers: V8 keeps the result unboxed
+}
+
 /**
  * Who holds each reserved job (Job.reservedBy). Only reserved jobs have a holder, and they are
  * few next to a backlog, so a table of them costs less than a field in every job (8 bytes each).
@@ -161,24 +166,16 @@ export class Job implements BodyHolder {
     return this.delay !== LARGE ? this.delay : this.more.large!.delayMs;
   }
   set delayMs(ms: number) {
-    if (fits(ms)) {
-      this.delay = ms | 0;
-    } else {
-      this.large().delayMs = ms;
-      this.delay = LARGE;
-    }
+    this.delay = inline(ms);
+    if (this.delay === LARGE) this.large().delayMs = ms;
   }
 
   get ttrMs(): number {
     return this.ttr !== LARGE ? this.ttr : this.more.large!.ttrMs;
   }
   set ttrMs(ms: number) {
-    if (fits(ms)) {
-      this.ttr = ms | 0;
-    } else {
-      this.large().ttrMs = ms;
-      this.ttr = LARGE;
-    }
+    this.ttr = inline(ms);
+    if (this.ttr === LARGE) this.large().ttrMs = ms;
   }
 
   get createdAt(): number {
@@ -209,12 +206,8 @@ export class Job implements BodyHolder {
       this.deadline = NEVER;
     } else {
       const deadline = Math.floor(t) - this.tube.timeBase.ms;
-      if (fits(deadline) && deadline !== NO_TIME && deadline !== NEVER) {
-        this.deadline = deadline | 0;
-      } else {
-        this.large().deadlineAt = Math.floor(t);
-        this.deadline = LARGE;
-      }
+      this.deadline = deadline !== NO_TIME && deadline !== NEVER ? inline(deadline) : LARGE;
+      if (this.deadline === LARGE) this.large().deadlineAt = Math.floor(t);
     }
   }
 

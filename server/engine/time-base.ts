@@ -4,7 +4,7 @@
  * needs 41 bits and has a fraction).
  *
  * Deadlines are kept to the millisecond from the current base, within 12 days either way (a
- * deadline further out is kept in the job's counters object). The base moves forward every
+ * deadline further out is kept apart, reached through the job's counters object). The base moves forward every
  * SWITCH_AFTER_MS (Engine.keepTimesSmall, which re-encodes the deadlines of the delayed and
  * reserved jobs). A creation time never changes, so it stays relative to the base of its era:
  * the span of job ids made between two moves (createdBase); within MS_SPAN (6 days) of that base
