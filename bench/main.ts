@@ -44,6 +44,9 @@ Options:
   --beanpole-only     skip beanstalkd even when it is installed
   --beanpole-args=A   more flags for Beanpole, space-separated (e.g. --beanpole-args="--history-events 0"
                       to measure what the job history costs)
+  --node-floor        with --only one-connection: start a Node server that answers with fixed
+                      replies and does no job work (bench/floor-server.ts) in Beanpole's place,
+                      to measure the floor of Node's socket path against beanstalkd
   --quick             smoke run: 1 round, 1 s windows, 20000 fill jobs, pinned only
   --cpu-prof          write Beanpole's V8 CPU profiles to bench/results/profiles/
                       (read them with npm run bench:profile-top -- FILE)
@@ -73,6 +76,7 @@ interface CliOptions {
   pollUs: number;
   beanpoleOnly: boolean;
   beanpoleArgs: string[];
+  nodeFloor: boolean;
   quick: boolean;
   cpuProf: boolean;
   json: string | null;
@@ -107,6 +111,7 @@ function parseCli(argv: string[]): CliOptions | 'help' {
       'poll-us': { type: 'string' },
       'beanpole-only': { type: 'boolean' },
       'beanpole-args': { type: 'string' },
+      'node-floor': { type: 'boolean' },
       quick: { type: 'boolean' },
       'cpu-prof': { type: 'boolean' },
       json: { type: 'string' },
@@ -124,8 +129,13 @@ function parseCli(argv: string[]): CliOptions | 'help' {
   for (const name of only ?? []) {
     if (!SCENARIOS.some((s) => s.name === name)) throw new UsageError(`unknown scenario ${name}; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
   }
+  const nodeFloor = values['node-floor'] === true;
+  if (nodeFloor && (only === null || only.some((name) => name !== 'one-connection'))) {
+    throw new UsageError('--node-floor answers only the one-connection load: use it with --only one-connection');
+  }
   return {
     only,
+    nodeFloor,
     rounds: positive('rounds', values.rounds, quick ? 1 : 2),
     seconds: positive('seconds', values.seconds, quick ? 1 : 5, false),
     fillJobs: positive('fill-jobs', values['fill-jobs'], quick ? 20_000 : 1_000_000),
@@ -170,6 +180,7 @@ async function main(): Promise<number> {
   const machine = machineInfo();
   const hasBeanstalkd = beanstalkdPath() !== null;
   if (!hasBeanstalkd) log('note: beanstalkd is not on PATH: Beanpole runs alone');
+  if (cli.nodeFloor) log("note: --node-floor: the rows named beanpole are the fixed-reply floor server's (bench/floor-server.ts)");
   const profileDir = cli.cpuProf ? path.join(RESULTS_DIR, 'profiles') : null;
   if (profileDir !== null) mkdirSync(profileDir, { recursive: true });
   const plan: RunPlan = {
@@ -189,6 +200,7 @@ async function main(): Promise<number> {
       cpuProfileDir: profileDir,
       externalPort: cli.targetPort,
       beanpoleArgs: cli.beanpoleArgs,
+      nodeFloor: cli.nodeFloor,
     },
   };
   const runCount = plan.modes.reduce((n, m) => n + scenariosFor(plan, m).reduce((k, s) => k + targetsOf(plan, s).length, 0), 0) * plan.rounds;

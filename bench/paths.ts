@@ -17,6 +17,8 @@ export const REPO_ROOT = ((): string => {
 
 /** The server's launcher (it imports dist/server/main.js in the same process). */
 export const BEANPOLE_BIN = path.join(REPO_ROOT, 'bin', 'beanpole');
+/** The built floor server (bench/floor-server.ts), started in Beanpole's place by --node-floor. */
+export const FLOOR_SERVER_BIN = path.join(REPO_ROOT, 'dist', 'bench', 'floor-server.js');
 
 /** Results and profiles (gitignored). */
 export const RESULTS_DIR = path.join(REPO_ROOT, 'bench', 'results');

@@ -35,6 +35,8 @@ export interface RunSettings {
   cpuProfileDir: string | null;
   /** More flags for Beanpole (--beanpole-args), e.g. to measure what a feature costs. */
   beanpoleArgs: readonly string[];
+  /** Start the fixed-reply floor server instead of Beanpole (--node-floor). */
+  nodeFloor: boolean;
   /** Run against a server already listening on this port instead of starting one (testing the harness). */
   externalPort: number | null;
 }
@@ -103,6 +105,7 @@ export async function withServer<T>(ctx: RunContext, needs: ServerNeeds, fn: (ta
     maxJobSize: MAX_JOB_SIZE,
     gearman: needs.gearman ?? false,
     extraArgs: ctx.target === 'beanpole' ? ctx.settings.beanpoleArgs : [],
+    nodeFloor: ctx.target === 'beanpole' && ctx.settings.nodeFloor,
   };
   const target = await startTarget(opts);
   try {

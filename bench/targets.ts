@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { BEANPOLE_BIN, findOnPath } from './paths.js';
+import { BEANPOLE_BIN, FLOOR_SERVER_BIN, findOnPath } from './paths.js';
 import { commandName, cpuSecondsOf, rssOf } from './procfs.js';
 
 /** Which server. */
@@ -32,6 +32,8 @@ export interface TargetOptions {
   gearman?: boolean;
   /** Beanpole only: more flags, after the harness's own. */
   extraArgs?: readonly string[];
+  /** Beanpole only: start the fixed-reply floor server (floor-server.ts) in its place (--node-floor). */
+  nodeFloor?: boolean;
 }
 
 /** A server the load runs against. */
@@ -141,6 +143,7 @@ function serverArgv(
     if (bin === null) throw new Error('beanstalkd is not on PATH');
     return { exe: bin, args: flags };
   }
+  if (opts.nodeFloor === true) return { exe: process.execPath, args: [FLOOR_SERVER_BIN, ...flags] };
   const nodeFlags = opts.cpuProfile === null ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfile.dir, '--cpu-prof-name', opts.cpuProfile.name];
   const admin = adminPort === null ? ['--no-admin'] : ['--admin-listen', HOST, '--admin-port', String(adminPort)];
   const gearman = gearmanPort === null ? ['--no-gearman'] : ['--gearman-listen', HOST, '--gearman-port', String(gearmanPort)];

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { isPending, type Durability, type Pending } from '../operations/operations.js';
 import { ReplyBuffer } from './reply-buffer.js';
+import { readThroughSharedBuffer } from './shared-read-buffer.js';
 
 /** Stop reading from a client whose unparsed input or unsent replies grow beyond this. */
 const MAX_BUFFERED_INPUT = 4 * 1024 * 1024;
@@ -9,7 +10,8 @@ const MAX_BUFFERED_OUTPUT = 8 * 1024 * 1024;
 
 /** A door's push parser, as the link drives it. */
 export interface LinkReader {
-  write(chunk: Buffer): void;
+  /** `transient`: the chunk's memory is reused after the call (see PushParser.write). */
+  write(chunk: Buffer, transient?: boolean): void;
   pause(): void;
   resume(): void;
   readonly paused: boolean;
@@ -106,7 +108,7 @@ export class ClientLink {
   start(reader: LinkReader): void {
     this.reader = reader;
     const socket = this.socket;
-    socket.on('data', (chunk: Buffer) => this.guard(() => reader.write(chunk)));
+    if (!readThroughSharedBuffer(socket, this.onTransientBytes)) socket.on('data', (chunk: Buffer) => this.readChunk(chunk, false));
     socket.on('end', () => this.onEnd());
     socket.on('drain', () => this.onDrain());
     socket.on('error', (err) => this.ctx.log.debug({ err: err.message }, 'client socket error'));
@@ -116,6 +118,21 @@ export class ClientLink {
   /** Server shutdown: close without waiting for the client. */
   destroy(): void {
     this.socket.destroy();
+  }
+
+  private readonly onTransientBytes = (chunk: Buffer): void => this.readChunk(chunk, true);
+
+  private readChunk(chunk: Buffer, transient: boolean): void {
+    this.handling = true;
+    try {
+      this.reader.write(chunk, transient);
+    } catch (err) {
+      this.failed(err);
+      return;
+    } finally {
+      this.afterHandling(false);
+    }
+    this.afterWork();
   }
 
   /**
@@ -291,15 +308,30 @@ export class ClientLink {
     try {
       work();
     } catch (err) {
-      this.ctx.log.error({ err }, 'internal error while serving a client; closing that connection');
-      if (!this.finished) this.out.bytes(this.internalErrorReply);
-      this.finish();
+      this.failed(err);
       return;
     } finally {
-      this.handling = false;
-      if (answered) this.flushAtTickEnd();
-      else this.out.flush();
+      this.afterHandling(answered);
     }
+    this.afterWork();
+  }
+
+  // guard's three parts, shared with readChunk: the read path calls them directly, with no
+  // closure per read.
+
+  private failed(err: unknown): void {
+    this.ctx.log.error({ err }, 'internal error while serving a client; closing that connection');
+    if (!this.finished) this.out.bytes(this.internalErrorReply);
+    this.finish();
+  }
+
+  private afterHandling(answered: boolean): void {
+    this.handling = false;
+    if (answered) this.flushAtTickEnd();
+    else this.out.flush();
+  }
+
+  private afterWork(): void {
     this.ctx.onActivity();
     this.updateFlow();
     // A half-closed client still gets the answers to what it sent.

@@ -16,11 +16,31 @@ export abstract class PushParser {
     return this.isPaused;
   }
 
-  write(chunk: Buffer): void {
+  /**
+   * `transient`: the chunk's memory is reused once this call returns (a shared read buffer).
+   * Frames handed out during the call may point into it, as their contract allows; the part
+   * left unparsed (a paused parser) is copied before returning.
+   */
+  write(chunk: Buffer, transient = false): void {
     if (chunk.length === 0 || this.discarding()) return;
     this.queue.push(chunk);
     this.queuedBytes += chunk.length;
     this.run();
+    if (transient) this.keepUnparsed(chunk);
+  }
+
+  private keepUnparsed(chunk: Buffer): void {
+    const queue = this.queue;
+    // Usually gone, or first (paused inside it); behind earlier chunks while paused, or ahead of
+    // chunks a callback wrote meanwhile.
+    const at = queue.indexOf(chunk);
+    if (at < 0) return;
+    if (at === 0) {
+      queue[0] = Buffer.from(chunk.subarray(this.queueOffset));
+      this.queueOffset = 0;
+    } else {
+      queue[at] = Buffer.from(chunk);
+    }
   }
 
   /** Stops handing out frames after the current callback; `resume` continues. */

@@ -61,6 +61,25 @@ function feed(chunks: Buffer[]): Event[] {
   return events;
 }
 
+/**
+ * Like `feed`, but as a socket reading into one shared buffer: each chunk is copied into the
+ * same memory, written as transient, and that memory is overwritten right after the write.
+ */
+function feedTransient(chunks: Buffer[]): Event[] {
+  const { parser, events } = recorder();
+  const shared = Buffer.alloc(Math.max(1, ...chunks.map((c) => c.length)));
+  for (const chunk of chunks) {
+    chunk.copy(shared);
+    parser.write(shared.subarray(0, chunk.length), true);
+    shared.fill(0xee);
+  }
+  while (parser.paused) {
+    events.push(RESUMED);
+    parser.resume();
+  }
+  return events;
+}
+
 function byteByByte(input: Buffer): Buffer[] {
   return Array.from({ length: input.length }, (_, i) => input.subarray(i, i + 1));
 }
@@ -253,7 +272,7 @@ describe('CommandParser framing fixtures', () => {
       fc.property(fc.uniqueArray(fc.integer({ min: 1, max: data.length - 1 }), { maxLength: 40 }), (cuts) => {
         const points = [0, ...cuts.sort((x, y) => x - y), data.length];
         const chunks = points.slice(1).map((end, i) => data.subarray(points[i], end));
-        return JSON.stringify(feed(chunks)) === expected;
+        return JSON.stringify(feed(chunks)) === expected && JSON.stringify(feedTransient(chunks)) === expected;
       }),
       { numRuns: 200 },
     );
@@ -434,6 +453,37 @@ describe('CommandParser pause and resume', () => {
     });
     parser.write(bytes('pause\r\nb\r\n'));
     expect(events).toEqual(['pause', 'b', 'late']);
+    expect(parser.idle).toBe(true);
+  });
+
+  it('keeps what it has not parsed of a transient chunk, wherever the chunk sits in its queue', () => {
+    const events: string[] = [];
+    const shared = Buffer.alloc(64);
+    const transient = (text: string): void => {
+      shared.write(text, 'latin1');
+      parser.write(shared.subarray(0, text.length), true);
+      shared.fill(0xee);
+    };
+    const parser: CommandParser = new CommandParser({
+      line: (l, start, end) => {
+        const text = l.toString('latin1', start, end);
+        events.push(text);
+        if (text.startsWith('put ')) parser.expectBody(4);
+        if (text === 'pause') {
+          parser.pause();
+          // A callback's own write lands behind the rest of the chunk being parsed.
+          parser.write(bytes('late\r\n'));
+        }
+      },
+      overlong: () => events.push('overlong'),
+      body: (b) => events.push(`body ${b.toString('latin1')}`),
+      skipped: () => events.push('skipped'),
+    });
+    transient('a\r\npause\r\nput 0 0 0 2\r\nhi\r\nb\r\n');
+    transient('c\r\n'); // queued behind the held rest while paused
+    expect(events).toEqual(['a', 'pause']);
+    parser.resume();
+    expect(events).toEqual(['a', 'pause', 'put 0 0 0 2', 'body hi\r\n', 'b', 'late', 'c']);
     expect(parser.idle).toBe(true);
   });
 

@@ -37,6 +37,19 @@ function parse(pieces: Buffer[], max = 1024): string[] {
   return r.events;
 }
 
+/** Like `parse`, as a socket reading into one shared buffer that is overwritten after each write. */
+function parseTransient(pieces: Buffer[], max = 1024): string[] {
+  const r = new Recorder();
+  const p = new GearmanParser(r, max);
+  const shared = Buffer.alloc(Math.max(1, ...pieces.map((c) => c.length)));
+  for (const piece of pieces) {
+    piece.copy(shared);
+    p.write(shared.subarray(0, piece.length), true);
+    shared.fill(0xee);
+  }
+  return r.events;
+}
+
 /** Every way of cutting `input` in two, plus byte by byte: all must parse alike. */
 function splits(input: Buffer): Buffer[][] {
   const out: Buffer[][] = [[input], [...input].map((b) => Buffer.from([b]))];
@@ -87,6 +100,23 @@ describe('GearmanParser', () => {
     expect(parse(halves)).toEqual(['admin-overlong', 'admin "version"']);
   });
 
+  it('assembles a large packet from transient pieces, and holds transient input while paused', () => {
+    const big = request(PACKET.SUBMIT_JOB, 'fn', 'u', 'x'.repeat(200_000) + 'end');
+    const input = Buffer.concat([big, FIXTURE]);
+    const pieces: Buffer[] = [];
+    for (let at = 0; at < input.length; at += 65_536) pieces.push(input.subarray(at, at + 65_536));
+    expect(parseTransient(pieces, 1 << 20)).toEqual(parse([input], 1 << 20));
+
+    const r = new Recorder();
+    const p = new GearmanParser(r, 1024);
+    const shared = Buffer.from(FIXTURE);
+    p.pause();
+    p.write(shared, true);
+    shared.fill(0xee);
+    p.resume();
+    expect(r.events).toEqual(parse([FIXTURE]));
+  });
+
   it('holds frames while paused and counts what it holds', () => {
     const r = new Recorder();
     const p = new GearmanParser(r, 1024);
@@ -112,6 +142,7 @@ describe('GearmanParser', () => {
         }
         pieces.push(input.subarray(last));
         expect(parse(pieces, 64)).toEqual(parse([input], 64));
+        expect(parseTransient(pieces, 64)).toEqual(parse([input], 64));
       }),
     );
   });

@@ -164,8 +164,8 @@ export class GearmanParser extends PushParser {
     }
     const n = Math.min(available, this.dataLength - this.dataFilled);
     if (this.dataParts !== null) {
-      // Socket chunks are never reused, so a piece is kept as a view, not copied.
-      this.dataParts.push(chunk.subarray(offset, offset + n));
+      // Copied: socket chunks are read into a buffer that the next read reuses.
+      this.dataParts.push(Buffer.from(chunk.subarray(offset, offset + n)));
       this.dataFilled += n;
       if (this.dataFilled === this.dataLength) {
         const data = Buffer.concat(this.dataParts, this.dataLength);
