@@ -355,10 +355,12 @@ export class ClientLink {
     else this.socket.end();
   }
 
-  private writeOut(bytes: Buffer): void {
-    if (this.socket.destroyed) return;
+  /** Writes replies; true when the kernel took them all (nothing is left queued in the socket). */
+  private writeOut(bytes: Buffer): boolean {
+    if (this.socket.destroyed) return false;
     this.socket.write(bytes);
     if (this.endWhenFlushed && this.out.pending === 0) this.socket.end();
+    return this.socket.writableLength === 0;
   }
 
   private onDrain(): void {

@@ -23,7 +23,7 @@ class ManualDurability implements Durability {
 
 function setup(durability: Durability = immediateDurability): { out: ReplyBuffer; writes: string[] } {
   const writes: string[] = [];
-  const out = new ReplyBuffer((b) => writes.push(b.toString('latin1')), durability);
+  const out = new ReplyBuffer((b) => writes.push(b.toString('latin1')) > 0, durability);
   return { out, writes };
 }
 
@@ -68,12 +68,33 @@ describe('ReplyBuffer', () => {
 
   it('never changes bytes already handed to the socket', () => {
     const handed: Buffer[] = [];
-    const out = new ReplyBuffer((b) => handed.push(b), immediateDurability);
+    // The socket still holds them (a slow client): the writer says they were not all taken.
+    const out = new ReplyBuffer((b) => handed.push(b) < 0, immediateDurability);
     out.wordNumber(WORD.INSERTED, 1);
+    out.flush();
+    out.wordNumber(WORD.INSERTED, 2);
     out.flush();
     for (let i = 0; i < 2000; i++) out.wordNumber(WORD.INSERTED, i);
     out.flush();
     expect(handed[0]!.toString()).toBe('INSERTED 1\r\n');
+    expect(handed[1]!.toString()).toBe('INSERTED 2\r\n');
+  });
+
+  it('writes the next replies over the same memory once the kernel took every byte', () => {
+    const handed: Buffer[] = [];
+    const texts: string[] = [];
+    const out = new ReplyBuffer((b) => {
+      handed.push(b);
+      texts.push(b.toString('latin1'));
+      return true;
+    }, immediateDurability);
+    for (let i = 0; i < 1000; i++) {
+      out.wordNumber(WORD.INSERTED, i);
+      out.flush();
+    }
+    expect(texts).toEqual(Array.from({ length: 1000 }, (_, i) => `INSERTED ${i}\r\n`));
+    expect(new Set(handed.map((b) => b.buffer)).size).toBe(1);
+    expect(new Set(handed.map((b) => b.byteOffset)).size).toBe(1);
   });
 
   it('holds replies until the records made before them are durable, in order', () => {
