@@ -139,6 +139,12 @@ const tables: Record<string, Row[]> = {
     ['kick 4294967297', kick(1)],
     [`kick ${U64_MAX}`, kick(4294967295)],
     ['kick -18446744073709551615', kick(1)],
+    // 9 digits are read without BigInt, 10 with it: the same rules on both sides.
+    ['kick 999999999', kick(999999999)],
+    ['kick 0000000001', kick(1)],
+    ['kick -0', kick(0)],
+    ['kick -999999999', kick(4294967296 - 999999999)],
+    ['kick \v\f\r\n5', kick(5)],
     // ERANGE
     ['kick 18446744073709551616', BAD],
     ['kick -18446744073709551616', BAD],
@@ -171,6 +177,11 @@ const tables: Record<string, Row[]> = {
     ['reserve-with-timeout 5abc', rwt(5)],
     ['reserve-with-timeout 5 6', rwt(5)],
     ['reserve-with-timeout -1', rwt(-1)],
+    ['reserve-with-timeout -0', rwt(0)],
+    ['reserve-with-timeout 999999999', rwt(999999999)],
+    ['reserve-with-timeout -999999999', rwt(-999999999)],
+    ['reserve-with-timeout 0000000005', rwt(5)],
+    ['reserve-with-timeout 1000000000', rwt(1000000000)],
     ['reserve-with-timeout 2147483647', rwt(2147483647)],
     // The long is truncated to an int.
     ['reserve-with-timeout 2147483648', rwt(-2147483648)],
@@ -320,6 +331,15 @@ describe('parseCommand', () => {
       });
     });
   }
+
+  // A line is a range of the read buffer: the bytes around it (digits, name characters, a NUL)
+  // must not change what it means.
+  it('parses every line alike when it sits inside a larger buffer', () => {
+    for (const [text, expected] of Object.values(tables).flat()) {
+      const around = Buffer.from(`99 ${text}1234567\0abc`, 'latin1');
+      expect(parseCommand(around, 3, 3 + Buffer.byteLength(text, 'latin1')), text).toStrictEqual(expected);
+    }
+  });
 
   describe('each allowed tube name character', () => {
     it.each([...TUBE_NAME_CHARS])('%j', (ch) => {

@@ -22,59 +22,89 @@ export type Command =
 const BAD_FORMAT: Command = { op: 'bad-format' };
 const UNKNOWN: Command = { op: 'unknown' };
 const U64_MAX = 18446744073709551615n;
-const NAME_CHAR_SET = new Set(TUBE_NAME_CHARS);
+/** NAME_BYTE[c] is 1 for a byte allowed in a tube name. */
+const NAME_BYTE = new Uint8Array(256);
+for (let i = 0; i < TUBE_NAME_CHARS.length; i++) NAME_BYTE[TUBE_NAME_CHARS.charCodeAt(i)] = 1;
 
-/** Parses a command line (without CRLF): line[start, end). */
-export function parseCommand(line: Buffer, start = 0, end = line.length): Command {
-  const s = line.toString('latin1', start, end);
+/*
+ * The line being parsed: bytes [lineAt, lineAt + lineLength) of `line`. Positions below are
+ * offsets into the line. Read straight from the bytes, with no string per command (a string is
+ * made only for a tube name and for numbers too long for a double): Latin-1 maps each byte to
+ * one character, so these are the rules beanstalkd applies to its C string. (`line` keeps the
+ * last command's read buffer referenced until the next command: one buffer at most.)
+ */
+let line: Buffer = Buffer.alloc(0);
+let lineAt = 0;
+let lineLength = 0;
+
+/** The byte at offset i of the line, or -1 past its end. */
+function byteAt(i: number): number {
+  return i < lineLength ? line[lineAt + i]! : -1;
+}
+
+function startsWith(prefix: string): boolean {
+  if (lineLength < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (line[lineAt + i] !== prefix.charCodeAt(i)) return false;
+  return true;
+}
+
+function text(from: number, to: number): string {
+  return line.toString('latin1', lineAt + from, lineAt + to);
+}
+
+/** Parses a command line (without CRLF): bytes[start, end). */
+export function parseCommand(bytes: Buffer, start = 0, end = bytes.length): Command {
+  line = bytes;
+  lineAt = start;
+  lineLength = end - start;
   // protocol: a NUL anywhere in the line is BAD_FORMAT, before the command is even identified.
-  if (s.indexOf('\0') >= 0) return BAD_FORMAT;
+  for (let i = start; i < end; i++) if (bytes[i] === 0) return BAD_FORMAT;
   // protocol: commands are matched by prefix, in beanstalkd's order; the prefix decides
   // BAD_FORMAT (a known prefix with bad arguments) versus UNKNOWN_COMMAND. Prefixes with
   // different first letters cannot both match, so the first letter picks the group to try.
-  switch (s.charCodeAt(0)) {
+  switch (byteAt(0)) {
     case 0x70: // p
-      if (s.startsWith('put ')) return parsePut(s);
-      if (s.startsWith('peek ')) return withId('peek', s, 5);
-      if (s.startsWith('peek-ready')) return exact(s, 'peek-ready');
-      if (s.startsWith('peek-delayed')) return exact(s, 'peek-delayed');
-      if (s.startsWith('peek-buried')) return exact(s, 'peek-buried');
-      if (s.startsWith('pause-tube')) return parsePauseTube(s);
+      if (startsWith('put ')) return parsePut();
+      if (startsWith('peek ')) return withId('peek', 5);
+      if (startsWith('peek-ready')) return exact('peek-ready');
+      if (startsWith('peek-delayed')) return exact('peek-delayed');
+      if (startsWith('peek-buried')) return exact('peek-buried');
+      if (startsWith('pause-tube')) return parsePauseTube();
       return UNKNOWN;
     case 0x72: // r
-      if (s.startsWith('reserve-with-timeout ')) return parseReserveTimeout(s);
-      if (s.startsWith('reserve-job ')) return withId('reserve-job', s, 12);
-      if (s.startsWith('reserve')) return exact(s, 'reserve');
-      if (s.startsWith('release ')) return parseRelease(s);
+      if (startsWith('reserve-with-timeout ')) return parseReserveTimeout();
+      if (startsWith('reserve-job ')) return withId('reserve-job', 12);
+      if (startsWith('reserve')) return exact('reserve');
+      if (startsWith('release ')) return parseRelease();
       return UNKNOWN;
     case 0x64: // d
-      return s.startsWith('delete ') ? withId('delete', s, 7) : UNKNOWN;
+      return startsWith('delete ') ? withId('delete', 7) : UNKNOWN;
     case 0x62: // b
-      return s.startsWith('bury ') ? parseBury(s) : UNKNOWN;
+      return startsWith('bury ') ? parseBury() : UNKNOWN;
     case 0x6b: // k
-      if (s.startsWith('kick ')) return parseKick(s);
-      if (s.startsWith('kick-job ')) return withId('kick-job', s, 9);
+      if (startsWith('kick ')) return parseKick();
+      if (startsWith('kick-job ')) return withId('kick-job', 9);
       return UNKNOWN;
     case 0x74: // t
-      return s.startsWith('touch ') ? withId('touch', s, 6) : UNKNOWN;
+      return startsWith('touch ') ? withId('touch', 6) : UNKNOWN;
     case 0x73: // s
-      if (s.startsWith('stats-job ')) return withId('stats-job', s, 10);
-      if (s.startsWith('stats-tube ')) return withTube('stats-tube', s, 11);
-      if (s.startsWith('stats')) return exact(s, 'stats');
+      if (startsWith('stats-job ')) return withId('stats-job', 10);
+      if (startsWith('stats-tube ')) return withTube('stats-tube', 11);
+      if (startsWith('stats')) return exact('stats');
       return UNKNOWN;
     case 0x75: // u
-      return s.startsWith('use ') ? withTube('use', s, 4) : UNKNOWN;
+      return startsWith('use ') ? withTube('use', 4) : UNKNOWN;
     case 0x77: // w
-      return s.startsWith('watch ') ? withTube('watch', s, 6) : UNKNOWN;
+      return startsWith('watch ') ? withTube('watch', 6) : UNKNOWN;
     case 0x69: // i
-      return s.startsWith('ignore ') ? withTube('ignore', s, 7) : UNKNOWN;
+      return startsWith('ignore ') ? withTube('ignore', 7) : UNKNOWN;
     case 0x6c: // l
-      if (s.startsWith('list-tubes-watched')) return exact(s, 'list-tubes-watched');
-      if (s.startsWith('list-tube-used')) return exact(s, 'list-tube-used');
-      if (s.startsWith('list-tubes')) return exact(s, 'list-tubes');
+      if (startsWith('list-tubes-watched')) return exact('list-tubes-watched');
+      if (startsWith('list-tube-used')) return exact('list-tube-used');
+      if (startsWith('list-tubes')) return exact('list-tubes');
       return UNKNOWN;
     case 0x71: // q
-      return s.startsWith('quit') ? { op: 'quit' } : UNKNOWN;
+      return startsWith('quit') ? { op: 'quit' } : UNKNOWN;
     default:
       return UNKNOWN;
   }
@@ -82,60 +112,60 @@ export function parseCommand(line: Buffer, start = 0, end = line.length): Comman
 
 type NoArgOp = 'peek-ready' | 'peek-delayed' | 'peek-buried' | 'reserve' | 'stats' | 'list-tubes' | 'list-tube-used' | 'list-tubes-watched';
 
-function exact(s: string, op: NoArgOp): Command {
-  return s.length === op.length ? { op } : BAD_FORMAT;
+function exact(op: NoArgOp): Command {
+  return lineLength === op.length ? { op } : BAD_FORMAT;
 }
 
-function withId(op: 'peek' | 'reserve-job' | 'delete' | 'kick-job' | 'touch' | 'stats-job', s: string, at: number): Command {
-  const id = readU64(s, at);
-  return id !== null && readEnd === s.length ? { op, id } : BAD_FORMAT;
+function withId(op: 'peek' | 'reserve-job' | 'delete' | 'kick-job' | 'touch' | 'stats-job', at: number): Command {
+  const id = readU64(at);
+  return id !== null && readEnd === lineLength ? { op, id } : BAD_FORMAT;
 }
 
-function withTube(op: 'stats-tube' | 'use' | 'watch' | 'ignore', s: string, at: number): Command {
+function withTube(op: 'stats-tube' | 'use' | 'watch' | 'ignore', at: number): Command {
   // protocol: the name must fill the rest of the line exactly: no space skipping, no extra words.
-  const tube = s.slice(at);
+  const tube = text(at, lineLength);
   return isValidTubeName(tube) ? { op, tube } : BAD_FORMAT;
 }
 
-function parsePut(s: string): Command {
-  const pri = readU32(s, 4);
+function parsePut(): Command {
+  const pri = readU32(4);
   if (pri === null) return BAD_FORMAT;
-  const delay = readU32(s, readEnd);
+  const delay = readU32(readEnd);
   if (delay === null) return BAD_FORMAT;
-  const ttr = readU32(s, readEnd);
+  const ttr = readU32(readEnd);
   if (ttr === null) return BAD_FORMAT;
-  const bytes = readU32(s, readEnd);
+  const bytes = readU32(readEnd);
   if (bytes === null) return BAD_FORMAT;
-  return { op: 'put', pri, delay, ttr, bytes, trailingGarbage: readEnd !== s.length };
+  return { op: 'put', pri, delay, ttr, bytes, trailingGarbage: readEnd !== lineLength };
 }
 
-function parseRelease(s: string): Command {
-  const id = readU64(s, 8);
+function parseRelease(): Command {
+  const id = readU64(8);
   if (id === null) return BAD_FORMAT;
-  const pri = readU32(s, readEnd);
+  const pri = readU32(readEnd);
   if (pri === null) return BAD_FORMAT;
-  const delay = readU32(s, readEnd);
-  if (delay === null || readEnd !== s.length) return BAD_FORMAT;
+  const delay = readU32(readEnd);
+  if (delay === null || readEnd !== lineLength) return BAD_FORMAT;
   return { op: 'release', id, pri, delay };
 }
 
-function parseBury(s: string): Command {
-  const id = readU64(s, 5);
+function parseBury(): Command {
+  const id = readU64(5);
   if (id === null) return BAD_FORMAT;
-  const pri = readU32(s, readEnd);
-  if (pri === null || readEnd !== s.length) return BAD_FORMAT;
+  const pri = readU32(readEnd);
+  if (pri === null || readEnd !== lineLength) return BAD_FORMAT;
   return { op: 'bury', id, pri };
 }
 
-function parsePauseTube(s: string): Command {
+function parsePauseTube(): Command {
   let i = 10;
-  while (s.charCodeAt(i) === 32) i++;
+  while (byteAt(i) === 32) i++;
   const start = i;
-  while (i < s.length && NAME_CHAR_SET.has(s[i]!)) i++;
+  while (i < lineLength && NAME_BYTE[byteAt(i)] === 1) i++;
   if (i === start) return BAD_FORMAT;
-  const delay = readU32(s, i);
-  if (delay === null || readEnd !== s.length) return BAD_FORMAT;
-  const tube = s.slice(start, i);
+  const delay = readU32(i);
+  if (delay === null || readEnd !== lineLength) return BAD_FORMAT;
+  const tube = text(start, i);
   // protocol: once name and delay parse, cmd-pause-tube is counted; only then is the name held to
   // the usual rules (no leading '-', at most 200 bytes), so a bad name counts and gets BAD_FORMAT.
   if (!isValidTubeName(tube)) return { op: 'bad-format', countPauseTube: true };
@@ -143,20 +173,24 @@ function parsePauseTube(s: string): Command {
 }
 
 /** protocol (1.12): strtol with only an errno check: no digits is 0, trailing text is ignored, and the long is truncated to an int; negative waits forever. */
-function parseReserveTimeout(s: string): Command {
-  const r = readCInteger(s, 21);
-  if (r === null) return { op: 'reserve-with-timeout', timeout: 0 };
-  const [negative, magnitude] = r;
+function parseReserveTimeout(): Command {
+  if (!readCInteger(21)) return { op: 'reserve-with-timeout', timeout: 0 };
+  // Up to 9 digits the value is an int already (the usual case): no BigInt.
+  if (digitsEnd - digitsStart <= 9) {
+    const magnitude = smallDigits();
+    return { op: 'reserve-with-timeout', timeout: negative ? 0 - magnitude : magnitude }; // 0 - 0 is +0
+  }
+  const magnitude = BigInt(text(digitsStart, digitsEnd));
   const value = negative ? -magnitude : magnitude;
   if (value > 9223372036854775807n || value < -9223372036854775808n) return BAD_FORMAT;
   return { op: 'reserve-with-timeout', timeout: Number(BigInt.asIntN(32, value)) };
 }
 
 /** protocol: kick reads its bound with strtoul: whitespace and a sign are accepted, trailing text ignored, and the result is truncated to 32 bits. */
-function parseKick(s: string): Command {
-  const r = readCInteger(s, 5);
-  if (r === null) return BAD_FORMAT;
-  const [negative, magnitude] = r;
+function parseKick(): Command {
+  if (!readCInteger(5)) return BAD_FORMAT;
+  if (!negative && digitsEnd - digitsStart <= 9) return { op: 'kick', bound: smallDigits() };
+  const magnitude = BigInt(text(digitsStart, digitsEnd));
   if (magnitude > U64_MAX) return BAD_FORMAT;
   const wrapped = negative ? BigInt.asUintN(64, -magnitude) : magnitude;
   return { op: 'kick', bound: Number(BigInt.asUintN(32, wrapped)) };
@@ -170,44 +204,54 @@ function isDigit(code: number): boolean {
 let readEnd = 0;
 
 /** beanstalkd's read_u32: spaces, then at least one digit; no sign; null above 2^32-1. */
-function readU32(s: string, at: number): number | null {
+function readU32(at: number): number | null {
   let i = at;
-  while (s.charCodeAt(i) === 32) i++;
+  while (byteAt(i) === 32) i++;
   const start = i;
   let value = 0;
-  for (let c = s.charCodeAt(i); isDigit(c); c = s.charCodeAt(++i)) value = value * 10 + (c - 48);
+  for (let c = byteAt(i); isDigit(c); c = byteAt(++i)) value = value * 10 + (c - 48);
   if (i === start || value > MAX_U32) return null;
   readEnd = i;
   return value;
 }
 
 /** beanstalkd's read_u64; ids beyond JavaScript's safe integers come back as -1 (never a job). */
-function readU64(s: string, at: number): number | null {
+function readU64(at: number): number | null {
   let i = at;
-  while (s.charCodeAt(i) === 32) i++;
+  while (byteAt(i) === 32) i++;
   const start = i;
   let value = 0;
-  for (let c = s.charCodeAt(i); isDigit(c); c = s.charCodeAt(++i)) value = value * 10 + (c - 48);
+  for (let c = byteAt(i); isDigit(c); c = byteAt(++i)) value = value * 10 + (c - 48);
   if (i === start) return null;
   readEnd = i;
   // Up to 15 digits the running value is exact; longer ones go through BigInt.
   if (i - start <= 15) return value;
-  const big = BigInt(s.slice(start, i));
+  const big = BigInt(text(start, i));
   if (big > U64_MAX) return null;
   return big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : -1;
 }
 
-/** C's strtol/strtoul prefix: whitespace, an optional sign, digits. Null when there are no digits. */
-function readCInteger(s: string, at: number): [boolean, bigint] | null {
+/** What the last successful readCInteger found: the sign, and the digits' offsets. */
+let negative = false;
+let digitsStart = 0;
+let digitsEnd = 0;
+
+/** C's strtol/strtoul prefix: whitespace, an optional sign, digits. False when there are no digits. */
+function readCInteger(at: number): boolean {
   let i = at;
-  while (i < s.length && ' \t\n\v\f\r'.includes(s[i]!)) i++;
-  let negative = false;
-  if (s[i] === '+' || s[i] === '-') {
-    negative = s[i] === '-';
-    i++;
-  }
-  const start = i;
-  while (isDigit(s.charCodeAt(i))) i++;
-  if (i === start) return null;
-  return [negative, BigInt(s.slice(start, i))];
+  for (let c = byteAt(i); c === 32 || (c >= 9 && c <= 13); c = byteAt(++i));
+  const sign = byteAt(i);
+  negative = sign === 45; // -
+  if (sign === 43 || sign === 45) i++; // + or -
+  digitsStart = i;
+  while (isDigit(byteAt(i))) i++;
+  digitsEnd = i;
+  return digitsEnd > digitsStart;
+}
+
+/** The value of digits [digitsStart, digitsEnd), at most 9 of them. */
+function smallDigits(): number {
+  let value = 0;
+  for (let i = digitsStart; i < digitsEnd; i++) value = value * 10 + (byteAt(i) - 48);
+  return value;
 }
