@@ -14,7 +14,11 @@ import { immediateDurability } from '../server/engine/journal.js';
 import { MemoryOperations } from '../server/operations/memory-operations.js';
 import type { ClientDelegate, ClientOperations, Operations } from '../server/operations/operations.js';
 import { BeanstalkServer } from '../server/protocol/beanstalk/server.js';
+import { PACKET } from '../server/protocol/gearman/packets.js';
+import { LocalGearmanRegistry } from '../server/protocol/gearman/registry.js';
+import { GearmanServer } from '../server/protocol/gearman/server.js';
 import { TEST_SERVER_INFO as INFO } from '../server/testing.js';
+import { GearmanTestClient } from './support/gearman-client.js';
 import { RawClient } from './support/raw-client.js';
 
 
@@ -26,6 +30,7 @@ const IMMEDIATE = new Set([
   'onDraining',
   'attachWatcher',
   'detachWatcher',
+  'watcherCount',
   'report',
   'usedTube',
   'watchedTubes',
@@ -97,8 +102,10 @@ function asynchronous(ops: Operations, settle: <V>(value: V) => Promise<V> = lat
 }
 
 const servers: BeanstalkServer[] = [];
+const gearmanServers: GearmanServer[] = [];
 afterEach(async () => {
   for (const s of servers.splice(0)) await s.close();
+  for (const s of gearmanServers.splice(0)) await s.close();
 });
 
 async function serve(async: boolean, settle: <V>(value: V) => Promise<V> = later): Promise<number> {
@@ -200,5 +207,66 @@ describe('a beanstalk connection over a store that answers later', () => {
       expect(await worker.waitClosed()).toBe('');
     }
     producer.destroy();
+  });
+});
+
+/**
+ * Sockets read into one shared buffer, so a packet's bytes are valid only while it is handled:
+ * whatever the answer of a store that answers later needs must have been copied. Here the store
+ * holds every answer until the test opens a gate, and another client's packet is read (over the
+ * same buffer) meanwhile.
+ */
+describe('a Gearman connection over a store that answers later', () => {
+  it("keeps a WORK_STATUS's values and a GET_STATUS's handle while other clients' bytes are read", async () => {
+    let gate: Promise<void> = Promise.resolve();
+    const gated = <V>(value: V): Promise<V> => gate.then(() => value);
+    const engine = new Engine({ clock: new FakeClock(1_700_000_000_000), maxJobSize: 1000 });
+    const memory = new MemoryOperations({ engine, durability: immediateDurability, onActivity: () => undefined });
+    const ops = asynchronous(memory, gated);
+    const registry = new LocalGearmanRegistry(ops, 'test');
+    const server = new GearmanServer({ ops, registry, log: pino({ level: 'silent' }), onActivity: () => undefined, durability: immediateDurability, version: 'test', pid: 1, shutdown: () => undefined });
+    gearmanServers.push(server);
+    const port = Number((await server.listen('127.0.0.1', 0)).split(':').pop());
+    const client = await GearmanTestClient.connect(port);
+    const worker = await GearmanTestClient.connect(port);
+    const other = await GearmanTestClient.connect(port);
+
+    client.request(PACKET.SUBMIT_JOB, 'fn', '', 'data');
+    const [, handle] = await client.args(1);
+    worker.request(PACKET.CAN_DO, 'fn');
+    worker.request(PACKET.GRAB_JOB);
+    expect((await worker.packet()).type).toBe(PACKET.JOB_ASSIGN);
+
+    // Each answer waits at the gate while another client's packet is read into the same buffer.
+    const whileHeld = async (send: () => void): Promise<void> => {
+      let open!: () => void;
+      gate = new Promise((resolve) => (open = resolve));
+      send();
+      other.request(PACKET.ECHO_REQ, 'Z'.repeat(64));
+      expect((await other.packet()).type).toBe(PACKET.ECHO_RES);
+      open();
+    };
+
+    await whileHeld(() => worker.request(PACKET.WORK_STATUS, handle!, '3', '7'));
+    const update = await client.packet();
+    expect(update.type).toBe(PACKET.WORK_STATUS);
+    expect(update.data.toString('latin1')).toBe(`${handle}\u00003\u00007`);
+
+    await whileHeld(() => client.request(PACKET.GET_STATUS, handle!));
+    const status = await client.packet();
+    expect(status.type).toBe(PACKET.STATUS_RES);
+    expect(status.data.toString('latin1')).toBe(`${handle}\u00001\u00001\u00003\u00007`);
+
+    // A function with a queue limit: the submit waits for the tube's counts before it is made.
+    client.send('maxqueue capped 10\n');
+    expect(await client.adminReply(true)).toBe('OK\r\n');
+    await whileHeld(() => client.request(PACKET.SUBMIT_JOB_BG, 'capped', 'u1', 'payload'));
+    expect((await client.packet()).type).toBe(PACKET.JOB_CREATED);
+    worker.request(PACKET.CAN_DO, 'capped');
+    worker.request(PACKET.GRAB_JOB_UNIQ);
+    const assigned = await worker.packet();
+    expect(assigned.type).toBe(PACKET.JOB_ASSIGN_UNIQ);
+    expect(assigned.data.toString('latin1').split('\0').slice(1)).toEqual(['capped', 'u1', 'payload']);
+    for (const c of [client, worker, other]) c.destroy();
   });
 });

@@ -11,6 +11,7 @@ import {
   type Operations,
   type ReserveOutcome,
   type Result,
+  type TubeCounts,
 } from '../../operations/operations.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
 import type { PacketPart } from '../reply-buffer.js';
@@ -18,7 +19,7 @@ import { runAdminCommand, type AdminContext } from './admin.js';
 import { jobBody, uniqueEnd } from './job-body.js';
 import { encodePacket, packetName, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
 import { GearmanParser, type GearmanFrameHandler, type Magic } from './parser.js';
-import type { GearmanRegistry, JobStatus } from './registry.js';
+import type { GearmanRegistry, JobStatus, WorkStatus } from './registry.js';
 import { NOOP, NO_JOB, OPTION_EXCEPTIONS, errorPacket, type GearmanError } from './replies.js';
 import { nextCronTime, parseCronTime } from './schedule.js';
 
@@ -319,11 +320,19 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     }
     const limit = this.registry.maxQueue(fn);
     if (limit !== undefined && limit > 0) {
-      return this.link.settle(this.ops.tube(fn), (tube) => {
-        if (tube !== undefined && tube.ready + tube.delayed >= limit) return this.sendError('QUEUE_FULL');
-        this.put(fn, unique, body, kind, delayMs);
-      });
+      const tube = this.ops.tube(fn);
+      if (!isPending(tube)) return this.putUnlessFull(tube, limit, fn, unique, body, kind, delayMs);
+      // The packet is valid only during this call (sockets read into a shared buffer): an answer
+      // that comes later works on copies.
+      const keptUnique = Buffer.from(unique);
+      const keptBody = Buffer.from(body);
+      return this.link.settle(tube, (t) => this.putUnlessFull(t, limit, fn, keptUnique, keptBody, kind, delayMs));
     }
+    this.put(fn, unique, body, kind, delayMs);
+  }
+
+  private putUnlessFull(tube: TubeCounts | undefined, limit: number, fn: string, unique: Buffer, body: Buffer, kind: Submit, delayMs: number): void {
+    if (tube !== undefined && tube.ready + tube.delayed >= limit) return this.sendError('QUEUE_FULL');
     this.put(fn, unique, body, kind, delayMs);
   }
 
@@ -351,8 +360,12 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     job.body = NO_BODY; // do not pin the packet
     job.unique = NO_BODY;
     // The in-memory store answers at once: no closure per submit then.
-    if (isPending(result)) this.link.settle(result, (r) => this.created(r, fn, unique, kind.background));
-    else this.created(result, fn, unique, kind.background);
+    if (isPending(result)) {
+      const keptUnique = Buffer.from(unique); // the packet is valid only during this call
+      this.link.settle(result, (r) => this.created(r, fn, keptUnique, kind.background));
+    } else {
+      this.created(result, fn, unique, kind.background);
+    }
   }
 
   private created(r: Result<JobBytes>, fn: string, unique: Buffer, background: boolean): void {
@@ -389,17 +402,21 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     const notFound: GearmanError = type === PACKET.WORK_DATA || type === PACKET.WORK_WARNING ? 'NO_SUCH_JOB' : 'JOB_NOT_FOUND';
     if (id === null) return this.sendError(notFound);
     const held = this.client.holds(id);
+    const status = type === PACKET.WORK_STATUS ? { numerator: args[1]!, denominator: args[2]! } : null;
     if (isPending(held)) {
-      this.link.settle(held, (h) => this.workResultHeld(h, id, type, Buffer.from(data), args, notFound));
+      // The packet is valid only during this call (sockets read into a shared buffer): the
+      // answer that comes later works on copies.
+      const keptData = Buffer.from(data);
+      const keptStatus = status === null ? null : { numerator: Buffer.from(status.numerator), denominator: Buffer.from(status.denominator) };
+      this.link.settle(held, (h) => this.workResultHeld(h, id, type, keptData, keptStatus, notFound));
     } else {
-      this.workResultHeld(held, id, type, data, args, notFound);
+      this.workResultHeld(held, id, type, data, status, notFound);
     }
   }
 
-  private workResultHeld(held: boolean, id: number, type: number, data: Buffer, args: Buffer[], notFound: GearmanError): void {
+  private workResultHeld(held: boolean, id: number, type: number, data: Buffer, status: WorkStatus | null, notFound: GearmanError): void {
     if (!held) return this.sendError(notFound);
     // Forwarded byte for byte to every client waiting on the job, in the order they arrive.
-    const status = type === PACKET.WORK_STATUS ? { numerator: args[1]!, denominator: args[2]! } : null;
     const final = WORK_RESULTS[type] === true;
     const reported = this.registry.report(id, type, data, status, final);
     if (!final) return;
@@ -411,19 +428,23 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   private getStatus(handle: Buffer): void {
     const id = this.registry.handles.idOf(handle);
-    const reply = (answer: JobStatus): void => {
-      this.send(
-        encodePacket(PACKET.STATUS_RES, [
-          handle,
-          answer.known ? '1' : '0',
-          answer.running ? '1' : '0',
-          answer.status?.numerator ?? '0',
-          answer.status?.denominator ?? '0',
-        ]),
-      );
-    };
-    if (id === null) return reply(UNKNOWN_JOB);
-    this.link.settle(this.registry.jobStatus(id), reply);
+    if (id === null) return this.statusReply(handle, UNKNOWN_JOB);
+    const answer = this.registry.jobStatus(id);
+    if (!isPending(answer)) return this.statusReply(handle, answer);
+    const kept = Buffer.from(handle); // the packet is valid only during this call
+    this.link.settle(answer, (a) => this.statusReply(kept, a));
+  }
+
+  private statusReply(handle: Buffer, answer: JobStatus): void {
+    this.send(
+      encodePacket(PACKET.STATUS_RES, [
+        handle,
+        answer.known ? '1' : '0',
+        answer.running ? '1' : '0',
+        answer.status?.numerator ?? '0',
+        answer.status?.denominator ?? '0',
+      ]),
+    );
   }
 
   // ---- replies (bound once per connection) -----------------------------------------------------
