@@ -108,7 +108,7 @@ export class ClientLink {
   start(reader: LinkReader): void {
     this.reader = reader;
     const socket = this.socket;
-    if (!readThroughSharedBuffer(socket, this.onTransientBytes)) socket.on('data', (chunk: Buffer) => this.readChunk(chunk, false));
+    if (!readThroughSharedBuffer(socket, this.onTransientBytes)) socket.on('data', (chunk: Buffer) => this.handle(this.writeOwned, chunk, false));
     socket.on('end', () => this.onEnd());
     socket.on('drain', () => this.onDrain());
     socket.on('error', (err) => this.ctx.log.debug({ err: err.message }, 'client socket error'));
@@ -120,20 +120,10 @@ export class ClientLink {
     this.socket.destroy();
   }
 
-  private readonly onTransientBytes = (chunk: Buffer): void => this.readChunk(chunk, true);
-
-  private readChunk(chunk: Buffer, transient: boolean): void {
-    this.handling = true;
-    try {
-      this.reader.write(chunk, transient);
-    } catch (err) {
-      this.failed(err);
-      return;
-    } finally {
-      this.afterHandling(false);
-    }
-    this.afterWork();
-  }
+  // Bound once: the read path hands `handle` a method and the chunk, so no closure per read.
+  private readonly onTransientBytes = (chunk: Buffer): void => this.handle(this.writeTransient, chunk, false);
+  private readonly writeTransient = (chunk: Buffer): void => this.reader.write(chunk, true);
+  private readonly writeOwned = (chunk: Buffer): void => this.reader.write(chunk, false);
 
   /**
    * Replies with `reply(value)` now or, when the store answers later, stops reading commands
@@ -304,34 +294,24 @@ export class ClientLink {
    * at once, each in a promise callback of its own, and they should leave in one socket write.
    */
   guard(work: () => void, answered = false): void {
+    this.handle(runWork, work, answered);
+  }
+
+  /** `guard` for `work(arg)`. */
+  private handle<A>(work: (arg: A) => void, arg: A, answered: boolean): void {
     this.handling = true;
     try {
-      work();
+      work(arg);
     } catch (err) {
-      this.failed(err);
+      this.ctx.log.error({ err }, 'internal error while serving a client; closing that connection');
+      if (!this.finished) this.out.bytes(this.internalErrorReply);
+      this.finish();
       return;
     } finally {
-      this.afterHandling(answered);
+      this.handling = false;
+      if (answered) this.flushAtTickEnd();
+      else this.out.flush();
     }
-    this.afterWork();
-  }
-
-  // guard's three parts, shared with readChunk: the read path calls them directly, with no
-  // closure per read.
-
-  private failed(err: unknown): void {
-    this.ctx.log.error({ err }, 'internal error while serving a client; closing that connection');
-    if (!this.finished) this.out.bytes(this.internalErrorReply);
-    this.finish();
-  }
-
-  private afterHandling(answered: boolean): void {
-    this.handling = false;
-    if (answered) this.flushAtTickEnd();
-    else this.out.flush();
-  }
-
-  private afterWork(): void {
     this.ctx.onActivity();
     this.updateFlow();
     // A half-closed client still gets the answers to what it sent.
@@ -387,4 +367,8 @@ export class ClientLink {
     this.finished = true;
     this.owner.ended();
   }
+}
+
+function runWork(work: () => void): void {
+  work();
 }
