@@ -77,7 +77,7 @@ function jobFields(job: Job): Record<string, unknown> {
     buries: job.buries,
     kicks: job.kicks,
     body: job.body.toString('latin1'),
-    reservedBy: job.reservedBy?.id ?? null,
+    reservedBy: h.engine.holderOf(job)?.id ?? null,
   };
 }
 
@@ -522,7 +522,7 @@ describe('editJob: moving to another tube', () => {
     expect(w.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 1 }]);
     const job = h.engine.job(1)!;
     expect(job).toMatchObject({ state: 'reserved', priority: 3, reserves: 1, deadlineAt: T0 + 60_000 });
-    expect(job.reservedBy).toBe(w.session);
+    expect(h.engine.holderOf(job)).toBe(w.session);
     expect(log).toEqual(['changed 1 ready>ready', 'changed 1 ready>reserved']);
     expect(h.engine.stats).toMatchObject({ waiting: 0, reserved: 1, ready: 0, urgent: 0 });
     expect(tubeStats('jobs')).toMatchObject({ reserved: 1, ready: 0, waiting: 0, urgent: 0 });

@@ -104,19 +104,21 @@ function run(ops: Op[], options: HarnessOptions = {}, watchFirst?: string): void
       }
       case 'delete': {
         const job = e.job(o.id);
-        const allowed = job !== undefined && (job.state !== 'reserved' || job.reservedBy === client!.session);
+        const allowed = job !== undefined && (job.state !== 'reserved' || e.holderOf(job) === client!.session);
         expect(e.delete(client!.session, o.id).ok).toBe(allowed);
         break;
       }
       case 'touch':
       case 'bury': {
-        const mine = e.job(o.id)?.reservedBy === client!.session;
+        const held = e.job(o.id);
+        const mine = held !== undefined && e.holderOf(held) === client!.session;
         const r = o.op === 'touch' ? e.touch(client!.session, o.id) : e.bury(client!.session, o.id, 0);
         expect(r.ok).toBe(mine);
         break;
       }
       case 'release': {
-        const mine = e.job(o.id)?.reservedBy === client!.session;
+        const held = e.job(o.id);
+        const mine = held !== undefined && e.holderOf(held) === client!.session;
         expect(e.release(client!.session, o.id, o.priority, o.delayMs).ok).toBe(mine);
         break;
       }

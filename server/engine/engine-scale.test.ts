@@ -124,7 +124,7 @@ describe('100,000 jobs across 10,000 tubes with one waiting session', () => {
     const calls = heapCalls(() => (job = producer.put({ priority: 4_000_000_000 }).id));
     expect(calls).toBeLessThanOrEqual(40);
     expect(waiter.delegate.drain()).toEqual([{ kind: 'reserved', jobId: job }]);
-    expect(h.engine.job(job)!.reservedBy).toBe(waiter.session);
+    expect(h.engine.holderOf(h.engine.job(job)!)).toBe(waiter.session);
   });
 
   it('a session watching ten of the tubes gets their jobs in global (priority, id) order', () => {

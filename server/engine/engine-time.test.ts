@@ -73,7 +73,7 @@ describe('delayed jobs', () => {
     expect(w.delegate.calls).toEqual([]);
     h.advance(1);
     expect(w.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 1 }]);
-    expect(h.engine.job(1)!.reservedBy).toBe(w.session);
+    expect(h.engine.holderOf(h.engine.job(1)!)).toBe(w.session);
   });
 });
 
@@ -151,7 +151,8 @@ describe('TTR', () => {
     h.advance(10_000);
     expect(job.state).toBe('reserved');
     h.advance(1);
-    expect(job).toMatchObject({ state: 'ready', timeouts: 1, reserves: 1, reservedBy: null, deadlineAt: 0 });
+    expect(job).toMatchObject({ state: 'ready', timeouts: 1, reserves: 1, deadlineAt: 0 });
+    expect(h.engine.holderOf(job)).toBeNull();
     expect(h.engine.stats.jobTimeouts).toBe(1);
     expect(h.engine.stats.reserved).toBe(0);
     expect(h.engine.stats.ready).toBe(1);
@@ -495,7 +496,7 @@ describe('pause-tube', () => {
     const outcome = c.reserve(null);
     expect(w.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 1 }]);
     expect(outcome).toEqual({ kind: 'waiting' });
-    expect(h.engine.job(1)!.reservedBy).toBe(w.session);
+    expect(h.engine.holderOf(h.engine.job(1)!)).toBe(w.session);
     expectConsistent();
   });
 

@@ -34,7 +34,7 @@ function waiters(n: number, watch?: string): Client[] {
 function servedOrder(clients: Client[]): number[] {
   const order: number[] = [];
   h.engine.events.on('job:changed', (e) => {
-    if (e.to === 'reserved') order.push(clients.findIndex((w) => w.session === e.job.reservedBy) + 1);
+    if (e.to === 'reserved') order.push(clients.findIndex((w) => w.session === h.engine.holderOf(e.job)) + 1);
   });
   return order;
 }
@@ -47,7 +47,7 @@ describe('a blocked reserve', () => {
     const job = producer.put({ ttrMs: 5000 });
     expect(w.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 1 }]);
     expect(job.state).toBe('reserved');
-    expect(job.reservedBy).toBe(w.session);
+    expect(h.engine.holderOf(job)).toBe(w.session);
     expect(job.reserves).toBe(1);
     expect(job.deadlineAt).toBe(h.now() + 5000);
     expect(w.session.waiting).toBe(false);
@@ -172,7 +172,8 @@ describe('closeSession', () => {
     worker.close();
     expect(order).toEqual(['3 reserved>ready', '1 reserved>ready', '2 reserved>ready']);
     for (const id of [1, 2, 3]) {
-      expect(h.engine.job(id)).toMatchObject({ state: 'ready', reserves: 1, releases: 0, timeouts: 0, reservedBy: null });
+      expect(h.engine.job(id)).toMatchObject({ state: 'ready', reserves: 1, releases: 0, timeouts: 0 });
+      expect(h.engine.holderOf(h.engine.job(id)!)).toBeNull();
     }
     expect(h.engine.stats.jobTimeouts).toBe(0);
     expect(h.engine.stats.reserved).toBe(0);

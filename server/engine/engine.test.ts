@@ -45,8 +45,8 @@ describe('put', () => {
       releases: 0,
       buries: 0,
       kicks: 0,
-      reservedBy: null,
     });
+    expect(h.engine.holderOf(job)).toBeNull();
     expect(job.tube).toBe(h.engine.defaultTube);
     expect(job.body.toString()).toBe('hello');
     expect(h.engine.job(1)).toBe(job);
@@ -159,7 +159,7 @@ describe('reserve', () => {
     expect(outcome.kind).toBe('reserved');
     const job = h.engine.job(1)!;
     expect(job.state).toBe('reserved');
-    expect(job.reservedBy).toBe(c.session);
+    expect(h.engine.holderOf(job)).toBe(c.session);
     expect(job.deadlineAt).toBe(T0 + 500 + 7000);
     expect(job.reserves).toBe(1);
     expect(c.reservedIds()).toEqual([1]);
@@ -256,7 +256,7 @@ describe('reserveJob', () => {
     expect(h.engine.reserveJob(c.session, 1)).toEqual({ ok: false, code: 'NOT_FOUND' });
     expect(other.reserveNow()).toBe(2);
     expect(h.engine.reserveJob(c.session, 2)).toEqual({ ok: false, code: 'NOT_FOUND' });
-    expect(h.engine.job(2)!.reservedBy).toBe(other.session);
+    expect(h.engine.holderOf(h.engine.job(2)!)).toBe(other.session);
     expectConsistent();
   });
 
@@ -312,7 +312,7 @@ describe('delete', () => {
     other.reserveNow();
     expect(h.engine.delete(c.session, 1)).toEqual({ ok: false, code: 'NOT_FOUND' });
     expect(h.engine.delete(null, 1)).toEqual({ ok: false, code: 'NOT_FOUND' });
-    expect(h.engine.job(1)!.reservedBy).toBe(other.session);
+    expect(h.engine.holderOf(h.engine.job(1)!)).toBe(other.session);
     expect(h.engine.defaultTube.cmdDelete).toBe(0);
     expectConsistent();
   });
@@ -364,7 +364,8 @@ describe('release', () => {
     const r = h.engine.release(c.session, 1, 5, 0);
     expect(r.ok).toBe(true);
     const job = h.engine.job(1)!;
-    expect(job).toMatchObject({ state: 'ready', priority: 5, delayMs: 0, releases: 1, deadlineAt: 0, reservedBy: null });
+    expect(job).toMatchObject({ state: 'ready', priority: 5, delayMs: 0, releases: 1, deadlineAt: 0 });
+    expect(h.engine.holderOf(job)).toBeNull();
     expect(h.engine.stats.urgent).toBe(1);
     expect(h.engine.defaultTube.urgent).toBe(1);
     expect(c.reservedIds()).toEqual([]);
@@ -449,7 +450,8 @@ describe('bury', () => {
     }
     const tube = h.engine.defaultTube;
     expect([...tube.buried.values()].map((j) => j.id)).toEqual([3, 1, 2]);
-    expect(h.engine.job(3)).toMatchObject({ state: 'buried', priority: 7, buries: 1, reservedBy: null, deadlineAt: 0 });
+    expect(h.engine.job(3)).toMatchObject({ state: 'buried', priority: 7, buries: 1, deadlineAt: 0 });
+    expect(h.engine.holderOf(h.engine.job(3)!)).toBeNull();
     expect(h.engine.stats.buried).toBe(3);
     expect(h.engine.peekBuried(tube)!.id).toBe(3);
     expect(h.engine.nextDeadline()).toBeUndefined();

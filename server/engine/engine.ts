@@ -387,6 +387,25 @@ export class Engine {
     return true;
   }
 
+  /**
+   * The session holding a reserved `job`, or null. Found from the sessions' own heaps, where a
+   * reserved job's heapIndex points: a job keeps no link to its holder, so reserving and
+   * releasing write nothing but the heap. O(sessions): for the dashboard and tests, never the
+   * protocol's hot path (which knows the session and asks hasReserved).
+   */
+  holderOf(job: Job): Session | null {
+    if (job.state !== 'reserved') return null;
+    for (const session of this.sessions) if (this.hasReserved(session, job)) return session;
+    return null;
+  }
+
+  /** Every reserved job's holder, for a pass over many jobs (a search): O(reserved jobs). */
+  holders(): Map<Job, Session> {
+    const map = new Map<Job, Session>();
+    for (const session of this.sessions) for (const job of session.reservedJobs.values()) map.set(job, session);
+    return map;
+  }
+
   /** Open sessions, oldest first. */
   allSessions(): IterableIterator<Session> {
     return this.sessions.values();
@@ -1072,7 +1091,7 @@ export class Engine {
 
   /**
    * Whether `session` has the reserved `job`. Read from the session's own heap, where a reserved
-   * job's heapIndex points, rather than from Job.reservedBy: no table lookup on the hot path.
+   * job's heapIndex points: no table lookup on the hot path.
    */
   private hasReserved(session: Session | null, job: Job): boolean {
     return session !== null && session.reservedByDeadline.at(job.heapIndex) === job;
@@ -1270,7 +1289,6 @@ export class Engine {
     job.reserves++;
     job.deadlineAt = now + (session.holdMs < 0 ? job.ttrMs : session.holdMs);
     job.state = 'reserved';
-    job.reservedBy = session;
     session.reservedJobs.push(job);
     session.reservedByDeadline.push(job);
     session.waitUntil = -1;
@@ -1282,7 +1300,6 @@ export class Engine {
   private removeReserved(session: Session, job: Job): void {
     session.reservedJobs.remove(job);
     session.reservedByDeadline.removeAt(job.heapIndex);
-    job.reservedBy = null;
     job.tube.reserved--;
     this.stats.reserved--;
   }

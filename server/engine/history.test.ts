@@ -84,7 +84,7 @@ describe('the order of history events when a job goes straight to a waiting work
     a.reserveNow();
     expect(b.reserve(null).kind).toBe('waiting');
     a.close();
-    expect(job.reservedBy).toBe(b.session);
+    expect(h.engine.holderOf(job)).toBe(b.session);
     expect(kinds(h, job.id)).toEqual([`put@${a.id}`, `reserve@${a.id}`, `disconnect@${a.id}`, `reserve@${b.id}`]);
   });
 

@@ -1,7 +1,6 @@
 import { BURY_CAUSES, type BuryCause } from '../../shared/bury-cause.js';
 import type { Tube } from './tube.js';
 import { FAR, decodeCreated, encodeCreated } from './time-base.js';
-import type { Session } from './session.js';
 import { bodyLengthOf, bodyOffsetOf, bodyView, type BodyHolder, type BodySlab } from './body-store.js';
 
 /** `Job.file` of a job that is never journaled (PutRequest.transient). */
@@ -76,13 +75,6 @@ function inline(n: number): number {
 }
 
 /**
- * Who holds each reserved job (Job.reservedBy). Only reserved jobs have a holder, and they are
- * few next to a backlog, so a table of them costs less than a field in every job (8 bytes each).
- * Weak, so that a job dropped with its engine (tests) leaves no entry behind.
- */
-const holders = new WeakMap<Job, Session>();
-
-/**
  * A job and its counters. Times are epoch milliseconds; durations are milliseconds. The body's
  * bytes live in the engine's body store (`slab`, `bodySpan`).
  *
@@ -144,15 +136,6 @@ export class Job implements BodyHolder {
   rebaseDeadline(from: number): void {
     const d = this.deadline;
     if (d !== NO_TIME && d !== LARGE && d !== NEVER) this.deadlineAt = d + from;
-  }
-
-  /** The session that has the job reserved (null unless reserved). */
-  get reservedBy(): Session | null {
-    return holders.get(this) ?? null;
-  }
-  set reservedBy(session: Session | null) {
-    if (session === null) holders.delete(this);
-    else holders.set(this, session);
   }
 
   get priority(): number {

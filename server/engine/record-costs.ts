@@ -5,7 +5,7 @@
  * ready alike; about 90 more once it has been released, buried, kicked or timed out (Job.more),
  * and 60 to 120 more for a time or duration too large for its fields; a tube with its heaps and
  * lists: about 800 bytes plus its name), then rounded up generously, since jobs in transit
- * (reserved, in a session's heap and in the table of holders) and the slack of growing arrays
+ * (reserved, in a session's heap and list) and the slack of growing arrays
  * cost more.
  */
 export const JOB_RECORD_HEAP_BYTES = 320;

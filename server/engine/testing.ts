@@ -326,10 +326,10 @@ export class Harness {
       bytes += job.body.length;
       check(listed.has(job.tube), `job ${job.id}'s tube ${job.tube.name} is not listed`);
       if (job.state === 'reserved') {
-        const holder = job.reservedBy;
+        const holder = engine.holderOf(job);
         check(holder !== null && !holder.closed && [...holder.reservedJobs.values()].includes(job), `job ${job.id} has no live holder`);
       } else {
-        check(job.reservedBy === null, `job ${job.id} is ${job.state} but has a holder`);
+        check(engine.holderOf(job) === null, `job ${job.id} is ${job.state} but has a holder`);
       }
     }
     check(engine.bodyBytes === bytes, `bodyBytes ${engine.bodyBytes}, counted ${bytes}`);
@@ -338,7 +338,7 @@ export class Harness {
     for (const s of open) {
       heldBySessions += s.reservedJobs.size;
       check(s.reservedByDeadline.size === s.reservedJobs.size, `session ${s.id} heaps disagree`);
-      for (const j of s.reservedJobs.values()) check(j.reservedBy === s, `session ${s.id} holds job ${j.id} reserved by another`);
+      for (const j of s.reservedJobs.values()) check(engine.holderOf(j) === s, `session ${s.id} holds job ${j.id} reserved by another`);
       for (const t of s.watched.values()) check(listed.has(t), `session ${s.id} watches unlisted tube ${t.name}`);
       check(listed.has(s.used), `session ${s.id} uses unlisted tube ${s.used.name}`);
     }

@@ -95,13 +95,22 @@ export class MemoryOperations implements Operations {
 
   job(id: number): JobSnapshot | undefined {
     const job = this.engine.job(id);
-    return job === undefined ? undefined : jobSnapshot(job);
+    return job === undefined ? undefined : this.snapshot(job);
+  }
+
+  /** The id of the session holding `job` (0: not reserved). */
+  private holderId(job: Job): number {
+    return this.engine.holderOf(job)?.id ?? 0;
+  }
+
+  private snapshot(job: Job): JobSnapshot {
+    return jobSnapshot(job, this.holderId(job));
   }
 
   visitJobs(ids: Iterable<number>, visit: (id: number, view: JobView | undefined) => void): void {
     for (const id of ids) {
       const job = this.engine.job(id);
-      visit(id, job === undefined ? undefined : fillView(job, this.scratch));
+      visit(id, job === undefined ? undefined : fillView(job, this.scratch, this.holderId(job)));
     }
   }
 
@@ -113,13 +122,14 @@ export class MemoryOperations implements Operations {
   scanJobs(): JobScan {
     const jobs = this.engine.allJobs();
     const view = emptyView();
+    const holders = this.engine.holders();
     return {
       next(max, visit) {
         for (let n = 0; n < max; n++) {
           const step = jobs.next();
           if (step.done === true) return true;
           const job = step.value;
-          if (!visit(fillView(job, view), job.slab.buf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength))) return false;
+          if (!visit(fillView(job, view, holders.get(job)?.id ?? 0), job.slab.buf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength))) return false;
         }
         return false;
       },
@@ -127,7 +137,8 @@ export class MemoryOperations implements Operations {
   }
 
   eachJob(visit: (job: JobSnapshot) => void): void {
-    for (const job of this.engine.allJobs()) visit(jobSnapshot(job));
+    const holders = this.engine.holders();
+    for (const job of this.engine.allJobs()) visit(jobSnapshot(job, holders.get(job)?.id ?? 0));
   }
 
   watcherCount(id: number): number {
@@ -188,7 +199,7 @@ export class MemoryOperations implements Operations {
     const tube = this.engine.tube(tubeName);
     if (tube === undefined) return undefined;
     const page = listJobs(this.engine, tube, state, limit, cursor);
-    return { jobs: page.jobs.map(jobSnapshot), next: page.next };
+    return { jobs: page.jobs.map((job) => this.snapshot(job)), next: page.next };
   }
 
   nextInList(id: number): number | null {
@@ -213,7 +224,7 @@ export class MemoryOperations implements Operations {
       engine.dropTubeIfUnused(tube);
       return fail(result.code);
     }
-    return ok(jobSnapshot(result.value));
+    return ok(this.snapshot(result.value));
   }
 
   delete(id: number): Result<void> {
@@ -227,7 +238,7 @@ export class MemoryOperations implements Operations {
   kickJob(id: number): Result<JobSnapshot> {
     this.engine.count('kick-job');
     const result = this.engine.kickJob(id);
-    return result.ok ? ok(jobSnapshot(result.value)) : fail(result.code);
+    return result.ok ? ok(this.snapshot(result.value)) : fail(result.code);
   }
 
   kick(tubeName: string, bound: number): Pending<Result<number>> {
@@ -270,7 +281,7 @@ export class MemoryOperations implements Operations {
       const kicked = engine.kickJob(id);
       if (!kicked.ok) return fail(kicked.code);
     }
-    return ok(jobSnapshot(job));
+    return ok(this.snapshot(job));
   }
 
   clear(tubeName: string, state: QueuedState): Pending<Result<number>> {
@@ -565,7 +576,8 @@ function emptyView(): JobView {
   };
 }
 
-function fillView(job: Job, view: JobView): JobView {
+/** `reservedBy`: the holding session's id (0: none). */
+function fillView(job: Job, view: JobView, reservedBy: number): JobView {
   view.id = job.id;
   view.tube = job.tube.name;
   view.state = job.state;
@@ -575,7 +587,7 @@ function fillView(job: Job, view: JobView): JobView {
   view.createdAt = job.createdAt;
   view.deadlineAt = job.deadlineAt;
   view.file = job.file;
-  view.reservedBy = job.state === 'reserved' ? (job.reservedBy?.id ?? 0) : 0; // the holder table has only reserved jobs
+  view.reservedBy = reservedBy;
   view.reserves = job.reserves;
   view.timeouts = job.timeouts;
   view.releases = job.releases;
@@ -589,8 +601,8 @@ function fillView(job: Job, view: JobView): JobView {
   return view;
 }
 
-export function jobSnapshot(job: Job): JobSnapshot {
-  return { ...fillView(job, emptyView()), body: job.body };
+export function jobSnapshot(job: Job, reservedBy: number): JobSnapshot {
+  return { ...fillView(job, emptyView(), reservedBy), body: job.body };
 }
 
 function sessionView(session: Session): SessionView {

@@ -109,6 +109,52 @@ export class ReplyBuffer {
   }
 
   /**
+   * A binary packet whose only argument is a job handle, `prefix` then `id`'s digits
+   * (JOB_CREATED, WORK_FAIL): written in place, with no string or array per reply.
+   */
+  handlePacket(type: number, prefix: Buffer, id: number): void {
+    const size = prefix.length + decimalLength(id);
+    const at = this.packetHeader(type, size);
+    copySmall(prefix, 0, prefix.length, this.slab, at);
+    writeDecimal(this.slab, at + prefix.length, id);
+  }
+
+  /**
+   * JOB_ASSIGN and JOB_ASSIGN_UNIQ: the handle (`prefix`, `id`), the function name and
+   * body[start, end), written in place.
+   */
+  assignPacket(type: number, prefix: Buffer, id: number, fn: string, body: Buffer, start: number, end: number): void {
+    const size = prefix.length + decimalLength(id) + 1 + fn.length + 1 + (end - start);
+    let p = this.packetHeader(type, size);
+    const slab = this.slab;
+    copySmall(prefix, 0, prefix.length, slab, p);
+    p = writeDecimal(slab, p + prefix.length, id);
+    slab[p++] = 0;
+    p = writeLatin1(slab, p, fn);
+    slab[p++] = 0;
+    copySmall(body, start, end, slab, p);
+  }
+
+  /** A binary packet with one argument, `data` (a WORK_* packet forwarded as it came). */
+  dataPacket(type: number, data: Buffer): void {
+    const at = this.packetHeader(type, data.length);
+    copySmall(data, 0, data.length, this.slab, at);
+  }
+
+  /** Room for a packet of `size` data bytes, its header written; returns where its data goes. */
+  private packetHeader(type: number, size: number): number {
+    const at = this.reserve(12 + size);
+    const slab = this.slab;
+    slab[at] = 0;
+    slab[at + 1] = 0x52; // R
+    slab[at + 2] = 0x45; // E
+    slab[at + 3] = 0x53; // S
+    writeU32(slab, at + 4, type);
+    writeU32(slab, at + 8, size);
+    return at + 12;
+  }
+
+  /**
    * Sends every unsent byte whose records are durable, in one write; the rest is sent when the
    * journal catches up.
    */
@@ -177,6 +223,32 @@ export class ReplyBuffer {
     this.start = this.end = 0;
   }
 
+}
+
+/** Big-endian u32 by hand: Buffer's writeUInt32BE checks its arguments on every call. */
+function writeU32(buf: Buffer, at: number, n: number): void {
+  buf[at] = n >>> 24;
+  buf[at + 1] = (n >>> 16) & 0xff;
+  buf[at + 2] = (n >>> 8) & 0xff;
+  buf[at + 3] = n & 0xff;
+}
+
+/** Below this many bytes a loop copies: Buffer.copy of part of a buffer makes a view object first. */
+const SMALL_COPY = 256;
+
+function copySmall(src: Buffer, start: number, end: number, dst: Buffer, at: number): void {
+  if (end - start > SMALL_COPY) {
+    src.copy(dst, at, start, end);
+    return;
+  }
+  for (let i = start; i < end; i++) dst[at++] = src[i]!;
+}
+
+/** Writes Latin-1 text at `at` (short names by a loop, no native call); returns the position after it. */
+function writeLatin1(buf: Buffer, at: number, text: string): number {
+  if (text.length > SMALL_COPY) return at + buf.write(text, at, 'latin1');
+  for (let i = 0; i < text.length; i++) buf[at++] = text.charCodeAt(i);
+  return at;
 }
 
 function crlfAt(buf: Buffer, at: number): void {

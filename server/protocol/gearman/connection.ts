@@ -144,12 +144,20 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     this.client.noteCommand(packetName(type));
     const count = REQUEST_ARGS[type];
     if (count === undefined) return this.sendError('INVALID_COMMAND');
+    // The packets of every job (submits and results) are read in place, without an array of
+    // views per packet; the rest are split into their arguments.
+    const submit = SUBMITS[type];
+    if (submit !== undefined) return this.submit(submit, data);
+    if (WORK_RESULTS[type] !== undefined && type !== PACKET.WORK_STATUS) {
+      const handleEnd = count === 1 ? data.length : data.indexOf(0);
+      if (handleEnd < 0) return this.sendError('INVALID_PACKET');
+      return this.workResult(type, data, handleEnd, null);
+    }
     const args = splitArgs(data, count);
     if (args === null) return this.sendError('INVALID_PACKET');
-    const submit = SUBMITS[type];
-    if (submit !== undefined) return this.submit(submit, args, data);
-    if (WORK_RESULTS[type] !== undefined) return this.workResult(type, data, args[0]!, args);
     switch (type) {
+      case PACKET.WORK_STATUS:
+        return this.workResult(type, data, args[0]!.length, { numerator: args[1]!, denominator: args[2]! });
       case PACKET.CAN_DO:
         return this.canDo(args[0]!, null);
       case PACKET.CAN_DO_TIMEOUT:
@@ -246,8 +254,9 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       // A client that did not ask for exceptions is told the job failed, as gearmand does.
       const handle = this.registry.handles.handle(jobId);
       this.send(encodePacket(PACKET.WORK_FAIL, [Buffer.concat([Buffer.from(handle, 'latin1'), ZERO])]));
-    } else {
-      this.sendPacket(type, [update.data]);
+    } else if (!this.link.finished) {
+      this.link.out.dataPacket(type, update.data);
+      this.link.flushSoon();
     }
     if (WORK_RESULTS[type] === true && this.waitingOn.delete(jobId)) {
       // The client has its answer: it no longer waits on the job, whatever becomes of it.
@@ -258,7 +267,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   private jobEnded(jobId: number): void {
     // Gone without a result (cancelled, or deleted from the dashboard): the client is told it failed.
     if (!this.waitingOn.delete(jobId)) return;
-    this.send(encodePacket(PACKET.WORK_FAIL, [this.registry.handles.handle(jobId)]));
+    this.sendHandle(PACKET.WORK_FAIL, jobId);
   }
 
   // ---- LinkOwner -------------------------------------------------------------------------------
@@ -296,24 +305,40 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   // ---- requests --------------------------------------------------------------------------------
 
-  private submit(kind: Submit, args: Buffer[], packetData: Buffer): void {
-    const fnBytes = args[0]!;
-    const unique = args[1]!;
+  /** A SUBMIT_JOB*: `function NUL unique NUL [time fields NUL] data`. */
+  private submit(kind: Submit, packetData: Buffer): void {
+    let fnEnd: number;
+    let unique: Buffer;
+    let dataStart: number;
+    let args: Buffer[] | null = null;
+    if (kind.when === 'now') {
+      fnEnd = packetData.indexOf(0);
+      const uniqueEnd = fnEnd < 0 ? -1 : packetData.indexOf(0, fnEnd + 1);
+      if (uniqueEnd < 0) return this.sendError('INVALID_PACKET');
+      unique = uniqueEnd === fnEnd + 1 ? NO_BODY : packetData.subarray(fnEnd + 1, uniqueEnd);
+      dataStart = uniqueEnd + 1;
+    } else {
+      args = splitArgs(packetData, kind.args);
+      if (args === null) return this.sendError('INVALID_PACKET');
+      fnEnd = args[0]!.length;
+      unique = args[1]!;
+      dataStart = packetData.length - args[kind.args - 1]!.length;
+    }
     // gearmand takes an empty function name; Beanpole does not (a binlog record's tube name is
     // never empty, which is one of its checks against damage).
-    if (fnBytes.length === 0 || fnBytes.length > MAX_FUNCTION_BYTES) return this.sendError('BAD_FUNCTION');
+    if (fnEnd === 0 || fnEnd > MAX_FUNCTION_BYTES) return this.sendError('BAD_FUNCTION');
     if (unique.length > MAX_UNIQUE_BYTES) return this.sendError('BAD_UNIQUE');
-    if (args[kind.args - 1]!.length > this.maxData) return this.sendError('TOO_LARGE');
-    const fn = this.functionName(fnBytes);
+    if (packetData.length - dataStart > this.maxData) return this.sendError('TOO_LARGE');
+    const fn = this.functionName(packetData, fnEnd);
     let delayMs = 0;
-    if (kind.when !== 'now') {
+    if (args !== null) {
       const runAt = kind.when === 'epoch' ? epochMs(args[2]!) : cronMs(args.slice(2, 7), this.ops.now());
       if (runAt === null) return this.sendError('BAD_TIME');
       // Whole milliseconds (never early): a job keeps its delay as a small integer (Job).
       delayMs = Math.max(0, Math.ceil(runAt - this.ops.now()));
     }
     // The job's body is `unique NUL data` (job-body.ts): for a plain submit, a view of the packet.
-    const body = kind.when === 'now' ? packetData.subarray(fnBytes.length + 1) : jobBody(unique, args[kind.args - 1]!);
+    const body = args === null ? packetData.subarray(fnEnd + 1) : jobBody(unique, args[kind.args - 1]!);
     if (unique.length > 0) {
       const existing = this.registry.jobForUnique(fn, unique);
       if (existing !== undefined) return this.attachTo(existing, kind.background);
@@ -340,10 +365,11 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
    * The function name of a submit as a string. A client submits to the same function again and
    * again, so the last one is kept: no new string per packet (nor a fresh hash for the tube lookup).
    */
-  private functionName(bytes: Buffer): string {
-    if (this.lastFunction !== null && bytes.equals(this.lastFunction.bytes)) return this.lastFunction.name;
-    const name = bytes.toString('latin1');
-    this.lastFunction = { bytes: Buffer.from(bytes), name };
+  private functionName(packet: Buffer, end: number): string {
+    const last = this.lastFunction;
+    if (last !== null && last.bytes.length === end && startsWith(packet, last.bytes)) return last.name;
+    const name = packet.toString('latin1', 0, end);
+    this.lastFunction = { bytes: Buffer.from(packet.subarray(0, end)), name };
     return name;
   }
 
@@ -373,13 +399,13 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     const id = r.value.id;
     this.registry.created(id, fn, unique, !background);
     if (!background) this.watchJob(id);
-    this.sendPacket(PACKET.JOB_CREATED, [this.registry.handles.handle(id)]);
+    this.sendHandle(PACKET.JOB_CREATED, id);
   }
 
   /** A submit whose unique id matches a job already queued or running: it gets that job's handle. */
   private attachTo(id: number, background: boolean): void {
     if (!background) this.watchJob(id);
-    this.sendPacket(PACKET.JOB_CREATED, [this.registry.handles.handle(id)]);
+    this.sendHandle(PACKET.JOB_CREATED, id);
   }
 
   private watchJob(id: number): void {
@@ -397,12 +423,12 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     this.link.settle(this.client.watch(fn), this.onWatched);
   }
 
-  private workResult(type: number, data: Buffer, handle: Buffer, args: Buffer[]): void {
-    const id = this.registry.handles.idOf(handle);
+  /** A WORK_* packet: `data` starts with the job's handle, which ends at `handleEnd`. */
+  private workResult(type: number, data: Buffer, handleEnd: number, status: WorkStatus | null): void {
+    const id = this.registry.handles.idOf(data, 0, handleEnd);
     const notFound: GearmanError = type === PACKET.WORK_DATA || type === PACKET.WORK_WARNING ? 'NO_SUCH_JOB' : 'JOB_NOT_FOUND';
     if (id === null) return this.sendError(notFound);
     const held = this.client.holds(id);
-    const status = type === PACKET.WORK_STATUS ? { numerator: args[1]!, denominator: args[2]! } : null;
     if (isPending(held)) {
       // The packet is valid only during this call (sockets read into a shared buffer): the
       // answer that comes later works on copies.
@@ -494,16 +520,18 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     }
     const timeout = this.timeouts.get(job.tubeName);
     if (timeout !== undefined) this.link.settle(this.client.hold(job.id, timeout), this.onHeld);
-    const handle = this.registry.handles.handle(job.id);
+    if (this.link.finished) return;
+    const prefix = this.registry.handles.prefixBytes;
     const start = job.bodyOffset;
     const end = start + job.bodyLength;
     if (uniq) {
       // The body is already `unique NUL data`, as JOB_ASSIGN_UNIQ lays them out.
-      this.sendPacket(PACKET.JOB_ASSIGN_UNIQ, [handle, job.tubeName, [job.bodyBuf, start, end]]);
+      this.link.out.assignPacket(PACKET.JOB_ASSIGN_UNIQ, prefix, job.id, job.tubeName, job.bodyBuf, start, end);
     } else {
       const dataStart = Math.min(uniqueEnd(job.bodyBuf, start, end) + 1, end);
-      this.sendPacket(PACKET.JOB_ASSIGN, [handle, job.tubeName, [job.bodyBuf, dataStart, end]]);
+      this.link.out.assignPacket(PACKET.JOB_ASSIGN, prefix, job.id, job.tubeName, job.bodyBuf, dataStart, end);
     }
+    this.link.flushSoon();
   }
 
   private readonly onAdminReply = (text: string | null): void => {
@@ -524,6 +552,13 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     this.link.flushSoon();
   }
 
+  /** A packet whose only argument is job `id`'s handle. */
+  private sendHandle(type: number, id: number): void {
+    if (this.link.finished) return;
+    this.link.out.handlePacket(type, this.registry.handles.prefixBytes, id);
+    this.link.flushSoon();
+  }
+
   private sendText(text: string): void {
     this.send(Buffer.from(text, 'latin1'));
   }
@@ -539,6 +574,13 @@ const SUBMIT_ERRORS: Partial<Record<FailureCode, GearmanError>> = { DRAINING: 'D
 const UNKNOWN_JOB: JobStatus = { known: false, running: false, status: undefined };
 const NO_BODY = Buffer.alloc(0);
 
+
+/** Whether `buf` starts with the bytes of `prefix` (a short name: a loop beats a native compare). */
+function startsWith(buf: Buffer, prefix: Buffer): boolean {
+  if (buf.length < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (buf[i] !== prefix[i]) return false;
+  return true;
+}
 
 /** SUBMIT_JOB_EPOCH's time: decimal seconds since the epoch, in ms; null when it does not parse. */
 function epochMs(text: Buffer): number | null {

@@ -7,7 +7,8 @@ export const MAX_HANDLE_BYTES = 63;
  */
 export class JobHandles {
   private readonly prefix: string;
-  private readonly prefixBytes: Buffer;
+  /** `H:<host>:`, what every handle starts with; replies write it and the id's digits straight into their packet. */
+  readonly prefixBytes: Buffer;
 
   constructor(host: string) {
     // 16 digits cover every safe integer id; "H:" and ":" take three more bytes.
@@ -20,16 +21,19 @@ export class JobHandles {
     return this.prefix + String(id);
   }
 
-  /** The job id a handle names, or null when it is not one of this server's handles. */
-  idOf(handle: Buffer | string): number | null {
-    // Every WORK_* packet names its job: compared and parsed in place, no string made.
+  /** The job id a handle (`handle[start, end)`) names, or null when it is not one of this server's handles. */
+  idOf(handle: Buffer | string, start = 0, end = handle.length): number | null {
+    // Every WORK_* packet names its job: compared and parsed in place, no string or view made
+    // (a byte loop: the prefix is short, and a native compare costs more than it saves).
     const buf = typeof handle === 'string' ? Buffer.from(handle, 'latin1') : handle;
-    const plen = this.prefixBytes.length;
-    const digits = buf.length - plen;
-    if (digits < 1 || digits > 16 || buf.compare(this.prefixBytes, 0, plen, 0, plen) !== 0) return null;
-    if (buf[plen] === 0x30) return null; // no leading zero: one spelling per id
+    const prefix = this.prefixBytes;
+    const plen = prefix.length;
+    const digits = end - start - plen;
+    if (digits < 1 || digits > 16) return null;
+    for (let i = 0; i < plen; i++) if (buf[start + i] !== prefix[i]) return null;
+    if (buf[start + plen] === 0x30) return null; // no leading zero: one spelling per id
     let id = 0;
-    for (let i = plen; i < buf.length; i++) {
+    for (let i = start + plen; i < end; i++) {
       const c = buf[i]! - 0x30;
       if (c < 0 || c > 9) return null;
       id = id * 10 + c;
