@@ -81,10 +81,10 @@ export class ClusterClient implements ClientOperations {
     return this.wait !== null && !this.wait.wakeOnly;
   }
 
-  noteCommand(name: string): void {
+  noteCommand(name: string, at: number): void {
     this.settleAdmitted();
     this.lastCommand = name;
-    this.lastCommandAt = this.store.now();
+    this.lastCommandAt = at;
   }
 
   usedTube(): string {

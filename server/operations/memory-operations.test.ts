@@ -200,9 +200,9 @@ describe('snapshots', () => {
     const c = client();
     value(c.watch('w'));
     putVia(c);
-    c.noteCommand('reserve-with-timeout');
-    c.reserve(0);
     const now = engine.now();
+    c.noteCommand('reserve-with-timeout', now);
+    c.reserve(0);
     expect(ops.sessions()).toEqual([
       {
         id: c.id,

@@ -361,10 +361,10 @@ class MemoryClient implements ClientOperations {
     return this.session.id;
   }
 
-  noteCommand(name: string): void {
+  noteCommand(name: string, at: number): void {
     const session = this.session;
     session.lastCommand = name;
-    session.lastCommandAt = this.engine.now();
+    session.lastCommandAt = at;
   }
 
   usedTube(): string {

@@ -325,8 +325,8 @@ export interface ClientOperations {
   holds(id: number): Pending<boolean>;
   /** The peer sends nothing more: a blocked reserve gives up. */
   halfClose(): void;
-  /** Its last command, for the dashboard (a wire word such as `reserve` or `GRAB_JOB`). */
-  noteCommand(name: string): void;
+  /** Its last command and when it came (epoch ms), for the dashboard (a wire word such as `reserve` or `GRAB_JOB`). */
+  noteCommand(name: string, at: number): void;
   /** Ends the client: its reserved jobs go back to ready (in slices), its tubes are let go. */
   close(): Pending<void>;
 }

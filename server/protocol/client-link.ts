@@ -83,6 +83,8 @@ export class ClientLink {
   /** Reading stopped because MAX_PIPELINED answers and replies wait. */
   private pipelineFull = false;
   private reader!: LinkReader;
+  /** When the input being handled came (epoch ms), read once per turn; -1 until asked. */
+  private turnTime = -1;
 
   constructor(
     private readonly socket: Socket,
@@ -90,6 +92,8 @@ export class ClientLink {
     private readonly ctx: LinkContext,
     /** What the client is told when an internal error ends the connection. */
     private readonly internalErrorReply: Buffer,
+    /** The store's clock (epoch ms). */
+    private readonly now: () => number,
   ) {
     this.out = new ReplyBuffer((bytes) => this.writeOut(bytes), ctx.durability);
   }
@@ -102,6 +106,15 @@ export class ClientLink {
   /** Who the peer is, for the dashboard's connection list. */
   get peer(): string {
     return this.socket.remoteAddress === undefined ? 'unix' : `${this.socket.remoteAddress}:${this.socket.remotePort}`;
+  }
+
+  /**
+   * When the commands being handled came (epoch ms), for the dashboard's "last command": one
+   * clock reading per turn of input, however many commands it holds.
+   */
+  commandTime(): number {
+    if (this.turnTime < 0) this.turnTime = this.now();
+    return this.turnTime;
   }
 
   /** Starts reading: from here on socket bytes go to `reader`. */
@@ -300,6 +313,7 @@ export class ClientLink {
   /** `guard` for `work(arg)`. */
   private handle<A>(work: (arg: A) => void, arg: A, answered: boolean): void {
     this.handling = true;
+    this.turnTime = -1;
     try {
       work(arg);
     } catch (err) {

@@ -57,7 +57,7 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
     private readonly ctx: ConnectionContext,
   ) {
     this.ops = ctx.ops;
-    this.link = new ClientLink(socket, this, ctx, REPLY.INTERNAL_ERROR);
+    this.link = new ClientLink(socket, this, ctx, REPLY.INTERNAL_ERROR, () => this.ops.now());
     this.client = this.ops.connect(this, this.link.peer);
     this.parser = new CommandParser(this);
     this.link.start(this.parser);
@@ -152,7 +152,7 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
     const kind = overlapKind(cmd);
     if (link.pipelining && (kind === null || kind !== this.overlapping)) return link.whenDrained(() => this.dispatch(cmd));
     this.overlapping = kind;
-    client.noteCommand(cmd.op);
+    client.noteCommand(cmd.op, link.commandTime());
     switch (cmd.op) {
       case 'put':
         ops.count('put');

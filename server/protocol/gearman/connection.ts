@@ -119,7 +119,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     this.ops = ctx.ops;
     this.maxData = this.ops.maxJobSize - MAX_UNIQUE_BYTES - 1;
     this.registry = ctx.registry;
-    this.link = new ClientLink(socket, this, ctx, errorPacket('INTERNAL'));
+    this.link = new ClientLink(socket, this, ctx, errorPacket('INTERNAL'), () => this.ops.now());
     // A worker watches only the functions it registers, and holds a job until it reports or leaves.
     this.client = this.ops.connect(this, this.link.peer, { watchNothing: true });
     this.client.setHold(Number.POSITIVE_INFINITY);
@@ -141,7 +141,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   packet(magic: Magic, type: number, data: Buffer): void {
     if (magic === 'RES') return this.sendError('INVALID_MAGIC');
-    this.client.noteCommand(packetName(type));
+    this.client.noteCommand(packetName(type), this.link.commandTime());
     const count = REQUEST_ARGS[type];
     if (count === undefined) return this.sendError('INVALID_COMMAND');
     // The packets of every job (submits and results) are read in place, without an array of
