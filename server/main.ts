@@ -8,6 +8,7 @@ import type { AdminContext } from './admin/app.js';
 import { AdminShell } from './admin/shell.js';
 import { MAX_CLUSTER_JOB_SIZE, USAGE, USAGE_EXIT_CODE, parseCommandLine, type ServerOptions } from './cli.js';
 import { systemClock } from './engine/clock.js';
+import { TurnClock } from './turn-clock.js';
 import { Engine } from './engine/engine.js';
 import { JOB_RECORD_HEAP_BYTES } from './engine/record-costs.js';
 import { immediateDurability, nullJournal } from './engine/journal.js';
@@ -70,7 +71,7 @@ async function main(argv: string[]): Promise<void> {
   // beanstalkd clients never see, under the same memory budget. Gearman has its own size limit,
   // --gearman-max-size, on a job's data; a body keeps the unique id in front (gearman/job-body.ts).
   const gearmanEngine = new Engine({
-    clock: systemClock,
+    clock: new TurnClock(),
     ...budget,
     maxJobSize: (options.gearman?.maxSize ?? DEFAULT_GEARMAN_MAX_SIZE) + MAX_UNIQUE_BYTES + 1,
     jobRecordBytes: GEARMAN_JOB_RECORD_BYTES,
