@@ -310,7 +310,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     let fnEnd: number;
     let unique: Buffer;
     let dataStart: number;
-    let args: Buffer[] | null = null;
+    let args: readonly Buffer[] | null = null;
     if (kind.when === 'now') {
       fnEnd = packetData.indexOf(0);
       const uniqueEnd = fnEnd < 0 ? -1 : packetData.indexOf(0, fnEnd + 1);

@@ -87,8 +87,8 @@ export const REQUEST_ARGS: Readonly<Record<number, number>> = {
  * Splits a packet's data into `count` arguments (views of `data`): the first count-1 end at a
  * NUL, the last is the rest. Null when a separator is missing.
  */
-export function splitArgs(data: Buffer, count: number): Buffer[] | null {
-  if (count === 0) return [];
+export function splitArgs(data: Buffer, count: number): readonly Buffer[] | null {
+  if (count === 0) return NO_ARGS; // GRAB_JOB, PRE_SLEEP: no array per packet
   const args: Buffer[] = [];
   let at = 0;
   for (let i = 0; i < count - 1; i++) {
@@ -100,6 +100,8 @@ export function splitArgs(data: Buffer, count: number): Buffer[] | null {
   args.push(data.subarray(at));
   return args;
 }
+
+const NO_ARGS: readonly Buffer[] = [];
 
 const RES_MAGIC = Buffer.from('\0RES');
 const REQ_MAGIC = Buffer.from('\0REQ');
