@@ -276,7 +276,12 @@ export class ClientLink {
     });
   }
 
-  /** Replies were added to `out`: they leave at the end of this input, or of this tick. */
+  /**
+   * Replies were added to `out`: they leave at the end of this input or, when they were made for
+   * this client while another's input was handled (a worker's WORK_COMPLETE forwarded to the
+   * client waiting on it, a NOOP to a sleeping worker), once the event loop has handled every
+   * socket that was ready: what this client is sent in one turn of the loop goes in one write.
+   */
   flushSoon(): void {
     // Replies are copies: a pipeline of big peeks must not build up more than the output limit
     // before flow control looks, so command parsing stops here until the socket drains.
@@ -285,13 +290,13 @@ export class ClientLink {
       this.reader.pause();
     }
     if (this.handling) return;
-    this.flushAtTickEnd();
+    this.flushAtTurnEnd();
   }
 
-  private flushAtTickEnd(): void {
+  private flushAtTurnEnd(): void {
     if (this.flushQueued) return;
     this.flushQueued = true;
-    process.nextTick(this.flushQueuedReplies);
+    setImmediate(this.flushQueuedReplies);
   }
 
   private readonly flushQueuedReplies = (): void => {
@@ -323,7 +328,7 @@ export class ClientLink {
       return;
     } finally {
       this.handling = false;
-      if (answered) this.flushAtTickEnd();
+      if (answered) this.flushAtTurnEnd();
       else this.out.flush();
     }
     this.ctx.onActivity();
