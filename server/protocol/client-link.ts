@@ -60,8 +60,6 @@ export class ClientLink {
   /** No more replies: the client quit, was closed or went away. */
   finished = false;
   private inputEnded = false;
-  /** True while this connection's own input is being handled: replies are flushed at its end. */
-  private handling = false;
   private flushQueued = false;
   /** The parser was paused because too many replies wait to be sent. */
   private pausedForOutput = false;
@@ -121,7 +119,7 @@ export class ClientLink {
   start(reader: LinkReader): void {
     this.reader = reader;
     const socket = this.socket;
-    if (!readThroughSharedBuffer(socket, this.onTransientBytes)) socket.on('data', (chunk: Buffer) => this.handle(this.writeOwned, chunk, false));
+    if (!readThroughSharedBuffer(socket, this.onTransientBytes)) socket.on('data', (chunk: Buffer) => this.handle(this.writeOwned, chunk));
     socket.on('end', () => this.onEnd());
     socket.on('drain', () => this.onDrain());
     socket.on('error', (err) => this.ctx.log.debug({ err: err.message }, 'client socket error'));
@@ -134,7 +132,7 @@ export class ClientLink {
   }
 
   // Bound once: the read path hands `handle` a method and the chunk, so no closure per read.
-  private readonly onTransientBytes = (chunk: Buffer): void => this.handle(this.writeTransient, chunk, false);
+  private readonly onTransientBytes = (chunk: Buffer): void => this.handle(this.writeTransient, chunk);
   private readonly writeTransient = (chunk: Buffer): void => this.reader.write(chunk, true);
   private readonly writeOwned = (chunk: Buffer): void => this.reader.write(chunk, false);
 
@@ -157,7 +155,7 @@ export class ClientLink {
           // The reply may itself have paused input (a reserve that waits): then it stays paused.
           // Nor does input resume while replies wait for the socket: onDrain resumes it then.
           if (this.pauses === pauses && !this.pausedForOutput) this.resumeSoon();
-        }, true);
+        });
       },
       (err: unknown) => {
         this.inFlight--;
@@ -254,7 +252,7 @@ export class ClientLink {
       deferred();
       // As after a settle: unless the command paused input again (it waits for an answer).
       if (this.pauses === pauses && !this.pausedForOutput) this.resumeSoon();
-    }, true);
+    });
   }
 
   /** Stops handling commands until `resumeSoon` (a blocked reserve, an operation in flight). */
@@ -277,10 +275,10 @@ export class ClientLink {
   }
 
   /**
-   * Replies were added to `out`: they leave at the end of this input or, when they were made for
-   * this client while another's input was handled (a worker's WORK_COMPLETE forwarded to the
-   * client waiting on it, a NOOP to a sleeping worker), once the event loop has handled every
-   * socket that was ready: what this client is sent in one turn of the loop goes in one write.
+   * Replies were added to `out`: they leave once the event loop has handled every socket that
+   * was ready, with whatever else this client is sent in that turn (its answers, and what other
+   * clients' input made for it: a worker's WORK_COMPLETE forwarded, a NOOP to a sleeping worker),
+   * in one write.
    */
   flushSoon(): void {
     // Replies are copies: a pipeline of big peeks must not build up more than the output limit
@@ -289,7 +287,6 @@ export class ClientLink {
       this.pausedForOutput = true;
       this.reader.pause();
     }
-    if (this.handling) return;
     this.flushAtTurnEnd();
   }
 
@@ -306,18 +303,16 @@ export class ClientLink {
   };
 
   /**
-   * Runs parser work; afterwards wakes the scheduler, applies flow control and ends a half-closed client.
-   * `answered`: the work replies to answers the store gave later. Its replies leave at the end of
-   * the tick, not at once: a database statement answers many of this client's pipelined commands
-   * at once, each in a promise callback of its own, and they should leave in one socket write.
+   * Runs parser work (or a reply to an answer the store gave later); afterwards wakes the
+   * scheduler, applies flow control and ends a half-closed client. Replies leave at the end of
+   * the event loop's turn.
    */
-  guard(work: () => void, answered = false): void {
-    this.handle(runWork, work, answered);
+  guard(work: () => void): void {
+    this.handle(runWork, work);
   }
 
   /** `guard` for `work(arg)`. */
-  private handle<A>(work: (arg: A) => void, arg: A, answered: boolean): void {
-    this.handling = true;
+  private handle<A>(work: (arg: A) => void, arg: A): void {
     this.turnTime = -1;
     try {
       work(arg);
@@ -327,14 +322,21 @@ export class ClientLink {
       this.finish();
       return;
     } finally {
-      this.handling = false;
-      if (answered) this.flushAtTurnEnd();
-      else this.out.flush();
+      // At the end of the loop's turn, not now: libuv reads a socket until it is empty before it
+      // moves on, so a client's commands that came in several reads of one turn (a worker's
+      // WORK_COMPLETE, then its GRAB_JOB), and a statement's answers to its pipelined commands
+      // (each in a promise callback of its own), are answered in one write.
+      this.flushAtTurnEnd();
     }
     this.ctx.onActivity();
     this.updateFlow();
     // A half-closed client still gets the answers to what it sent.
     if (this.inputEnded && !this.reader.paused && this.inOrder.length === 0) this.finish();
+  }
+
+  /** Drops the replies not yet written (a Gearman client that half-closed is told nothing more, as gearmand does). */
+  discardUnsent(): void {
+    this.out.discard();
   }
 
   /** Closes our side once pending replies are written; the owner ends the session. */

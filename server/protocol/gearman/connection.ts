@@ -272,8 +272,15 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   // ---- LinkOwner -------------------------------------------------------------------------------
 
+  /**
+   * The peer will send nothing more. gearmand closes such a connection and sends nothing more,
+   * whatever it had still to answer, and clients count on it: node-gearman, once it has closed
+   * its side, reconnects when a late answer (a NO_JOB) arrives. So the unsent answers are dropped.
+   */
   halfClosed(): void {
     this.client.halfClose();
+    this.link.discardUnsent();
+    this.link.finish();
   }
 
   /**
