@@ -30,6 +30,13 @@ export interface LinkOwner {
   ended(): void | Promise<void>;
 }
 
+/**
+ * How long replies wait for a client's next input once its door asks them to (holdForInput): a
+ * little over the 40 ms a delayed ACK takes, since a client with Nagle's algorithm on (most
+ * Gearman libraries) sends its next request only once our ACK of the last one has come.
+ */
+const HOLD_FOR_INPUT_MS = 50;
+
 /** Pipelined operations a connection may have awaited at once; then it stops reading. */
 const MAX_PIPELINED = 64;
 
@@ -61,6 +68,9 @@ export class ClientLink {
   finished = false;
   private inputEnded = false;
   private flushQueued = false;
+  /** Replies wait for the client's next input (holdForInput), or for holdTimer. */
+  private holding = false;
+  private holdTimer: NodeJS.Timeout | null = null;
   /** The parser was paused because too many replies wait to be sent. */
   private pausedForOutput = false;
   private endWhenFlushed = false;
@@ -290,7 +300,33 @@ export class ClientLink {
     this.flushAtTurnEnd();
   }
 
+  /**
+   * Whether replies should wait for this client's next input (at most HOLD_FOR_INPUT_MS) rather
+   * than leave at the end of this turn: said by the door after each command. A Gearman worker
+   * that has just reported a job's result sends its next GRAB_JOB at once; waiting for it lets
+   * both answers leave in one write, as they do from gearmand, whose replies leave a moment
+   * later. node-gearman, as client and worker on one connection, closes when the result arrives
+   * and reconnects when the GRAB_JOB's answer comes after it.
+   */
+  holdForInput(hold: boolean): void {
+    this.holding = hold;
+  }
+
+  private readonly releaseHold = (): void => {
+    this.holdTimer = null;
+    this.holding = false;
+    if (!this.finished) this.flushAtTurnEnd();
+  };
+
   private flushAtTurnEnd(): void {
+    if (this.holding) {
+      this.holdTimer ??= setTimeout(this.releaseHold, HOLD_FOR_INPUT_MS);
+      return;
+    }
+    if (this.holdTimer !== null) {
+      clearTimeout(this.holdTimer);
+      this.holdTimer = null;
+    }
     if (this.flushQueued) return;
     this.flushQueued = true;
     setImmediate(this.flushQueuedReplies);
@@ -322,10 +358,9 @@ export class ClientLink {
       this.finish();
       return;
     } finally {
-      // At the end of the loop's turn, not now: libuv reads a socket until it is empty before it
-      // moves on, so a client's commands that came in several reads of one turn (a worker's
-      // WORK_COMPLETE, then its GRAB_JOB), and a statement's answers to its pipelined commands
-      // (each in a promise callback of its own), are answered in one write.
+      // At the end of the loop's turn, not now: what other clients' input makes for this one in
+      // the same turn, and a statement's answers to its pipelined commands (each in a promise
+      // callback of its own), leave in the same write.
       this.flushAtTurnEnd();
     }
     this.ctx.onActivity();
@@ -334,15 +369,11 @@ export class ClientLink {
     if (this.inputEnded && !this.reader.paused && this.inOrder.length === 0) this.finish();
   }
 
-  /** Drops the replies not yet written (a Gearman client that half-closed is told nothing more, as gearmand does). */
-  discardUnsent(): void {
-    this.out.discard();
-  }
-
   /** Closes our side once pending replies are written; the owner ends the session. */
   finish(): void {
     if (this.finished) return;
     this.finished = true;
+    this.holding = false;
     const closing = this.owner.ended();
     // Our side closes once the session's jobs are given back: a client that sees the close and
     // asks again on another connection finds them ready, as with beanstalkd.

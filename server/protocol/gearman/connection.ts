@@ -143,6 +143,8 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     if (magic === 'RES') return this.sendError('INVALID_MAGIC');
     this.client.noteCommand(packetName(type), this.link.commandTime());
     const count = REQUEST_ARGS[type];
+    // A worker that reports a job's result asks for its next job at once: its answers wait for that.
+    this.link.holdForInput(WORK_RESULTS[type] === true);
     if (count === undefined) return this.sendError('INVALID_COMMAND');
     // The packets of every job (submits and results) are read in place, without an array of
     // views per packet; the rest are split into their arguments.
@@ -272,15 +274,8 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   // ---- LinkOwner -------------------------------------------------------------------------------
 
-  /**
-   * The peer will send nothing more. gearmand closes such a connection and sends nothing more,
-   * whatever it had still to answer, and clients count on it: node-gearman, once it has closed
-   * its side, reconnects when a late answer (a NO_JOB) arrives. So the unsent answers are dropped.
-   */
   halfClosed(): void {
     this.client.halfClose();
-    this.link.discardUnsent();
-    this.link.finish();
   }
 
   /**
