@@ -1,4 +1,4 @@
-import type { JobUpdate, JobWatcher, Operations, Pending } from '../../operations/operations.js';
+import type { JobUpdate, JobWatcher, Operations, Pending } from '../operations/operations.js';
 import { JobHandles } from './handles.js';
 import { uniqueEnd } from './job-body.js';
 
