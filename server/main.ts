@@ -113,6 +113,7 @@ async function main(argv: string[]): Promise<void> {
           durability: gearmanDurability,
           version: VERSION,
           pid: process.pid,
+          logLevel: log.level,
           shutdown: (graceful) => (graceful ? drainThenShutdown() : shutdown('gearman shutdown')),
         });
   // Handlers go in before listening: Node's default SIGUSR1 action would open the inspector.
@@ -238,6 +239,7 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
           durability: immediateDurability,
           version: VERSION,
           pid: process.pid,
+          logLevel: log.level,
           shutdown: (graceful) => (graceful ? drainThenShutdown() : shutdown('gearman shutdown')),
         });
   const stores = gearmanStore === null ? [store] : [store, gearmanStore];

@@ -69,6 +69,17 @@ class Talk {
     this.lines.push(`${label} <- ${p.type} ${JSON.stringify(text)}`);
   }
 
+  /**
+   * Sends a text admin command and writes its reply to the transcript: of a listing, only the
+   * lines of this conversation's functions (others' functions and their order differ by server).
+   */
+  async admin(c: GearmanTestClient, label: string, command: string, single: boolean): Promise<void> {
+    c.send(`${command.split('F').join(this.prefix)}\r\n`);
+    const reply = await c.adminReply(single);
+    const lines = single ? [reply] : reply.split('\n').filter((l) => l.startsWith(this.prefix) || l === '.');
+    this.lines.push(`${label} <- ${JSON.stringify(lines.join('\n').split(this.prefix).join('F'))}`);
+  }
+
   /** Waits a moment so packets sent on different connections arrive in the intended order. */
   async settle(): Promise<void> {
     await new Promise((r) => setTimeout(r, 30));
@@ -230,6 +241,78 @@ const CONVERSATIONS: Record<string, Conversation> = {
       w.request(type, ...args);
       await t.read(w, 'w');
     }
+  },
+  'GET_STATUS_UNIQUE: unknown, queued with its waiting clients, running with its status, and a background job': async (t) => {
+    const a = await t.conn();
+    const b = await t.conn();
+    const w = await t.conn();
+    const u = `${t.fn()}-u`;
+    a.request(PACKET.GET_STATUS_UNIQUE, `${u}-none`);
+    await t.read(a, 'a');
+    a.request(PACKET.SUBMIT_JOB, t.fn(), u, 'x');
+    await t.read(a, 'a');
+    b.request(PACKET.SUBMIT_JOB, t.fn(), u, 'y');
+    await t.read(b, 'b');
+    b.request(PACKET.GET_STATUS_UNIQUE, u);
+    await t.read(b, 'b');
+    w.request(PACKET.CAN_DO, t.fn());
+    w.request(PACKET.GRAB_JOB);
+    await t.read(w, 'w');
+    w.request(PACKET.WORK_STATUS, t.handle(1), '3', '7');
+    w.request(PACKET.ECHO_REQ, 'sync');
+    await t.read(w, 'w');
+    a.request(PACKET.GET_STATUS_UNIQUE, u);
+    await t.read(a, 'a');
+    a.request(PACKET.SUBMIT_JOB_BG, t.fn(1), `${u}-bg`, 'z');
+    await t.read(a, 'a');
+    a.request(PACKET.GET_STATUS_UNIQUE, `${u}-bg`);
+    await t.read(a, 'a');
+  },
+  'SUBMIT_REDUCE_JOB and SUBMIT_REDUCE_JOB_BACKGROUND: queued as the function, coalesced by unique id': async (t) => {
+    const c = await t.conn();
+    const w = await t.conn();
+    c.request(PACKET.SUBMIT_REDUCE_JOB_BACKGROUND, t.fn(), 'r1', 'reducer', 'aggregator', 'd1');
+    await t.read(c, 'c');
+    c.request(PACKET.SUBMIT_REDUCE_JOB_BACKGROUND, t.fn(), 'r1', '', '', 'again');
+    await t.read(c, 'c');
+    c.request(PACKET.SUBMIT_REDUCE_JOB, t.fn(), 'r2', 'reducer', 'aggregator', 'd2\0bytes');
+    await t.read(c, 'c');
+    c.request(PACKET.GET_STATUS_UNIQUE, 'r2');
+    await t.read(c, 'c');
+    w.request(PACKET.CAN_DO, t.fn());
+    w.request(PACKET.GRAB_JOB);
+    await t.read(w, 'w');
+    w.request(PACKET.GRAB_JOB_UNIQ);
+    await t.read(w, 'w');
+    w.request(PACKET.WORK_COMPLETE, t.handle(2), 'done');
+    await t.read(c, 'c');
+  },
+  'text admin: create function, prioritystatus, maxqueue per priority, drop function': async (t) => {
+    const c = await t.conn();
+    const admin = await t.conn();
+    await t.admin(admin, 'admin', 'create function F-0', true);
+    await t.admin(admin, 'admin', 'status', false);
+    await t.admin(admin, 'admin', 'prioritystatus', false);
+    await t.admin(admin, 'admin', 'maxqueue F-0 1 2', true);
+    for (const type of [PACKET.SUBMIT_JOB_HIGH_BG, PACKET.SUBMIT_JOB_HIGH_BG, PACKET.SUBMIT_JOB_BG, PACKET.SUBMIT_JOB_BG, PACKET.SUBMIT_JOB_LOW_BG, PACKET.SUBMIT_JOB_LOW_BG, PACKET.SUBMIT_JOB_LOW_BG]) {
+      c.request(type, t.fn(), '', 'x');
+      await t.read(c, 'c');
+    }
+    await t.admin(admin, 'admin', 'prioritystatus', false);
+    await t.admin(admin, 'admin', 'maxqueue F-0 0', true);
+    c.request(PACKET.SUBMIT_JOB_HIGH_BG, t.fn(), '', 'x');
+    await t.read(c, 'c');
+    await t.admin(admin, 'admin', 'create function', true);
+    await t.admin(admin, 'admin', 'drop', true);
+    await t.admin(admin, 'admin', 'drop function F-none', true);
+    await t.admin(admin, 'admin', 'drop function F-0', true);
+    await t.admin(admin, 'admin', 'status', false);
+    const w = await t.conn();
+    w.request(PACKET.CAN_DO, t.fn(1));
+    w.request(PACKET.ECHO_REQ, 'sync');
+    await t.read(w, 'w');
+    await t.admin(admin, 'admin', 'drop function F-1', true);
+    await t.admin(admin, 'admin', 'prioritystatus', false);
   },
   'GET_STATUS of an unknown handle': async (t) => {
     const c = await t.conn();
