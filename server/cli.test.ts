@@ -20,6 +20,7 @@ const DEFAULTS: ServerOptions = {
   admin: { listen: '127.0.0.1', port: 11380, token: null, readOnly: false, allowedHosts: [], attach: [], basePath: '' },
   gearman: { listen: '0.0.0.0', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE },
   cluster: null,
+  keepAlive: null,
 };
 
 function run(changes: Partial<ServerOptions>, warnings: string[] = []): CliResult {
@@ -51,6 +52,24 @@ describe('parseCommandLine: the Gearman flags', () => {
     expect(parseCommandLine(['--gearman-max-size', 'x'])).toStrictEqual({ kind: 'usage-error', message: 'invalid size: x' });
     expect(parseCommandLine(['--gearman-port', '70000'])).toStrictEqual({ kind: 'usage-error', message: 'invalid Gearman port: 70000' });
     expect(USAGE).toContain('--gearman-port PORT');
+  });
+});
+
+describe('parseCommandLine: TCP keepalive', () => {
+  it('takes --keepalive alone (the OS timings) and its three timings, each implying it', () => {
+    expect(parseCommandLine(['--keepalive'])).toStrictEqual(run({ keepAlive: { idleSec: null, intervalSec: null, count: null } }));
+    expect(parseCommandLine(['--keepalive-idle', '60', '--keepalive-interval=10', '--keepalive-count', '5'])).toStrictEqual(
+      run({ keepAlive: { idleSec: 60, intervalSec: 10, count: 5 } }),
+    );
+    expect(parseCommandLine(['--keepalive-count', '3'])).toStrictEqual(run({ keepAlive: { idleSec: null, intervalSec: null, count: 3 } }));
+  });
+
+  it('refuses timings out of the kernel’s bounds', () => {
+    expect(parseCommandLine(['--keepalive-idle', '0'])).toStrictEqual({ kind: 'usage-error', message: 'invalid keepalive idle time: 0' });
+    expect(parseCommandLine(['--keepalive-interval', '32768'])).toStrictEqual({ kind: 'usage-error', message: 'invalid keepalive interval: 32768' });
+    expect(parseCommandLine(['--keepalive-count', '128'])).toStrictEqual({ kind: 'usage-error', message: 'invalid keepalive probe count: 128' });
+    expect(parseCommandLine(['--keepalive', 'x'])).toStrictEqual({ kind: 'usage-error', message: 'unknown argument: x' });
+    expect(USAGE).toContain('--keepalive-interval S');
   });
 });
 

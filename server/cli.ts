@@ -27,7 +27,27 @@ export interface ServerOptions {
   gearman: GearmanOptions | null;
   /** Cluster mode: jobs in this PostgreSQL database, shared with other nodes; null: in memory. */
   cluster: ClusterOptions | null;
+  /** TCP keepalive timings for every door's accepted sockets (--keepalive ...); null: the OS's. */
+  keepAlive: KeepAliveOptions | null;
 }
+
+/**
+ * TCP keepalive on accepted sockets: a peer silent this long is probed, and given up (its
+ * connection closed, its jobs released) when that many probes go unanswered. Null fields keep
+ * the OS's setting (Linux: net.ipv4.tcp_keepalive_time, _intvl, _probes).
+ */
+export interface KeepAliveOptions {
+  /** Seconds of silence before the first probe (TCP_KEEPIDLE). */
+  idleSec: number | null;
+  /** Seconds between probes (TCP_KEEPINTVL). */
+  intervalSec: number | null;
+  /** Unanswered probes before the connection is dropped (TCP_KEEPCNT). */
+  count: number | null;
+}
+
+/** Linux's bounds: TCP_KEEPIDLE and TCP_KEEPINTVL at most 32767 s, TCP_KEEPCNT at most 127. */
+const MAX_KEEPALIVE_SEC = 32767;
+const MAX_KEEPALIVE_COUNT = 127;
 
 export interface ClusterOptions {
   /** postgres://USER@HOST:PORT/DB (--cluster or BEANPOLE_CLUSTER_URL). */
@@ -146,6 +166,15 @@ Gearman protocol (binary and text admin, same jobs engine):
                         applies to beanstalkd jobs only
  --no-gearman           no Gearman port
 
+TCP keepalive (finds dead peers behind NAT and firewalls; their jobs are released):
+ --keepalive            keepalive on the dashboard's sockets too (the beanstalkd
+                        and Gearman ports always have it, with the OS's timings)
+ --keepalive-idle S     seconds of silence before the first probe (1-32767)
+ --keepalive-interval S seconds between probes (1-32767)
+ --keepalive-count N    unanswered probes before the connection is dropped
+                        (1-127); each of these three implies --keepalive, and
+                        applies to every port; unset: the OS's setting
+
 Cluster mode (several nodes sharing one PostgreSQL database):
  --cluster URL          keep jobs in PostgreSQL at postgres://USER@HOST:PORT/DB
                         (or set BEANPOLE_CLUSTER_URL); the password comes from
@@ -185,6 +214,10 @@ const OPTIONS = {
   'no-gearman': { type: 'boolean' },
   cluster: { type: 'string' },
   'cluster-lease-ms': { type: 'string' },
+  keepalive: { type: 'boolean' },
+  'keepalive-idle': { type: 'string' },
+  'keepalive-interval': { type: 'string' },
+  'keepalive-count': { type: 'string' },
 } as const;
 
 const U64_MAX = 18446744073709551615n;
@@ -220,7 +253,9 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
     admin: null,
     gearman: null,
     cluster: null,
+    keepAlive: null,
   };
+  const keepAlive = (): KeepAliveOptions => (options.keepAlive ??= { idleSec: null, intervalSec: null, count: null });
   let clusterUrl: string | null = null;
   let clusterLeaseMs = DEFAULT_CLUSTER_LEASE_MS;
   /** A flag that makes no sense with --cluster (the binlog's), or null. */
@@ -341,6 +376,18 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
           break;
         case 'no-gearman':
           noGearman = true;
+          break;
+        case 'keepalive':
+          keepAlive();
+          break;
+        case 'keepalive-idle':
+          keepAlive().idleSec = integer(value, 'keepalive idle time', 1, MAX_KEEPALIVE_SEC);
+          break;
+        case 'keepalive-interval':
+          keepAlive().intervalSec = integer(value, 'keepalive interval', 1, MAX_KEEPALIVE_SEC);
+          break;
+        case 'keepalive-count':
+          keepAlive().count = integer(value, 'keepalive probe count', 1, MAX_KEEPALIVE_COUNT);
           break;
       }
     }
