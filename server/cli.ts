@@ -69,6 +69,8 @@ export interface GearmanOptions {
   port: number;
   /** Largest job data accepted (bytes); a packet may be 1 KiB larger for its other arguments. */
   maxSize: number;
+  /** A worker that can do several functions gets them in turn (gearmand's --round-robin). */
+  roundRobin: boolean;
 }
 
 export const DEFAULT_GEARMAN_PORT = 4730;
@@ -164,6 +166,9 @@ Gearman protocol (binary and text admin, same jobs engine):
  --gearman-max-size BYTES  largest job data (and WORK_* data) accepted
                         (default 67108864, 64 MiB; max 1073741824); -z
                         applies to beanstalkd jobs only
+ --gearman-round-robin  a worker that can do several functions gets them in
+                        turn (the last registered first), instead of the best
+                        job of them all
  --no-gearman           no Gearman port
 
 TCP keepalive (finds dead peers behind NAT and firewalls; their jobs are released):
@@ -212,6 +217,7 @@ const OPTIONS = {
   'gearman-listen': { type: 'string' },
   'gearman-max-size': { type: 'string' },
   'no-gearman': { type: 'boolean' },
+  'gearman-round-robin': { type: 'boolean' },
   cluster: { type: 'string' },
   'cluster-lease-ms': { type: 'string' },
   keepalive: { type: 'boolean' },
@@ -274,6 +280,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
   let gearmanListen: string | null = null;
   let gearmanPort = DEFAULT_GEARMAN_PORT;
   let gearmanMaxSize = DEFAULT_GEARMAN_MAX_SIZE;
+  let gearmanRoundRobin = false;
   const warnings: string[] = [];
   try {
     for (const token of tokens) {
@@ -377,6 +384,9 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
         case 'no-gearman':
           noGearman = true;
           break;
+        case 'gearman-round-robin':
+          gearmanRoundRobin = true;
+          break;
         case 'keepalive':
           keepAlive();
           break;
@@ -417,7 +427,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
   if (!noAdmin) options.admin = admin;
   if (!noGearman) {
     const listen = gearmanListen ?? (options.listen.startsWith('unix:') ? '0.0.0.0' : options.listen);
-    options.gearman = { listen, port: gearmanPort, maxSize: gearmanMaxSize };
+    options.gearman = { listen, port: gearmanPort, maxSize: gearmanMaxSize, roundRobin: gearmanRoundRobin };
   }
   return { kind: 'run', options, warnings };
 }

@@ -115,6 +115,7 @@ async function main(argv: string[]): Promise<void> {
           version: VERSION,
           pid: process.pid,
           logLevel: log.level,
+          roundRobin: options.gearman.roundRobin,
           shutdown: (graceful) => (graceful ? drainThenShutdown() : shutdown('gearman shutdown')),
         });
   // Handlers go in before listening: Node's default SIGUSR1 action would open the inspector.
@@ -244,6 +245,7 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
           version: VERSION,
           pid: process.pid,
           logLevel: log.level,
+          roundRobin: options.gearman?.roundRobin === true,
           shutdown: (graceful) => (graceful ? drainThenShutdown() : shutdown('gearman shutdown')),
         });
   const stores = gearmanStore === null ? [store] : [store, gearmanStore];

@@ -261,6 +261,7 @@ const CONVERSATIONS: Record<string, Conversation> = {
     w.request(PACKET.WORK_STATUS, t.handle(1), '3', '7');
     w.request(PACKET.ECHO_REQ, 'sync');
     await t.read(w, 'w');
+    await t.settle(); // a cluster node records the status when its statement commits
     a.request(PACKET.GET_STATUS_UNIQUE, u);
     await t.read(a, 'a');
     a.request(PACKET.SUBMIT_JOB_BG, t.fn(1), `${u}-bg`, 'z');
@@ -336,5 +337,51 @@ describe.skipIf(!HAS_GEARMAND)('Gearman: the same conversations against gearmand
       transcripts.push(talk.lines);
     }
     expect(transcripts[1], 'Beanpole (expected: gearmand)').toEqual(transcripts[0]);
+  });
+});
+
+describe.skipIf(!HAS_GEARMAND)('Gearman: --gearman-round-robin against gearmand --round-robin', () => {
+  let rrBeanpole: ServerProcess | undefined;
+  let rrGearmand: Gearmand | undefined;
+  afterAll(async () => {
+    await rrBeanpole?.stop();
+    await rrGearmand?.stop();
+  });
+
+  it('a worker of three functions gets them in turn, the last registered first', async () => {
+    let rrPort: number;
+    ({ server: rrBeanpole, port: rrPort } = await startGearmanServer(['--gearman-round-robin']));
+    rrGearmand = await startGearmand(['--round-robin']);
+    const transcripts: string[][] = [];
+    for (const port of [rrGearmand.port, rrPort]) {
+      const t = new Talk(port, `rr-${process.pid}-${port}`);
+      try {
+        const c = await t.conn();
+        const w = await t.conn();
+        const jobs: [number, number, string][] = [
+          [PACKET.SUBMIT_JOB_BG, 0, 'a1'],
+          [PACKET.SUBMIT_JOB_BG, 0, 'a2'],
+          [PACKET.SUBMIT_JOB_BG, 0, 'a3'],
+          [PACKET.SUBMIT_JOB_BG, 1, 'b1'],
+          [PACKET.SUBMIT_JOB_BG, 1, 'b2'],
+          [PACKET.SUBMIT_JOB_HIGH_BG, 2, 'c1'],
+          [PACKET.SUBMIT_JOB_BG, 2, 'c2'],
+        ];
+        for (const [type, f, data] of jobs) {
+          c.request(type, t.fn(f), '', data);
+          await t.read(c, 'c');
+        }
+        for (const f of [0, 1, 2]) w.request(PACKET.CAN_DO, t.fn(f));
+        for (let i = 0; i <= jobs.length; i++) {
+          w.request(PACKET.GRAB_JOB);
+          await t.read(w, 'w');
+        }
+      } finally {
+        t.close();
+      }
+      transcripts.push(t.lines.filter((l) => l.startsWith('w')));
+    }
+    expect(transcripts[1], 'Beanpole (expected: gearmand)').toEqual(transcripts[0]);
+    expect(transcripts[0]!.map((l) => /\\u0000(\w+)"$/.exec(l)?.[1] ?? l)).toEqual(['c1', 'b1', 'a1', 'c2', 'b2', 'a2', 'a3', 'w <- 10 ""']);
   });
 });

@@ -10,6 +10,7 @@ import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, deadlineLess, readyLess, type Job
 import { nullJournal, type Journal, type TubeSettings } from './journal.js';
 import { OrderedSet } from './ordered-set.js';
 import { fail, ok, type ReserveOutcome, type Result } from './results.js';
+import { Rotation } from './rotation.js';
 import { Session, type SessionDelegate } from './session.js';
 import { SWITCH_AFTER_MS, TimeBase } from './time-base.js';
 import type { JobUpdate, JobWatcher } from './watchers.js';
@@ -333,12 +334,13 @@ export class Engine {
    * A new session, using the default tube and watching it; with `watchNothing` it watches no
    * tube at first and may ignore its last one (a Gearman worker registers its functions).
    */
-  openSession(delegate: SessionDelegate, options: { watchNothing?: boolean } = {}): Session {
+  openSession(delegate: SessionDelegate, options: { watchNothing?: boolean; roundRobin?: boolean } = {}): Session {
     const session = new Session(this.nextSessionId++, delegate);
     session.openedAt = session.lastCommandAt = this.clock.now();
     this.sessions.add(session);
     session.used = this.defaultTube;
     this.defaultTube.using++;
+    if (options.roundRobin === true) session.rotation = new Rotation<Tube>();
     if (options.watchNothing === true) {
       session.mayWatchNothing = true;
     } else {
@@ -429,6 +431,7 @@ export class Engine {
     const tube = this.findOrCreateTube(name);
     if (session.watched.add(tube)) {
       tube.watching++;
+      session.rotation?.add(tube);
       if (!session.wide && session.watched.size > this.wideAbove) {
         this.widen(session);
       } else if (session.wide) {
@@ -460,6 +463,7 @@ export class Engine {
     if (tube === undefined || !session.watched.has(tube)) return ok(session.watched.size);
     if (session.watched.size < 2 && !session.mayWatchNothing) return fail('NOT_IGNORED');
     session.watched.delete(tube);
+    session.rotation?.delete(tube);
     tube.watching--;
     if (session.wide) {
       tube.wideWatchers.delete(session);
@@ -617,6 +621,7 @@ export class Engine {
       // round-robin; that take advances the tube's rotation, which decides later waiter order.
       best.tube.waiting.add(session);
       best.tube.waiting.take();
+      session.rotation?.served(best.tube);
       this.removeReady(best);
       this.reserveFor(session, best, now, 'ready');
       return { kind: 'reserved', job: best };
@@ -1071,6 +1076,7 @@ export class Engine {
    */
   private bestReady(session: Session, paused: boolean): Job | undefined {
     if (this.stats.ready === 0) return undefined;
+    if (session.rotation !== null) return this.firstReadyInTurn(session.rotation, paused);
     const viaReady = this.readyTubes.size < session.watched.size;
     const tubes = viaReady ? this.readyTubes.values() : session.watched.values();
     let best: Job | undefined;
@@ -1082,6 +1088,15 @@ export class Engine {
       best = head;
     }
     return best;
+  }
+
+  /** Round robin: the best job of the first tube in the rotation that has one. */
+  private firstReadyInTurn(rotation: Rotation<Tube>, paused: boolean): Job | undefined {
+    for (const tube of rotation.order()) {
+      const head = tube.ready.peek();
+      if (head !== undefined && (paused || !tube.paused)) return head;
+    }
+    return undefined;
   }
 
   private reservedBy(session: Session, id: number): Job | undefined {

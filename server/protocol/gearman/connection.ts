@@ -50,6 +50,8 @@ const LEAVE_SLICE = 1024;
 export interface GearmanContext extends LinkContext, AdminContext {
   ops: Operations;
   registry: GearmanRegistry;
+  /** --gearman-round-robin: a worker's functions are served in turn. */
+  roundRobin: boolean;
 }
 
 /** Engine priorities for Gearman's three levels: HIGH before NORMAL before LOW, FIFO within each. */
@@ -125,7 +127,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     this.registry = ctx.registry;
     this.link = new ClientLink(socket, this, ctx, errorPacket('INTERNAL'), () => this.ops.now());
     // A worker watches only the functions it registers, and holds a job until it reports or leaves.
-    this.client = this.ops.connect(this, this.link.peer, { watchNothing: true });
+    this.client = this.ops.connect(this, this.link.peer, { watchNothing: true, roundRobin: ctx.roundRobin });
     this.client.setHold(Number.POSITIVE_INFINITY);
     this.parser = new GearmanParser(this, this.maxData + ARGUMENT_ROOM);
     this.unlist = this.registry.list(() => ({
