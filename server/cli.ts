@@ -71,6 +71,8 @@ export interface GearmanOptions {
   maxSize: number;
   /** A worker that can do several functions gets them in turn (gearmand's --round-robin). */
   roundRobin: boolean;
+  /** A job whose workers fail it this many times is dropped (gearmand's --job-retries); 0: never. */
+  jobRetries: number;
 }
 
 export const DEFAULT_GEARMAN_PORT = 4730;
@@ -169,6 +171,10 @@ Gearman protocol (binary and text admin, same jobs engine):
  --gearman-round-robin  a worker that can do several functions gets them in
                         turn (the last registered first), instead of the best
                         job of them all
+ --gearman-job-retries N  drop a job once its workers failed it N times
+                        (disconnected holding it, or overran CAN_DO_TIMEOUT);
+                        its waiting clients get WORK_FAIL (default 0: retry
+                        for ever)
  --no-gearman           no Gearman port
 
 TCP keepalive (finds dead peers behind NAT and firewalls; their jobs are released):
@@ -218,6 +224,7 @@ const OPTIONS = {
   'gearman-max-size': { type: 'string' },
   'no-gearman': { type: 'boolean' },
   'gearman-round-robin': { type: 'boolean' },
+  'gearman-job-retries': { type: 'string' },
   cluster: { type: 'string' },
   'cluster-lease-ms': { type: 'string' },
   keepalive: { type: 'boolean' },
@@ -281,6 +288,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
   let gearmanPort = DEFAULT_GEARMAN_PORT;
   let gearmanMaxSize = DEFAULT_GEARMAN_MAX_SIZE;
   let gearmanRoundRobin = false;
+  let gearmanJobRetries = 0;
   const warnings: string[] = [];
   try {
     for (const token of tokens) {
@@ -387,6 +395,9 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
         case 'gearman-round-robin':
           gearmanRoundRobin = true;
           break;
+        case 'gearman-job-retries':
+          gearmanJobRetries = integer(value, 'Gearman job retries', 0, 2 ** 32 - 1);
+          break;
         case 'keepalive':
           keepAlive();
           break;
@@ -405,6 +416,11 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
     if (clusterUrl !== null) {
       if (localStoreFlag !== null) {
         throw new UsageError(`${localStoreFlag} is for a node's own binlog; a --cluster node keeps its jobs in PostgreSQL`);
+      }
+      if (gearmanJobRetries > 0) {
+        // A cluster gives a job back in several statements (a connection's end, a node's, an
+        // overdue hold); none of them counts failures yet.
+        throw new UsageError('--gearman-job-retries is not available with --cluster');
       }
       if (new URL(clusterUrl).password !== '') {
         warnings.push('the --cluster URL holds a password, which other users can read in ps: use PGPASSWORD or ~/.pgpass');
@@ -427,7 +443,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
   if (!noAdmin) options.admin = admin;
   if (!noGearman) {
     const listen = gearmanListen ?? (options.listen.startsWith('unix:') ? '0.0.0.0' : options.listen);
-    options.gearman = { listen, port: gearmanPort, maxSize: gearmanMaxSize, roundRobin: gearmanRoundRobin };
+    options.gearman = { listen, port: gearmanPort, maxSize: gearmanMaxSize, roundRobin: gearmanRoundRobin, jobRetries: gearmanJobRetries };
   }
   return { kind: 'run', options, warnings };
 }

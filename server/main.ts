@@ -75,6 +75,7 @@ async function main(argv: string[]): Promise<void> {
     clock: new TurnClock(),
     ...budget,
     maxJobSize: (options.gearman?.maxSize ?? DEFAULT_GEARMAN_MAX_SIZE) + MAX_UNIQUE_BYTES + 1,
+    dropAfterFailures: options.gearman?.jobRetries ?? 0,
     jobRecordBytes: GEARMAN_JOB_RECORD_BYTES,
     historyEvents: options.historyEvents,
     journal: gearmanBinlog ?? nullJournal,

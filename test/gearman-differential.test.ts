@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKET } from '../server/protocol/gearman/packets.js';
 import { GearmanTestClient } from './support/gearman-client.js';
 import { hasGearmand, startGearmand, type Gearmand } from './support/gearmand.js';
-import { startGearmanServer } from './support/gearman-server.js';
+import { GEARMAN_IN_CLUSTER, startGearmanServer } from './support/gearman-server.js';
 import type { ServerProcess } from './support/servers.js';
 
 const HAS_GEARMAND = await hasGearmand();
@@ -337,6 +337,64 @@ describe.skipIf(!HAS_GEARMAND)('Gearman: the same conversations against gearmand
       transcripts.push(talk.lines);
     }
     expect(transcripts[1], 'Beanpole (expected: gearmand)').toEqual(transcripts[0]);
+  });
+});
+
+/**
+ * A conversation against a gearmand and a Beanpole started for it with flags of their own,
+ * filtered to the lines `keep` selects; the transcripts, gearmand's first.
+ */
+async function withFlags(beanpoleArgs: string[], gearmandArgs: string[], prefix: string, conversation: Conversation): Promise<string[][]> {
+  const { server, port } = await startGearmanServer(beanpoleArgs);
+  const reference = await startGearmand(gearmandArgs);
+  const transcripts: string[][] = [];
+  try {
+    for (const p of [reference.port, port]) {
+      const t = new Talk(p, `${prefix}-${process.pid}-${p}`);
+      try {
+        await conversation(t);
+      } finally {
+        t.close();
+      }
+      transcripts.push(t.lines);
+    }
+  } finally {
+    await server.stop();
+    await reference.stop();
+  }
+  return transcripts;
+}
+
+// Not in cluster mode, which refuses --gearman-job-retries (server/cli.ts).
+describe.skipIf(!HAS_GEARMAND || GEARMAN_IN_CLUSTER)('Gearman: --gearman-job-retries against gearmand --job-retries', () => {
+  it('drops a job at its second failure: its client gets WORK_FAIL, and the handle is unknown after', async () => {
+    const [reference, ours] = await withFlags(['--gearman-job-retries', '2'], ['--job-retries=2'], 'retries', async (t) => {
+      const c = await t.conn();
+      c.request(PACKET.SUBMIT_JOB, t.fn(), '', 'fg');
+      await t.read(c, 'c');
+      c.request(PACKET.SUBMIT_JOB_BG, t.fn(1), 'bg-u', 'bg');
+      await t.read(c, 'c');
+      for (let failure = 1; failure <= 2; failure++) {
+        // One worker per job: the order in which a worker's several jobs are requeued differs.
+        for (const f of [0, 1]) {
+          const w = await t.conn();
+          w.request(PACKET.CAN_DO, t.fn(f));
+          w.request(PACKET.GRAB_JOB);
+          await t.read(w, 'w');
+          w.destroy();
+          await t.settle();
+        }
+      }
+      await t.read(c, 'c');
+      for (const n of [1, 2]) {
+        c.request(PACKET.GET_STATUS, t.handle(n));
+        await t.read(c, 'c');
+      }
+      c.request(PACKET.GET_STATUS_UNIQUE, 'bg-u');
+      await t.read(c, 'c');
+    });
+    expect(ours, 'Beanpole (expected: gearmand)').toEqual(reference);
+    expect(reference).toContain('c <- 14 "H#1"');
   });
 });
 

@@ -57,6 +57,13 @@ export interface EngineOptions {
   deadLetterAfter?: number;
   /** Events in the shared job history ring (DEFAULT_HISTORY_EVENTS; 0: no history). */
   historyEvents?: number;
+  /**
+   * Gearman's job retries (`--gearman-job-retries N`): a reserved job whose holder disconnects,
+   * or whose hold runs out, for the N-th time is dropped (its watchers are told it ended) instead
+   * of made ready again. Every reserve of such a job ends in a result or a failure, so the N-th
+   * failure is the one at its N-th reserve. 0 (the default): retried for ever.
+   */
+  dropAfterFailures?: number;
   /** Watched tubes beyond which a session is wide (WIDE_SESSION_TUBES; tests lower it). */
   wideSessionTubes?: number;
 }
@@ -126,6 +133,7 @@ export class Engine {
   private readonly clock: Clock;
   private readonly journal: Journal;
   private readonly deadLetterAfter: number;
+  private readonly dropAfterFailures: number;
   /** What happened to jobs lately, in one ring for all of them (history.ts). */
   readonly history: JobHistory;
   /** Tubes' own settings, by name: they outlive the tube (a tube comes and goes with its jobs). */
@@ -193,6 +201,7 @@ export class Engine {
     this.timeBase = new TimeBase(this.clock.now());
     this.journal = options.journal ?? nullJournal;
     this.deadLetterAfter = options.deadLetterAfter ?? 0;
+    this.dropAfterFailures = options.dropAfterFailures ?? 0;
     this.history = new JobHistory(options.historyEvents ?? DEFAULT_HISTORY_EVENTS);
     this.maxJobBytes = options.maxJobBytes ?? Number.POSITIVE_INFINITY;
     this.maxJobSize = options.maxJobSize ?? Number.POSITIVE_INFINITY;
@@ -368,6 +377,7 @@ export class Engine {
       this.removeReserved(session, job);
       // Recorded before the job is ready: a waiting worker may take it at once, and reserve after.
       this.history.record(job.id, this.clock.now(), 'disconnect', session.id, session.peer);
+      if (this.failedTooOften(job, this.clock.now(), 'disconnect')) continue;
       this.enqueueReady(job, 'reserved');
       if (recorded) this.journalOf(job).update(job);
     }
@@ -1040,6 +1050,7 @@ export class Engine {
       this.removeReserved(session, job);
       this.history.record(job.id, now, 'timeout', session.id, session.peer);
       if (this.strike(job)) this.deadLetter(job, now, 'timeout');
+      else if (this.failedTooOften(job, now, 'timeout')) continue;
       else this.enqueueReady(job, 'reserved');
       if (recorded) this.journalOf(job).update(job);
     }
@@ -1355,6 +1366,18 @@ export class Engine {
     job.strikes++;
     const limit = job.tube.deadLetterAfter;
     return limit > 0 && job.strikes >= limit;
+  }
+
+  /**
+   * A job that just left its holder (`why`) has failed as often as dropAfterFailures allows: it
+   * is dropped (true). A drop the journal cannot record leaves the job to be made ready (false).
+   */
+  private failedTooOften(job: Job, now: number, why: 'disconnect' | 'timeout'): boolean {
+    if (this.dropAfterFailures === 0 || job.reserves < this.dropAfterFailures) return false;
+    if (!this.journalOf(job).delete(job)) return false;
+    this.history.record(job.id, now, 'retries-exhausted', 0, '', `${job.reserves} ${why}`);
+    this.dropJob(job, 'reserved');
+    return true;
   }
 
   /** The dead-letter rule buries a reserved job at its release or timeout. */
