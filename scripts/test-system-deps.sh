@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The system programs the test suite runs against, checked (and installed, when run as root on
 # Debian) before `npm test`: beanstalkd 1.12 and gearmand 1.1.20 (the references of the
-# differential suites), the stock `gearman` CLI, Perl's Gearman::Client (a real client library),
+# differential suites), the stock `gearman` CLI, Perl's Gearman::Client and PHP's pecl gearman
+# (real client libraries),
 # Chromium with a font (the dashboard's end-to-end tests; Playwright downloads no browser),
 # unshare (the full-disk test's tiny tmpfs) and PostgreSQL (cluster mode: the tests start a
 # throwaway server of their own, so the packaged service is stopped).
@@ -12,6 +13,7 @@ command -v beanstalkd >/dev/null 2>&1 || need+=(beanstalkd)
 command -v gearmand >/dev/null 2>&1 || [ -x /usr/sbin/gearmand ] || need+=(gearman-job-server)
 command -v gearman >/dev/null 2>&1 || need+=(gearman-tools)
 perl -MGearman::Client -e 1 >/dev/null 2>&1 || need+=(libgearman-client-perl)
+php -r 'exit(class_exists("GearmanClient") ? 0 : 1);' >/dev/null 2>&1 || need+=(php-cli php-gearman)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)

@@ -18,14 +18,15 @@ const DEFAULTS: ServerOptions = {
   deadLetterAfter: 0,
   historyEvents: 100_000,
   admin: { listen: '127.0.0.1', port: 11380, token: null, readOnly: false, allowedHosts: [], attach: [], basePath: '' },
-  gearman: { listen: '0.0.0.0', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE },
+  gearman: { listen: '0.0.0.0', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE, roundRobin: false, jobRetries: 0 },
   cluster: null,
+  keepAlive: null,
 };
 
 function run(changes: Partial<ServerOptions>, warnings: string[] = []): CliResult {
   // Gearman listens where -l does (unless a UNIX socket), when not told otherwise.
   const listen = changes.listen ?? DEFAULTS.listen;
-  const gearman = { listen: listen.startsWith('unix:') ? '0.0.0.0' : listen, port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE };
+  const gearman = { listen: listen.startsWith('unix:') ? '0.0.0.0' : listen, port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE, roundRobin: false, jobRetries: 0 };
   return { kind: 'run', options: { ...DEFAULTS, gearman, ...changes }, warnings };
 }
 
@@ -33,24 +34,61 @@ const CLAMP_WARNING = `maximum job size was set to ${MAX_JOB_SIZE_LIMIT}`;
 
 describe('parseCommandLine: the Gearman flags', () => {
   it('serves Gearman on 4730 at the -l address by default, or 0.0.0.0 when -l is a UNIX socket', () => {
-    expect(parseCommandLine(['-l', '127.0.0.1'])).toStrictEqual(run({ listen: '127.0.0.1', gearman: { listen: '127.0.0.1', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE } }));
-    expect(parseCommandLine(['-l', 'unix:/tmp/s'])).toStrictEqual(run({ listen: 'unix:/tmp/s', gearman: { listen: '0.0.0.0', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE } }));
+    expect(parseCommandLine(['-l', '127.0.0.1'])).toStrictEqual(run({ listen: '127.0.0.1', gearman: { listen: '127.0.0.1', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE, roundRobin: false, jobRetries: 0 } }));
+    expect(parseCommandLine(['-l', 'unix:/tmp/s'])).toStrictEqual(run({ listen: 'unix:/tmp/s', gearman: { listen: '0.0.0.0', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE, roundRobin: false, jobRetries: 0 } }));
   });
 
   it('takes --gearman-port, --gearman-listen and --no-gearman', () => {
-    expect(parseCommandLine(['--gearman-port', '0'])).toStrictEqual(run({ gearman: { listen: '0.0.0.0', port: 0, maxSize: DEFAULT_GEARMAN_MAX_SIZE } }));
-    expect(parseCommandLine(['--gearman-listen', '::1', '--gearman-port=4731'])).toStrictEqual(run({ gearman: { listen: '::1', port: 4731, maxSize: DEFAULT_GEARMAN_MAX_SIZE } }));
+    expect(parseCommandLine(['--gearman-port', '0'])).toStrictEqual(run({ gearman: { listen: '0.0.0.0', port: 0, maxSize: DEFAULT_GEARMAN_MAX_SIZE, roundRobin: false, jobRetries: 0 } }));
+    expect(parseCommandLine(['--gearman-listen', '::1', '--gearman-port=4731'])).toStrictEqual(run({ gearman: { listen: '::1', port: 4731, maxSize: DEFAULT_GEARMAN_MAX_SIZE, roundRobin: false, jobRetries: 0 } }));
     expect(parseCommandLine(['--no-gearman'])).toStrictEqual(run({ gearman: null }));
     // --gearman-max-size is Gearman's packet limit; -z stays beanstalkd's.
     expect(parseCommandLine(['-z', '100', '--gearman-max-size', '2000'])).toStrictEqual(
-      run({ maxJobSize: 100, gearman: { listen: '0.0.0.0', port: 4730, maxSize: 2000 } }),
+      run({ maxJobSize: 100, gearman: { listen: '0.0.0.0', port: 4730, maxSize: 2000, roundRobin: false, jobRetries: 0 } }),
     );
     expect(parseCommandLine(['--gearman-max-size', '5000000000'])).toStrictEqual(
-      run({ gearman: { listen: '0.0.0.0', port: 4730, maxSize: MAX_JOB_SIZE_LIMIT } }, [`maximum Gearman packet size was set to ${MAX_JOB_SIZE_LIMIT}`]),
+      run({ gearman: { listen: '0.0.0.0', port: 4730, maxSize: MAX_JOB_SIZE_LIMIT, roundRobin: false, jobRetries: 0 } }, [`maximum Gearman packet size was set to ${MAX_JOB_SIZE_LIMIT}`]),
     );
     expect(parseCommandLine(['--gearman-max-size', 'x'])).toStrictEqual({ kind: 'usage-error', message: 'invalid size: x' });
     expect(parseCommandLine(['--gearman-port', '70000'])).toStrictEqual({ kind: 'usage-error', message: 'invalid Gearman port: 70000' });
     expect(USAGE).toContain('--gearman-port PORT');
+  });
+
+  it('takes --gearman-round-robin', () => {
+    expect(parseCommandLine(['--gearman-round-robin'])).toStrictEqual(
+      run({ gearman: { listen: '0.0.0.0', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE, roundRobin: true, jobRetries: 0 } }),
+    );
+    expect(USAGE).toContain('--gearman-round-robin');
+  });
+
+  it('takes --gearman-job-retries N', () => {
+    expect(parseCommandLine(['--gearman-job-retries', '3'])).toStrictEqual(
+      run({ gearman: { listen: '0.0.0.0', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE, roundRobin: false, jobRetries: 3 } }),
+    );
+    expect(parseCommandLine(['--gearman-job-retries', '-1'])).toStrictEqual({ kind: 'usage-error', message: 'invalid Gearman job retries: -1' });
+    expect(USAGE).toContain('--gearman-job-retries N');
+    expect(parseCommandLine(['--cluster', 'postgres://u@h/db', '--gearman-job-retries', '2'])).toStrictEqual({
+      kind: 'usage-error',
+      message: '--gearman-job-retries is not available with --cluster',
+    });
+  });
+});
+
+describe('parseCommandLine: TCP keepalive', () => {
+  it('takes --keepalive alone (the OS timings) and its three timings, each implying it', () => {
+    expect(parseCommandLine(['--keepalive'])).toStrictEqual(run({ keepAlive: { idleSec: null, intervalSec: null, count: null } }));
+    expect(parseCommandLine(['--keepalive-idle', '60', '--keepalive-interval=10', '--keepalive-count', '5'])).toStrictEqual(
+      run({ keepAlive: { idleSec: 60, intervalSec: 10, count: 5 } }),
+    );
+    expect(parseCommandLine(['--keepalive-count', '3'])).toStrictEqual(run({ keepAlive: { idleSec: null, intervalSec: null, count: 3 } }));
+  });
+
+  it('refuses timings out of the kernel’s bounds', () => {
+    expect(parseCommandLine(['--keepalive-idle', '0'])).toStrictEqual({ kind: 'usage-error', message: 'invalid keepalive idle time: 0' });
+    expect(parseCommandLine(['--keepalive-interval', '32768'])).toStrictEqual({ kind: 'usage-error', message: 'invalid keepalive interval: 32768' });
+    expect(parseCommandLine(['--keepalive-count', '128'])).toStrictEqual({ kind: 'usage-error', message: 'invalid keepalive probe count: 128' });
+    expect(parseCommandLine(['--keepalive', 'x'])).toStrictEqual({ kind: 'usage-error', message: 'unknown argument: x' });
+    expect(USAGE).toContain('--keepalive-interval S');
   });
 });
 

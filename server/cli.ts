@@ -27,7 +27,27 @@ export interface ServerOptions {
   gearman: GearmanOptions | null;
   /** Cluster mode: jobs in this PostgreSQL database, shared with other nodes; null: in memory. */
   cluster: ClusterOptions | null;
+  /** TCP keepalive timings for every door's accepted sockets (--keepalive ...); null: the OS's. */
+  keepAlive: KeepAliveOptions | null;
 }
+
+/**
+ * TCP keepalive on accepted sockets: a peer silent this long is probed, and given up (its
+ * connection closed, its jobs released) when that many probes go unanswered. Null fields keep
+ * the OS's setting (Linux: net.ipv4.tcp_keepalive_time, _intvl, _probes).
+ */
+export interface KeepAliveOptions {
+  /** Seconds of silence before the first probe (TCP_KEEPIDLE). */
+  idleSec: number | null;
+  /** Seconds between probes (TCP_KEEPINTVL). */
+  intervalSec: number | null;
+  /** Unanswered probes before the connection is dropped (TCP_KEEPCNT). */
+  count: number | null;
+}
+
+/** Linux's bounds: TCP_KEEPIDLE and TCP_KEEPINTVL at most 32767 s, TCP_KEEPCNT at most 127. */
+const MAX_KEEPALIVE_SEC = 32767;
+const MAX_KEEPALIVE_COUNT = 127;
 
 export interface ClusterOptions {
   /** postgres://USER@HOST:PORT/DB (--cluster or BEANPOLE_CLUSTER_URL). */
@@ -49,6 +69,10 @@ export interface GearmanOptions {
   port: number;
   /** Largest job data accepted (bytes); a packet may be 1 KiB larger for its other arguments. */
   maxSize: number;
+  /** A worker that can do several functions gets them in turn (gearmand's --round-robin). */
+  roundRobin: boolean;
+  /** A job whose workers fail it this many times is dropped (gearmand's --job-retries); 0: never. */
+  jobRetries: number;
 }
 
 export const DEFAULT_GEARMAN_PORT = 4730;
@@ -144,7 +168,23 @@ Gearman protocol (binary and text admin, same jobs engine):
  --gearman-max-size BYTES  largest job data (and WORK_* data) accepted
                         (default 67108864, 64 MiB; max 1073741824); -z
                         applies to beanstalkd jobs only
+ --gearman-round-robin  a worker that can do several functions gets them in
+                        turn (the last registered first), instead of the best
+                        job of them all
+ --gearman-job-retries N  drop a job once its workers failed it N times
+                        (disconnected holding it, or overran CAN_DO_TIMEOUT);
+                        its waiting clients get WORK_FAIL (default 0: retry
+                        for ever)
  --no-gearman           no Gearman port
+
+TCP keepalive (finds dead peers behind NAT and firewalls; their jobs are released):
+ --keepalive            keepalive on the dashboard's sockets too (the beanstalkd
+                        and Gearman ports always have it, with the OS's timings)
+ --keepalive-idle S     seconds of silence before the first probe (1-32767)
+ --keepalive-interval S seconds between probes (1-32767)
+ --keepalive-count N    unanswered probes before the connection is dropped
+                        (1-127); each of these three implies --keepalive, and
+                        applies to every port; unset: the OS's setting
 
 Cluster mode (several nodes sharing one PostgreSQL database):
  --cluster URL          keep jobs in PostgreSQL at postgres://USER@HOST:PORT/DB
@@ -183,8 +223,14 @@ const OPTIONS = {
   'gearman-listen': { type: 'string' },
   'gearman-max-size': { type: 'string' },
   'no-gearman': { type: 'boolean' },
+  'gearman-round-robin': { type: 'boolean' },
+  'gearman-job-retries': { type: 'string' },
   cluster: { type: 'string' },
   'cluster-lease-ms': { type: 'string' },
+  keepalive: { type: 'boolean' },
+  'keepalive-idle': { type: 'string' },
+  'keepalive-interval': { type: 'string' },
+  'keepalive-count': { type: 'string' },
 } as const;
 
 const U64_MAX = 18446744073709551615n;
@@ -220,7 +266,9 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
     admin: null,
     gearman: null,
     cluster: null,
+    keepAlive: null,
   };
+  const keepAlive = (): KeepAliveOptions => (options.keepAlive ??= { idleSec: null, intervalSec: null, count: null });
   let clusterUrl: string | null = null;
   let clusterLeaseMs = DEFAULT_CLUSTER_LEASE_MS;
   /** A flag that makes no sense with --cluster (the binlog's), or null. */
@@ -239,6 +287,8 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
   let gearmanListen: string | null = null;
   let gearmanPort = DEFAULT_GEARMAN_PORT;
   let gearmanMaxSize = DEFAULT_GEARMAN_MAX_SIZE;
+  let gearmanRoundRobin = false;
+  let gearmanJobRetries = 0;
   const warnings: string[] = [];
   try {
     for (const token of tokens) {
@@ -342,12 +392,35 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
         case 'no-gearman':
           noGearman = true;
           break;
+        case 'gearman-round-robin':
+          gearmanRoundRobin = true;
+          break;
+        case 'gearman-job-retries':
+          gearmanJobRetries = integer(value, 'Gearman job retries', 0, 2 ** 32 - 1);
+          break;
+        case 'keepalive':
+          keepAlive();
+          break;
+        case 'keepalive-idle':
+          keepAlive().idleSec = integer(value, 'keepalive idle time', 1, MAX_KEEPALIVE_SEC);
+          break;
+        case 'keepalive-interval':
+          keepAlive().intervalSec = integer(value, 'keepalive interval', 1, MAX_KEEPALIVE_SEC);
+          break;
+        case 'keepalive-count':
+          keepAlive().count = integer(value, 'keepalive probe count', 1, MAX_KEEPALIVE_COUNT);
+          break;
       }
     }
     if (clusterUrl === null && env.BEANPOLE_CLUSTER_URL) clusterUrl = postgresUrl(env.BEANPOLE_CLUSTER_URL, 'BEANPOLE_CLUSTER_URL');
     if (clusterUrl !== null) {
       if (localStoreFlag !== null) {
         throw new UsageError(`${localStoreFlag} is for a node's own binlog; a --cluster node keeps its jobs in PostgreSQL`);
+      }
+      if (gearmanJobRetries > 0) {
+        // A cluster gives a job back in several statements (a connection's end, a node's, an
+        // overdue hold); none of them counts failures yet.
+        throw new UsageError('--gearman-job-retries is not available with --cluster');
       }
       if (new URL(clusterUrl).password !== '') {
         warnings.push('the --cluster URL holds a password, which other users can read in ps: use PGPASSWORD or ~/.pgpass');
@@ -370,7 +443,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
   if (!noAdmin) options.admin = admin;
   if (!noGearman) {
     const listen = gearmanListen ?? (options.listen.startsWith('unix:') ? '0.0.0.0' : options.listen);
-    options.gearman = { listen, port: gearmanPort, maxSize: gearmanMaxSize };
+    options.gearman = { listen, port: gearmanPort, maxSize: gearmanMaxSize, roundRobin: gearmanRoundRobin, jobRetries: gearmanJobRetries };
   }
   return { kind: 'run', options, warnings };
 }

@@ -12,6 +12,7 @@ import { TurnClock } from './turn-clock.js';
 import { Engine } from './engine/engine.js';
 import { JOB_RECORD_HEAP_BYTES } from './engine/record-costs.js';
 import { immediateDurability, nullJournal } from './engine/journal.js';
+import { keepAliveTuner, type SocketTuner } from './keepalive.js';
 import { createLogger, type Logger } from './logger.js';
 import { machineFacts, memoryBudget } from './memory-budget.js';
 import { Binlog } from './persistence/binlog.js';
@@ -74,6 +75,7 @@ async function main(argv: string[]): Promise<void> {
     clock: new TurnClock(),
     ...budget,
     maxJobSize: (options.gearman?.maxSize ?? DEFAULT_GEARMAN_MAX_SIZE) + MAX_UNIQUE_BYTES + 1,
+    dropAfterFailures: options.gearman?.jobRetries ?? 0,
     jobRecordBytes: GEARMAN_JOB_RECORD_BYTES,
     historyEvents: options.historyEvents,
     journal: gearmanBinlog ?? nullJournal,
@@ -113,6 +115,8 @@ async function main(argv: string[]): Promise<void> {
           durability: gearmanDurability,
           version: VERSION,
           pid: process.pid,
+          logLevel: log.level,
+          roundRobin: options.gearman.roundRobin,
           shutdown: (graceful) => (graceful ? drainThenShutdown() : shutdown('gearman shutdown')),
         });
   // Handlers go in before listening: Node's default SIGUSR1 action would open the inspector.
@@ -155,6 +159,8 @@ async function main(argv: string[]): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
 
+  const tune = await socketTuner(options, log);
+  if (tune !== null) for (const door of [beanstalk, gearman]) door?.server.on('connection', tune);
   if (options.admin !== null) {
     admin = await startDashboard(
       {
@@ -171,6 +177,7 @@ async function main(argv: string[]): Promise<void> {
       },
       user !== null,
       banner,
+      tune,
     );
   }
   try {
@@ -238,6 +245,8 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
           durability: immediateDurability,
           version: VERSION,
           pid: process.pid,
+          logLevel: log.level,
+          roundRobin: options.gearman?.roundRobin === true,
           shutdown: (graceful) => (graceful ? drainThenShutdown() : shutdown('gearman shutdown')),
         });
   const stores = gearmanStore === null ? [store] : [store, gearmanStore];
@@ -271,6 +280,8 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   const banner: BannerFacts = { beanstalkd: null, gearman: null, dashboard: null };
+  const tune = await socketTuner(options, log);
+  if (tune !== null) for (const door of [beanstalk, gearman]) door?.server.on('connection', tune);
   if (options.admin !== null) {
     admin = await startDashboard(
       {
@@ -287,6 +298,7 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
       },
       user !== null,
       banner,
+      tune,
     );
   }
   try {
@@ -336,6 +348,12 @@ function serverInfo(binlog: ServerInfo['binlog']): ServerInfo {
   };
 }
 
+/** --keepalive's tuner for every door's accepted sockets; null: the doors keep their defaults. */
+async function socketTuner(options: ServerOptions, log: Logger): Promise<SocketTuner | null> {
+  if (options.keepAlive === null) return null;
+  return keepAliveTuner(options.keepAlive, (err) => log.warn({ err }, 'keepalive: a socket option could not be set'));
+}
+
 /** The built dashboard, beside the compiled server. */
 const UI_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'ui');
 
@@ -343,8 +361,9 @@ const UI_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'ui
  * Starts the dashboard's HTTP server (its modules load on the first request); null when it
  * cannot listen, since the job server matters more than its dashboard and keeps serving.
  */
-async function startDashboard(ctx: AdminContext, preload: boolean, banner: BannerFacts): Promise<AdminShell | null> {
+async function startDashboard(ctx: AdminContext, preload: boolean, banner: BannerFacts, tune: SocketTuner | null): Promise<AdminShell | null> {
   const admin = new AdminShell(ctx);
+  if (tune !== null) admin.tuneSockets(tune);
   // With -u, USER may not be able to read the modules: they load while the server is root.
   if (preload) await admin.preload();
   try {

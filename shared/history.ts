@@ -14,6 +14,8 @@ export const HISTORY_KINDS = [
   'move',
   'delete',
   'dead-letter',
+  // Gearman's --gearman-job-retries dropped the job; the note: `<failures> disconnect|timeout`.
+  'retries-exhausted',
 ] as const;
 export type HistoryKind = (typeof HISTORY_KINDS)[number];
 
@@ -28,7 +30,8 @@ export interface JobEventDto {
   peer: string;
   /**
    * More about it: the fields an edit changed, the tube a move came from, `release` or `timeout`
-   * for the dead-letter rule.
+   * for the dead-letter rule, `<failures> disconnect|timeout` for a job dropped by
+   * --gearman-job-retries.
    */
   note: string;
 }

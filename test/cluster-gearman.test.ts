@@ -191,7 +191,7 @@ describe.skipIf(pgUrl === null)('Gearman in cluster mode', () => {
     const c = await connect(b.port);
     await submit(c, PACKET.SUBMIT_JOB_BG, 'capped', '', '1');
     c.request(PACKET.SUBMIT_JOB_BG, 'capped', '', '2');
-    expect(await c.args(2)).toEqual([PACKET.ERROR, 'JOB_QUEUE_FULL', 'Job queue is full']);
+    expect(await c.args(2)).toEqual([PACKET.ERROR, 'QUEUE_ERROR', 'Job queue is full']);
   });
 
   it('a background job outlives the node it was submitted on, and a job held on a killed node runs again elsewhere once its lease runs out', async () => {

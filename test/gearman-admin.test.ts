@@ -136,6 +136,28 @@ describe('Gearman in the admin API', () => {
     expect((await api(server.url, API.gearmanJobHistory('H:other-host:1'))).status).toBe(404);
   });
 
+  it('says in a Gearman job’s history that --gearman-job-retries dropped it, and why', async () => {
+    const retrying = await startAdminServer(['--gearman-listen', '127.0.0.1', '--gearman-port', '0', '--gearman-job-retries', '1']);
+    try {
+      const p = await gearmanPortOf(retrying);
+      const c = await connect(p);
+      c.request(PACKET.SUBMIT_JOB, 'retried-fn', '', 'data');
+      const [, handle] = await c.args(1);
+      const w = await connect(p);
+      w.request(PACKET.CAN_DO, 'retried-fn');
+      w.request(PACKET.GRAB_JOB);
+      expect((await w.args(3))[1]).toBe(handle);
+      w.destroy();
+      // The waiting client is told the job failed once the worker's leave is handled.
+      expect(await c.args(1)).toEqual([PACKET.WORK_FAIL, handle]);
+      const history = expectOk<JobHistoryDto>(await api(retrying.url, API.gearmanJobHistory(handle!)));
+      expect(history.events.map((e) => e.kind)).toEqual(['put', 'reserve', 'disconnect', 'retries-exhausted']);
+      expect(history.events[3]!.note).toBe('1 disconnect');
+    } finally {
+      await retrying.stop();
+    }
+  });
+
   it('searches queued jobs’ data (not their unique ids) and cancels the matches in bulk', async () => {
     const c = await connect();
     const bad = [await submit(c, 'search-fn', 'refund-1', '{"error":"invalid currency"}'), await submit(c, 'search-fn', '', '{"error":"Invalid Currency"}')];

@@ -1,8 +1,9 @@
 /**
  * Real Gearman client libraries, unchanged, against Beanpole and (where installed) against
  * Debian's gearmand in the same run: the npm `gearman` package as client and worker, the npm
- * `node-gearman` package under its own test suite, and Perl's Gearman::Client and
- * Gearman::Worker (Debian's libgearman-client-perl).
+ * `node-gearman` package under its own test suite, Perl's Gearman::Client and Gearman::Worker
+ * (Debian's libgearman-client-perl), and PHP's pecl gearman over libgearman (Debian's
+ * php-gearman).
  * Each conversation must give the same results on both servers.
  */
 import { execFile, spawn } from 'node:child_process';
@@ -20,6 +21,11 @@ import type { ServerProcess } from './support/servers.js';
 const run = promisify(execFile);
 const requireFrom = createRequire(import.meta.url);
 const HAS_PERL_CLIENT = await run('perl', ['-MGearman::Client', '-MGearman::Worker', '-e', '1']).then(
+  () => true,
+  () => false,
+);
+
+const HAS_PHP_GEARMAN = await run('php', ['-r', 'exit(class_exists("GearmanClient") ? 0 : 1);']).then(
   () => true,
   () => false,
 );
@@ -181,4 +187,27 @@ describe.skipIf(GEARMAN_IN_CLUSTER)('node-gearman with its own test suite', () =
       }
     }
   }, 120_000);
+});
+
+describe.skipIf(!HAS_PHP_GEARMAN)("PHP's pecl gearman", () => {
+  // A background job with a unique id, then its status by that id (GET_STATUS_UNIQUE), and the
+  // status of a unique id nobody used.
+  const script = `
+    $c = new GearmanClient();
+    $c->addServer("127.0.0.1", (int)$argv[1]);
+    $c->doBackground($argv[2], "payload", $argv[2] . "-u");
+    if ($c->returnCode() != GEARMAN_SUCCESS) { echo "submit: ", $c->error(), "\\n"; exit(1); }
+    foreach ([$argv[2] . "-u", $argv[2] . "-none"] as $unique) {
+      $s = $c->jobStatusByUniqueKey($unique);
+      if ($c->returnCode() != GEARMAN_SUCCESS) { echo "status: ", $c->error(), "\\n"; exit(1); }
+      echo json_encode($s), "\\n";
+    }
+  `;
+
+  it('reads a job\'s status by its unique id (jobStatusByUniqueKey)', async () => {
+    await onEach('[true,false,0,0]\n[false,false,0,0]\n', async (port) => {
+      const { stdout } = await run('php', ['-r', script, String(port), `php-status-${port}`], { timeout: 15_000 });
+      return stdout;
+    });
+  });
 });

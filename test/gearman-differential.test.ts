@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKET } from '../server/protocol/gearman/packets.js';
 import { GearmanTestClient } from './support/gearman-client.js';
 import { hasGearmand, startGearmand, type Gearmand } from './support/gearmand.js';
-import { startGearmanServer } from './support/gearman-server.js';
+import { GEARMAN_IN_CLUSTER, startGearmanServer } from './support/gearman-server.js';
 import type { ServerProcess } from './support/servers.js';
 
 const HAS_GEARMAND = await hasGearmand();
@@ -67,6 +67,17 @@ class Talk {
     });
     text = text.split(this.prefix).join('F');
     this.lines.push(`${label} <- ${p.type} ${JSON.stringify(text)}`);
+  }
+
+  /**
+   * Sends a text admin command and writes its reply to the transcript: of a listing, only the
+   * lines of this conversation's functions (others' functions and their order differ by server).
+   */
+  async admin(c: GearmanTestClient, label: string, command: string, single: boolean): Promise<void> {
+    c.send(`${command.split('F').join(this.prefix)}\r\n`);
+    const reply = await c.adminReply(single);
+    const lines = single ? [reply] : reply.split('\n').filter((l) => l.startsWith(this.prefix) || l === '.');
+    this.lines.push(`${label} <- ${JSON.stringify(lines.join('\n').split(this.prefix).join('F'))}`);
   }
 
   /** Waits a moment so packets sent on different connections arrive in the intended order. */
@@ -231,6 +242,79 @@ const CONVERSATIONS: Record<string, Conversation> = {
       await t.read(w, 'w');
     }
   },
+  'GET_STATUS_UNIQUE: unknown, queued with its waiting clients, running with its status, and a background job': async (t) => {
+    const a = await t.conn();
+    const b = await t.conn();
+    const w = await t.conn();
+    const u = `${t.fn()}-u`;
+    a.request(PACKET.GET_STATUS_UNIQUE, `${u}-none`);
+    await t.read(a, 'a');
+    a.request(PACKET.SUBMIT_JOB, t.fn(), u, 'x');
+    await t.read(a, 'a');
+    b.request(PACKET.SUBMIT_JOB, t.fn(), u, 'y');
+    await t.read(b, 'b');
+    b.request(PACKET.GET_STATUS_UNIQUE, u);
+    await t.read(b, 'b');
+    w.request(PACKET.CAN_DO, t.fn());
+    w.request(PACKET.GRAB_JOB);
+    await t.read(w, 'w');
+    w.request(PACKET.WORK_STATUS, t.handle(1), '3', '7');
+    w.request(PACKET.ECHO_REQ, 'sync');
+    await t.read(w, 'w');
+    await t.settle(); // a cluster node records the status when its statement commits
+    a.request(PACKET.GET_STATUS_UNIQUE, u);
+    await t.read(a, 'a');
+    a.request(PACKET.SUBMIT_JOB_BG, t.fn(1), `${u}-bg`, 'z');
+    await t.read(a, 'a');
+    a.request(PACKET.GET_STATUS_UNIQUE, `${u}-bg`);
+    await t.read(a, 'a');
+  },
+  'SUBMIT_REDUCE_JOB and SUBMIT_REDUCE_JOB_BACKGROUND: queued as the function, coalesced by unique id': async (t) => {
+    const c = await t.conn();
+    const w = await t.conn();
+    c.request(PACKET.SUBMIT_REDUCE_JOB_BACKGROUND, t.fn(), 'r1', 'reducer', 'aggregator', 'd1');
+    await t.read(c, 'c');
+    c.request(PACKET.SUBMIT_REDUCE_JOB_BACKGROUND, t.fn(), 'r1', '', '', 'again');
+    await t.read(c, 'c');
+    c.request(PACKET.SUBMIT_REDUCE_JOB, t.fn(), 'r2', 'reducer', 'aggregator', 'd2\0bytes');
+    await t.read(c, 'c');
+    c.request(PACKET.GET_STATUS_UNIQUE, 'r2');
+    await t.read(c, 'c');
+    w.request(PACKET.CAN_DO, t.fn());
+    w.request(PACKET.GRAB_JOB);
+    await t.read(w, 'w');
+    w.request(PACKET.GRAB_JOB_UNIQ);
+    await t.read(w, 'w');
+    w.request(PACKET.WORK_COMPLETE, t.handle(2), 'done');
+    await t.read(c, 'c');
+  },
+  'text admin: create function, prioritystatus, maxqueue per priority, drop function': async (t) => {
+    const c = await t.conn();
+    const admin = await t.conn();
+    await t.admin(admin, 'admin', 'create function F-0', true);
+    await t.admin(admin, 'admin', 'status', false);
+    await t.admin(admin, 'admin', 'prioritystatus', false);
+    await t.admin(admin, 'admin', 'maxqueue F-0 1 2', true);
+    for (const type of [PACKET.SUBMIT_JOB_HIGH_BG, PACKET.SUBMIT_JOB_HIGH_BG, PACKET.SUBMIT_JOB_BG, PACKET.SUBMIT_JOB_BG, PACKET.SUBMIT_JOB_LOW_BG, PACKET.SUBMIT_JOB_LOW_BG, PACKET.SUBMIT_JOB_LOW_BG]) {
+      c.request(type, t.fn(), '', 'x');
+      await t.read(c, 'c');
+    }
+    await t.admin(admin, 'admin', 'prioritystatus', false);
+    await t.admin(admin, 'admin', 'maxqueue F-0 0', true);
+    c.request(PACKET.SUBMIT_JOB_HIGH_BG, t.fn(), '', 'x');
+    await t.read(c, 'c');
+    await t.admin(admin, 'admin', 'create function', true);
+    await t.admin(admin, 'admin', 'drop', true);
+    await t.admin(admin, 'admin', 'drop function F-none', true);
+    await t.admin(admin, 'admin', 'drop function F-0', true);
+    await t.admin(admin, 'admin', 'status', false);
+    const w = await t.conn();
+    w.request(PACKET.CAN_DO, t.fn(1));
+    w.request(PACKET.ECHO_REQ, 'sync');
+    await t.read(w, 'w');
+    await t.admin(admin, 'admin', 'drop function F-1', true);
+    await t.admin(admin, 'admin', 'prioritystatus', false);
+  },
   'GET_STATUS of an unknown handle': async (t) => {
     const c = await t.conn();
     c.request(PACKET.GET_STATUS, 'H:nowhere:99');
@@ -253,5 +337,109 @@ describe.skipIf(!HAS_GEARMAND)('Gearman: the same conversations against gearmand
       transcripts.push(talk.lines);
     }
     expect(transcripts[1], 'Beanpole (expected: gearmand)').toEqual(transcripts[0]);
+  });
+});
+
+/**
+ * A conversation against a gearmand and a Beanpole started for it with flags of their own,
+ * filtered to the lines `keep` selects; the transcripts, gearmand's first.
+ */
+async function withFlags(beanpoleArgs: string[], gearmandArgs: string[], prefix: string, conversation: Conversation): Promise<string[][]> {
+  const { server, port } = await startGearmanServer(beanpoleArgs);
+  const reference = await startGearmand(gearmandArgs);
+  const transcripts: string[][] = [];
+  try {
+    for (const p of [reference.port, port]) {
+      const t = new Talk(p, `${prefix}-${process.pid}-${p}`);
+      try {
+        await conversation(t);
+      } finally {
+        t.close();
+      }
+      transcripts.push(t.lines);
+    }
+  } finally {
+    await server.stop();
+    await reference.stop();
+  }
+  return transcripts;
+}
+
+// Not in cluster mode, which refuses --gearman-job-retries (server/cli.ts).
+describe.skipIf(!HAS_GEARMAND || GEARMAN_IN_CLUSTER)('Gearman: --gearman-job-retries against gearmand --job-retries', () => {
+  it('drops a job at its second failure: its client gets WORK_FAIL, and the handle is unknown after', async () => {
+    const [reference, ours] = await withFlags(['--gearman-job-retries', '2'], ['--job-retries=2'], 'retries', async (t) => {
+      const c = await t.conn();
+      c.request(PACKET.SUBMIT_JOB, t.fn(), '', 'fg');
+      await t.read(c, 'c');
+      c.request(PACKET.SUBMIT_JOB_BG, t.fn(1), 'bg-u', 'bg');
+      await t.read(c, 'c');
+      for (let failure = 1; failure <= 2; failure++) {
+        // One worker per job: the order in which a worker's several jobs are requeued differs.
+        for (const f of [0, 1]) {
+          const w = await t.conn();
+          w.request(PACKET.CAN_DO, t.fn(f));
+          w.request(PACKET.GRAB_JOB);
+          await t.read(w, 'w');
+          w.destroy();
+          await t.settle();
+        }
+      }
+      await t.read(c, 'c');
+      for (const n of [1, 2]) {
+        c.request(PACKET.GET_STATUS, t.handle(n));
+        await t.read(c, 'c');
+      }
+      c.request(PACKET.GET_STATUS_UNIQUE, 'bg-u');
+      await t.read(c, 'c');
+    });
+    expect(ours, 'Beanpole (expected: gearmand)').toEqual(reference);
+    expect(reference).toContain('c <- 14 "H#1"');
+  });
+});
+
+describe.skipIf(!HAS_GEARMAND)('Gearman: --gearman-round-robin against gearmand --round-robin', () => {
+  let rrBeanpole: ServerProcess | undefined;
+  let rrGearmand: Gearmand | undefined;
+  afterAll(async () => {
+    await rrBeanpole?.stop();
+    await rrGearmand?.stop();
+  });
+
+  it('a worker of three functions gets them in turn, the last registered first', async () => {
+    let rrPort: number;
+    ({ server: rrBeanpole, port: rrPort } = await startGearmanServer(['--gearman-round-robin']));
+    rrGearmand = await startGearmand(['--round-robin']);
+    const transcripts: string[][] = [];
+    for (const port of [rrGearmand.port, rrPort]) {
+      const t = new Talk(port, `rr-${process.pid}-${port}`);
+      try {
+        const c = await t.conn();
+        const w = await t.conn();
+        const jobs: [number, number, string][] = [
+          [PACKET.SUBMIT_JOB_BG, 0, 'a1'],
+          [PACKET.SUBMIT_JOB_BG, 0, 'a2'],
+          [PACKET.SUBMIT_JOB_BG, 0, 'a3'],
+          [PACKET.SUBMIT_JOB_BG, 1, 'b1'],
+          [PACKET.SUBMIT_JOB_BG, 1, 'b2'],
+          [PACKET.SUBMIT_JOB_HIGH_BG, 2, 'c1'],
+          [PACKET.SUBMIT_JOB_BG, 2, 'c2'],
+        ];
+        for (const [type, f, data] of jobs) {
+          c.request(type, t.fn(f), '', data);
+          await t.read(c, 'c');
+        }
+        for (const f of [0, 1, 2]) w.request(PACKET.CAN_DO, t.fn(f));
+        for (let i = 0; i <= jobs.length; i++) {
+          w.request(PACKET.GRAB_JOB);
+          await t.read(w, 'w');
+        }
+      } finally {
+        t.close();
+      }
+      transcripts.push(t.lines.filter((l) => l.startsWith('w')));
+    }
+    expect(transcripts[1], 'Beanpole (expected: gearmand)').toEqual(transcripts[0]);
+    expect(transcripts[0]!.map((l) => /\\u0000(\w+)"$/.exec(l)?.[1] ?? l)).toEqual(['c1', 'b1', 'a1', 'c2', 'b2', 'a2', 'a3', 'w <- 10 ""']);
   });
 });

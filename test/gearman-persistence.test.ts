@@ -24,8 +24,8 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function start(dir: string, port: number): Promise<ServerProcess> {
-  const { server } = await startGearmanServer(['-b', dir], port);
+async function start(dir: string, port: number, args: string[] = []): Promise<ServerProcess> {
+  const { server } = await startGearmanServer(['-b', dir, ...args], port);
   servers.push(server);
   return server;
 }
@@ -51,6 +51,36 @@ async function submit(c: GearmanTestClient, type: number, ...args: string[]): Pr
 }
 
 describe('Gearman with -b', () => {
+  it('keeps a background job that --gearman-job-retries dropped gone after kill -9', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'beanpole-gearman-b-'));
+    dirs.push(dir);
+    const port = await freePort();
+    const first = await start(dir, port, ['--gearman-job-retries', '1']);
+    const c = await connect(port);
+    const dropped = await submit(c, PACKET.SUBMIT_JOB_BG, 'retry-fn', 'dropped', 'x');
+    const w = await connect(port);
+    w.request(PACKET.CAN_DO, 'retry-fn');
+    w.request(PACKET.GRAB_JOB);
+    expect((await w.args(3))[1]).toBe(dropped);
+    w.destroy();
+    // Once the worker's leave is handled the job is gone (GET_STATUS: unknown).
+    let known = '1';
+    for (let i = 0; i < 200 && known === '1'; i++) {
+      c.request(PACKET.GET_STATUS, dropped);
+      known = (await c.args(5))[2]!;
+      if (known === '1') await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(known).toBe('0');
+    const kept = await submit(c, PACKET.SUBMIT_JOB_BG, 'retry-fn', 'kept', 'y');
+    await kill9(first);
+    await start(dir, port, ['--gearman-job-retries', '1']);
+    const again = await connect(port);
+    for (const [handle, expected] of [[dropped, '0'], [kept, '1']] as const) {
+      again.request(PACKET.GET_STATUS, handle);
+      expect((await again.args(5))[2], handle).toBe(expected);
+    }
+  });
+
   it('brings back every acknowledged background job after kill -9, in order, and nothing else', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'beanpole-gearman-b-'));
     dirs.push(dir);

@@ -363,6 +363,24 @@ describe('Gearman: text admin protocol', () => {
     await submit(c, PACKET.SUBMIT_JOB_BG, f, '', '2');
   });
 
+  it('verbose names the log level in gearmand\'s words', async () => {
+    expect(await admin('verbose', true)).toBe('OK INFO\n');
+  });
+
+  it('maxqueue with a limit per priority refuses only the submits over their own limit', async () => {
+    const f = fn();
+    const c = await connect();
+    await submit(c, PACKET.SUBMIT_JOB_BG, f, '', 'n1');
+    expect(await admin(`maxqueue ${f} 3 1 0`, true)).toBe('OK\r\n');
+    c.request(PACKET.SUBMIT_JOB_BG, f, '', 'n2');
+    expect(await c.args(2)).toEqual([PACKET.ERROR, 'QUEUE_ERROR', 'Job queue is full']);
+    await submit(c, PACKET.SUBMIT_JOB_HIGH_BG, f, '', 'h1');
+    await submit(c, PACKET.SUBMIT_JOB_LOW_BG, f, '', 'l1');
+    await submit(c, PACKET.SUBMIT_JOB_LOW_BG, f, '', 'l2');
+    expect((await admin('prioritystatus')).split('\n')).toContain(`${f}\t1\t1\t2\t0`);
+    expect(await admin(`maxqueue ${f} 1 2 3 4`, true)).toMatch(/^ERR INVALID_ARGUMENTS /);
+  });
+
   it('version, getpid, show jobs, show unique jobs, cancel job, and ERR for the unknown', async () => {
     expect(await admin('version', true)).toMatch(/^OK \S+\n$/);
     expect(await admin('getpid', true)).toBe(`OK ${server.process.pid}\n`);

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { AdminContext, AttachedAdmin } from './app.js';
 import { stripBasePath } from './base-path.js';
@@ -52,6 +53,11 @@ export class AdminShell {
    */
   async preload(): Promise<void> {
     await this.loadOnce();
+  }
+
+  /** Runs `tune` on every socket the dashboard accepts (--keepalive). */
+  tuneSockets(tune: (socket: Socket) => void): void {
+    this.server.on('connection', tune);
   }
 
   /** Resolves with the URL the dashboard is served on. */

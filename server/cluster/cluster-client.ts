@@ -7,6 +7,7 @@
 import { DEADLINE_SOON_MARGIN_MS, DEFAULT_TUBE } from '../../shared/limits.js';
 import { OrderedSet } from '../engine/ordered-set.js';
 import { fail, ok } from '../engine/results.js';
+import { Rotation } from '../engine/rotation.js';
 import type {
   ClientDelegate,
   ClientOperations,
@@ -39,6 +40,8 @@ export class ClusterClient implements ClientOperations {
   private used = DEFAULT_TUBE;
   /** Watched tubes in beanstalkd's list-tubes-watched order (an ignore swaps the last one in). */
   private readonly watched = new OrderedSet<string>();
+  /** --gearman-round-robin: the watched tubes in the order a reserve tries them; null: all at once, best job first. */
+  private readonly rotation: Rotation<string> | null;
   /** A put admitted whose body never came (EXPECTED_CRLF, a disconnect): its id is used up. */
   private admitted = false;
   private readonly held = new Map<number, Held>();
@@ -70,6 +73,7 @@ export class ClusterClient implements ClientOperations {
   ) {
     this.openedAt = this.lastCommandAt = store.now();
     this.mayWatchNothing = options.watchNothing === true;
+    this.rotation = options.roundRobin === true ? new Rotation<string>() : null;
     store.localTube(DEFAULT_TUBE).using++;
     if (!this.mayWatchNothing) {
       this.watched.add(DEFAULT_TUBE);
@@ -112,6 +116,7 @@ export class ClusterClient implements ClientOperations {
   watch(tube: string): Result<number> {
     if (!this.watched.has(tube)) {
       this.watched.add(tube);
+      this.rotation?.add(tube);
       this.store.localTube(tube).watching++;
       if (this.isWaiting) this.store.localTube(tube).waiting++;
     }
@@ -122,6 +127,7 @@ export class ClusterClient implements ClientOperations {
     if (this.watched.has(tube)) {
       if (this.watched.size === 1 && !this.mayWatchNothing) return fail('NOT_IGNORED');
       this.watched.delete(tube);
+      this.rotation?.delete(tube);
       this.store.localTube(tube).watching--;
       if (this.isWaiting) this.store.localTube(tube).waiting--;
       this.store.releaseTube(tube);
@@ -177,7 +183,7 @@ export class ClusterClient implements ClientOperations {
     const now = this.store.now();
     if (this.deadlineSoon(now) && !(await this.anyWatchedReady())) return { kind: 'deadline-soon' };
     const generation = this.store.wakeGeneration;
-    const job = await this.take([...this.watched.values()], () => !this.closed);
+    const job = this.rotation === null ? await this.take([...this.watched.values()], () => !this.closed) : await this.takeInTurn(this.rotation);
     if (job !== null) return { kind: 'reserved', job };
     // protocol: a zero timeout still lets a held job inside the DEADLINE_SOON margin win.
     if (timeoutMs === 0 && this.deadlineSoon(this.store.now())) return { kind: 'deadline-soon' };
@@ -214,6 +220,20 @@ export class ClusterClient implements ClientOperations {
     this.stopWaiting();
     this.delegate.reserved(job);
     return true;
+  }
+
+  /**
+   * Round robin: the best job of the first tube in the rotation that has one, a statement per
+   * tube tried (a worker of many functions with empty queues pays for each).
+   */
+  private async takeInTurn(rotation: Rotation<string>): Promise<JobBytes | null> {
+    for (const tube of [...rotation.order()]) {
+      const job = await this.take([tube], () => !this.closed);
+      if (job === null) continue;
+      rotation.served(tube);
+      return job;
+    }
+    return null;
   }
 
   /** Reserves the best ready job of `tubes` for this client, or null. */

@@ -12,6 +12,8 @@ import {
   kindOf,
   type GearmanRegistry,
   type JobStatus,
+  type QueueLimits,
+  type UniqueStatus,
   type WorkStatus,
   type WorkerListing,
 } from '../gearman/registry.js';
@@ -20,6 +22,7 @@ import { STATE } from './schema.js';
 
 export class ClusterGearmanRegistry implements GearmanRegistry {
   readonly handles: JobHandles;
+  readonly declared = new Set<string>();
   private readonly listings = new WorkerListings();
 
   constructor(
@@ -50,6 +53,11 @@ export class ClusterGearmanRegistry implements GearmanRegistry {
     return { known: job !== undefined, running: job?.state === STATE.reserved, status: job?.status ?? undefined };
   }
 
+  async uniqueStatus(unique: Buffer): Promise<UniqueStatus> {
+    const job = await this.store.uniqueStatus(unique);
+    return { known: job !== undefined, running: job?.state === STATE.reserved, status: job?.status ?? undefined, clients: job?.clients ?? 0 };
+  }
+
   statuses(ids: readonly number[]): Promise<Map<number, WorkStatus>> {
     return this.store.statuses(ids);
   }
@@ -63,12 +71,12 @@ export class ClusterGearmanRegistry implements GearmanRegistry {
     return this.store.takeAbandoned(id);
   }
 
-  maxQueue(fn: string): number | undefined {
+  maxQueue(fn: string): QueueLimits | undefined {
     return this.store.maxQueue(fn);
   }
 
-  setMaxQueue(fn: string, limit: number | null): Promise<void> {
-    return this.store.setMaxQueue(fn, limit);
+  setMaxQueue(fn: string, limits: QueueLimits | null): Promise<void> {
+    return this.store.setMaxQueue(fn, limits);
   }
 
   list(listing: () => WorkerListing): () => void {

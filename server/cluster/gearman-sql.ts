@@ -158,9 +158,27 @@ export const GEARMAN_SQL = {
     `SELECT id, status_numerator, status_denominator FROM ${JOBS} WHERE id = ANY($1::bigint[]) AND status_numerator IS NOT NULL`,
   ),
 
-  maxQueues: s('max_queues', `SELECT name, max_queue FROM ${TUBES} WHERE max_queue IS NOT NULL`),
+  /**
+   * GET_STATUS_UNIQUE: the oldest job of unique id $1, whatever its function, its last
+   * WORK_STATUS and how many clients (on any node) wait on it.
+   */
+  uniqueStatus: s(
+    'unique_status',
+    `SELECT j.state, j.status_numerator, j.status_denominator,
+       (SELECT count(*) FROM ${WAITERS} w WHERE w.job = j.id)::integer AS clients
+     FROM ${JOBS} j WHERE j.uniq = $1 ORDER BY j.id LIMIT 1`,
+  ),
+
+  maxQueues: s(
+    'max_queues',
+    `SELECT name, max_queue_high, max_queue, max_queue_low FROM ${TUBES}
+     WHERE max_queue IS NOT NULL OR max_queue_high IS NOT NULL OR max_queue_low IS NOT NULL`,
+  ),
+  /** $1 function; $2-$4 the HIGH, NORMAL and LOW limits (null: none). */
   setMaxQueue: s(
     'set_max_queue',
-    `INSERT INTO ${TUBES} (name, max_queue) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET max_queue = EXCLUDED.max_queue`,
+    `INSERT INTO ${TUBES} (name, max_queue_high, max_queue, max_queue_low) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (name) DO UPDATE
+     SET max_queue_high = EXCLUDED.max_queue_high, max_queue = EXCLUDED.max_queue, max_queue_low = EXCLUDED.max_queue_low`,
   ),
 } as const;

@@ -15,6 +15,7 @@ import { GEARMAN_SQL } from './gearman-sql.js';
 import { NO_ROOM } from './put-batch.js';
 import { inTransaction, run, type Queryable } from './pool.js';
 import { GEARMAN_REALM } from './realm.js';
+import type { QueueLimits } from '../gearman/registry.js';
 import { STATE } from './schema.js';
 import type { WakeupHandlers } from './wakeups.js';
 
@@ -59,7 +60,7 @@ export class GearmanClusterStore extends ClusterStore {
   private receiving = false;
   private receiveAgain = false;
   /** `maxqueue` limits, read every second (set on any node). */
-  private limits = new Map<string, number>();
+  private limits = new Map<string, QueueLimits>();
 
   static async joinGearman(node: ClusterNode, options: ClusterStoreOptions): Promise<GearmanClusterStore> {
     const store = await ClusterStore.started(new GearmanClusterStore(node, GEARMAN_REALM, options));
@@ -325,19 +326,29 @@ export class GearmanClusterStore extends ClusterStore {
     return out;
   }
 
-  maxQueue(fn: string): number | undefined {
+  /** GET_STATUS_UNIQUE: the job of unique id `unique`, on any node. */
+  async uniqueStatus(unique: Buffer): Promise<{ state: number; status: StatusNumbers | null; clients: number } | undefined> {
+    const [row] = await run<StatusColumns & { state: number; clients: number }>(this.pool, GEARMAN_SQL.uniqueStatus, [unique]);
+    if (row === undefined) return undefined;
+    return { state: row.state, status: statusOf(row), clients: row.clients };
+  }
+
+  maxQueue(fn: string): QueueLimits | undefined {
     return this.limits.get(fn);
   }
 
-  async setMaxQueue(fn: string, limit: number | null): Promise<void> {
-    await run(this.pool, GEARMAN_SQL.setMaxQueue, [fn, limit]);
-    if (limit === null) this.limits.delete(fn);
-    else this.limits.set(fn, limit);
+  async setMaxQueue(fn: string, limits: QueueLimits | null): Promise<void> {
+    const column = (n: number | undefined): number | null => (limits === null || n === undefined || n <= 0 ? null : n);
+    await run(this.pool, GEARMAN_SQL.setMaxQueue, [fn, column(limits?.[0]), column(limits?.[1]), column(limits?.[2])]);
+    if (limits === null) this.limits.delete(fn);
+    else this.limits.set(fn, limits);
   }
 
   private async readLimits(): Promise<void> {
-    const rows = await run<{ name: string; max_queue: number }>(this.pool, GEARMAN_SQL.maxQueues, []);
-    this.limits = new Map(rows.map((r) => [r.name, r.max_queue]));
+    type Row = { name: string; max_queue_high: number | null; max_queue: number | null; max_queue_low: number | null };
+    const rows = await run<Row>(this.pool, GEARMAN_SQL.maxQueues, []);
+    const n = (v: number | null): number => v ?? 0;
+    this.limits = new Map(rows.map((r) => [r.name, [n(r.max_queue_high), n(r.max_queue), n(r.max_queue_low)] as const]));
   }
 
   protected override async pollRealm(): Promise<void> {

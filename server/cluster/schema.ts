@@ -178,6 +178,13 @@ export const MIGRATIONS: readonly string[] = [
   END $$;
   `,
   historyBatchesMigration(BEANSTALK_REALM) + historyBatchesMigration(GEARMAN_REALM),
+  `
+  -- GET_STATUS_UNIQUE finds a job by its unique id alone, whatever its function.
+  CREATE INDEX beanpole_gearman_jobs_uniq ON beanpole_gearman_jobs (uniq) WHERE uniq IS NOT NULL;
+  -- maxqueue takes a limit per priority: max_queue is NORMAL's; one number set all three before.
+  ALTER TABLE beanpole_gearman_tubes ADD COLUMN max_queue_high bigint, ADD COLUMN max_queue_low bigint;
+  UPDATE beanpole_gearman_tubes SET max_queue_high = max_queue, max_queue_low = max_queue;
+  `,
 ];
 
 /** The schema version this build needs. */

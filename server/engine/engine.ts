@@ -10,6 +10,7 @@ import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, deadlineLess, readyLess, type Job
 import { nullJournal, type Journal, type TubeSettings } from './journal.js';
 import { OrderedSet } from './ordered-set.js';
 import { fail, ok, type ReserveOutcome, type Result } from './results.js';
+import { Rotation } from './rotation.js';
 import { Session, type SessionDelegate } from './session.js';
 import { SWITCH_AFTER_MS, TimeBase } from './time-base.js';
 import type { JobUpdate, JobWatcher } from './watchers.js';
@@ -56,6 +57,13 @@ export interface EngineOptions {
   deadLetterAfter?: number;
   /** Events in the shared job history ring (DEFAULT_HISTORY_EVENTS; 0: no history). */
   historyEvents?: number;
+  /**
+   * Gearman's job retries (`--gearman-job-retries N`): a reserved job whose holder disconnects,
+   * or whose hold runs out, for the N-th time is dropped (its watchers are told it ended) instead
+   * of made ready again. Every reserve of such a job ends in a result or a failure, so the N-th
+   * failure is the one at its N-th reserve. 0 (the default): retried for ever.
+   */
+  dropAfterFailures?: number;
   /** Watched tubes beyond which a session is wide (WIDE_SESSION_TUBES; tests lower it). */
   wideSessionTubes?: number;
 }
@@ -125,6 +133,7 @@ export class Engine {
   private readonly clock: Clock;
   private readonly journal: Journal;
   private readonly deadLetterAfter: number;
+  private readonly dropAfterFailures: number;
   /** What happened to jobs lately, in one ring for all of them (history.ts). */
   readonly history: JobHistory;
   /** Tubes' own settings, by name: they outlive the tube (a tube comes and goes with its jobs). */
@@ -192,6 +201,7 @@ export class Engine {
     this.timeBase = new TimeBase(this.clock.now());
     this.journal = options.journal ?? nullJournal;
     this.deadLetterAfter = options.deadLetterAfter ?? 0;
+    this.dropAfterFailures = options.dropAfterFailures ?? 0;
     this.history = new JobHistory(options.historyEvents ?? DEFAULT_HISTORY_EVENTS);
     this.maxJobBytes = options.maxJobBytes ?? Number.POSITIVE_INFINITY;
     this.maxJobSize = options.maxJobSize ?? Number.POSITIVE_INFINITY;
@@ -333,12 +343,13 @@ export class Engine {
    * A new session, using the default tube and watching it; with `watchNothing` it watches no
    * tube at first and may ignore its last one (a Gearman worker registers its functions).
    */
-  openSession(delegate: SessionDelegate, options: { watchNothing?: boolean } = {}): Session {
+  openSession(delegate: SessionDelegate, options: { watchNothing?: boolean; roundRobin?: boolean } = {}): Session {
     const session = new Session(this.nextSessionId++, delegate);
     session.openedAt = session.lastCommandAt = this.clock.now();
     this.sessions.add(session);
     session.used = this.defaultTube;
     this.defaultTube.using++;
+    if (options.roundRobin === true) session.rotation = new Rotation<Tube>();
     if (options.watchNothing === true) {
       session.mayWatchNothing = true;
     } else {
@@ -366,6 +377,7 @@ export class Engine {
       this.removeReserved(session, job);
       // Recorded before the job is ready: a waiting worker may take it at once, and reserve after.
       this.history.record(job.id, this.clock.now(), 'disconnect', session.id, session.peer);
+      if (this.failedTooOften(job, this.clock.now(), 'disconnect')) continue;
       this.enqueueReady(job, 'reserved');
       if (recorded) this.journalOf(job).update(job);
     }
@@ -429,6 +441,7 @@ export class Engine {
     const tube = this.findOrCreateTube(name);
     if (session.watched.add(tube)) {
       tube.watching++;
+      session.rotation?.add(tube);
       if (!session.wide && session.watched.size > this.wideAbove) {
         this.widen(session);
       } else if (session.wide) {
@@ -460,6 +473,7 @@ export class Engine {
     if (tube === undefined || !session.watched.has(tube)) return ok(session.watched.size);
     if (session.watched.size < 2 && !session.mayWatchNothing) return fail('NOT_IGNORED');
     session.watched.delete(tube);
+    session.rotation?.delete(tube);
     tube.watching--;
     if (session.wide) {
       tube.wideWatchers.delete(session);
@@ -617,6 +631,7 @@ export class Engine {
       // round-robin; that take advances the tube's rotation, which decides later waiter order.
       best.tube.waiting.add(session);
       best.tube.waiting.take();
+      session.rotation?.served(best.tube);
       this.removeReady(best);
       this.reserveFor(session, best, now, 'ready');
       return { kind: 'reserved', job: best };
@@ -1035,6 +1050,7 @@ export class Engine {
       this.removeReserved(session, job);
       this.history.record(job.id, now, 'timeout', session.id, session.peer);
       if (this.strike(job)) this.deadLetter(job, now, 'timeout');
+      else if (this.failedTooOften(job, now, 'timeout')) continue;
       else this.enqueueReady(job, 'reserved');
       if (recorded) this.journalOf(job).update(job);
     }
@@ -1071,6 +1087,7 @@ export class Engine {
    */
   private bestReady(session: Session, paused: boolean): Job | undefined {
     if (this.stats.ready === 0) return undefined;
+    if (session.rotation !== null) return this.firstReadyInTurn(session.rotation, paused);
     const viaReady = this.readyTubes.size < session.watched.size;
     const tubes = viaReady ? this.readyTubes.values() : session.watched.values();
     let best: Job | undefined;
@@ -1082,6 +1099,15 @@ export class Engine {
       best = head;
     }
     return best;
+  }
+
+  /** Round robin: the best job of the first tube in the rotation that has one. */
+  private firstReadyInTurn(rotation: Rotation<Tube>, paused: boolean): Job | undefined {
+    for (const tube of rotation.order()) {
+      const head = tube.ready.peek();
+      if (head !== undefined && (paused || !tube.paused)) return head;
+    }
+    return undefined;
   }
 
   private reservedBy(session: Session, id: number): Job | undefined {
@@ -1340,6 +1366,18 @@ export class Engine {
     job.strikes++;
     const limit = job.tube.deadLetterAfter;
     return limit > 0 && job.strikes >= limit;
+  }
+
+  /**
+   * A job that just left its holder (`why`) has failed as often as dropAfterFailures allows: it
+   * is dropped (true). A drop the journal cannot record leaves the job to be made ready (false).
+   */
+  private failedTooOften(job: Job, now: number, why: 'disconnect' | 'timeout'): boolean {
+    if (this.dropAfterFailures === 0 || job.reserves < this.dropAfterFailures) return false;
+    if (!this.journalOf(job).delete(job)) return false;
+    this.history.record(job.id, now, 'retries-exhausted', 0, '', `${job.reserves} ${why}`);
+    this.dropJob(job, 'reserved');
+    return true;
   }
 
   /** The dead-letter rule buries a reserved job at its release or timeout. */

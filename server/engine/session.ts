@@ -2,6 +2,7 @@ import { IndexedHeap } from './heap.js';
 import { deadlineLess, setHeapIndex, type Job } from './job.js';
 import { JobList } from './job-list.js';
 import { OrderedSet } from './ordered-set.js';
+import type { Rotation } from './rotation.js';
 import type { Tube } from './tube.js';
 
 /** How the engine tells a session what it waited for. */
@@ -37,6 +38,8 @@ export class Session {
   wide = false;
   /** May watch no tube at all (a Gearman worker before its first CAN_DO). */
   mayWatchNothing = false;
+  /** Null: a reserve takes the best job of all watched tubes; else the first of these with one (round robin). */
+  rotation: Rotation<Tube> | null = null;
   /** Waiting only to be woken (`Engine.sleep`), not for a job. */
   wakeOnly = false;
   /**

@@ -1,4 +1,4 @@
-import type { JobUpdate, JobWatcher, Operations, Pending } from '../operations/operations.js';
+import { whenReady, type JobUpdate, type JobWatcher, type Operations, type Pending } from '../operations/operations.js';
 import { JobHandles } from './handles.js';
 import { uniqueEnd } from './job-body.js';
 
@@ -39,6 +39,18 @@ export interface JobStatus {
 }
 
 /**
+ * `maxqueue` limits of a function: queued jobs it may hold when a HIGH, NORMAL or LOW submit
+ * arrives (indexed by the door's priority, 0 HIGH to 2 LOW); 0: no limit at that priority.
+ */
+export type QueueLimits = readonly [high: number, normal: number, low: number];
+
+/** What GET_STATUS_UNIQUE answers of the job of a unique id: GET_STATUS's facts and its waiting clients. */
+export interface UniqueStatus extends JobStatus {
+  /** Clients waiting on the job (0 for a background job nobody joined). */
+  clients: number;
+}
+
+/**
  * What the Gearman door keeps across connections, beside the jobs themselves: unique ids (for
  * coalescing and JOB_ASSIGN_UNIQ), the last WORK_STATUS of each job (for GET_STATUS), `maxqueue`
  * limits, which clients wait on a foreground job, and the open connections (for `workers`).
@@ -47,6 +59,11 @@ export interface JobStatus {
  */
 export interface GearmanRegistry {
   readonly handles: JobHandles;
+  /**
+   * Functions `create function` declared: listed by `status` even with no job and no worker,
+   * until `drop function`. Kept by this node only (gearmand keeps them in memory too).
+   */
+  readonly declared: Set<string>;
   /** After a restart: whatever must be rebuilt from the jobs the store brought back. */
   restore(): Promise<void>;
   /**
@@ -66,6 +83,8 @@ export interface GearmanRegistry {
   report(id: number, type: number, data: Buffer, status: WorkStatus | null, final: boolean): Pending<void>;
   /** GET_STATUS's answer. */
   jobStatus(id: number): Pending<JobStatus>;
+  /** GET_STATUS_UNIQUE's answer: the job of this unique id, whatever its function (the oldest, if several). */
+  uniqueStatus(unique: Buffer): Pending<UniqueStatus>;
   /** The last WORK_STATUS of each of `ids` that has one (the dashboard's). */
   statuses(ids: readonly number[]): Pending<Map<number, WorkStatus>>;
   /**
@@ -75,10 +94,10 @@ export interface GearmanRegistry {
   stopWaiting(id: number, watcher: JobWatcher): void;
   /** True when a job a worker just took is a foreground job nobody waits for any more (it is dropped, not run). */
   abandoned(id: number): Pending<boolean>;
-  /** `maxqueue`: queued jobs a function may hold; undefined: no limit. */
-  maxQueue(fn: string): number | undefined;
-  /** Sets (null: lifts) a function's limit. */
-  setMaxQueue(fn: string, limit: number | null): Pending<void>;
+  /** `maxqueue`: queued jobs a function may hold, per priority; undefined: no limit. */
+  maxQueue(fn: string): QueueLimits | undefined;
+  /** Sets (null: lifts) a function's limits. */
+  setMaxQueue(fn: string, limits: QueueLimits | null): Pending<void>;
   /** A connection that `workers` lists while it is open; returns how to stop listing it. */
   list(listing: () => WorkerListing): () => void;
   /** This node's connections. */
@@ -92,8 +111,11 @@ export interface GearmanRegistry {
  */
 export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
   readonly handles: JobHandles;
+  readonly declared = new Set<string>();
   /** `function \0 unique` -> job id. */
   private readonly byUnique = new Map<string, number>();
+  /** unique id -> its jobs, oldest first, whatever their function (GET_STATUS_UNIQUE). */
+  private readonly byUniqueOnly = new Map<string, Set<number>>();
   /** job id -> its `function \0 unique` key (only for jobs that have a unique id). */
   private readonly keyOf = new Map<number, string>();
   private readonly statusOf = new Map<number, WorkStatus>();
@@ -102,7 +124,7 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
   /** Foreground jobs: they matter only while a client waits on them. */
   private readonly foreground = new Set<number>();
   /** Queued jobs a function may hold (`maxqueue`); absent: no limit. */
-  private readonly limits = new Map<string, number>();
+  private readonly limits = new Map<string, QueueLimits>();
   private readonly listings = new WorkerListings();
 
   constructor(
@@ -140,6 +162,10 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
     const key = uniqueKey(fn, unique);
     this.byUnique.set(key, id);
     this.keyOf.set(id, key);
+    const bare = unique.toString('latin1');
+    const ids = this.byUniqueOnly.get(bare);
+    if (ids === undefined) this.byUniqueOnly.set(bare, new Set([id]));
+    else ids.add(id);
     this.watch(id);
   }
 
@@ -157,6 +183,19 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
     const visited = this.ops.visitJobs([id], (_, view) => (state = view?.state ?? null));
     const answer = (): JobStatus => ({ known: state !== null, running: state === 'reserved', status: this.statusOf.get(id) });
     return visited instanceof Promise ? visited.then(answer) : answer();
+  }
+
+  uniqueStatus(unique: Buffer): Pending<UniqueStatus> {
+    const ids = this.byUniqueOnly.get(unique.toString('latin1'));
+    const id = ids === undefined ? undefined : ids.values().next().value;
+    if (id === undefined) return { known: false, running: false, status: undefined, clients: 0 };
+    const clients = this.waitingClients(id);
+    return whenReady(this.jobStatus(id), (status) => ({ ...status, clients }));
+  }
+
+  /** Clients waiting on job `id` (the registry's own watch is not one). */
+  private waitingClients(id: number): number {
+    return this.ops.watcherCount(id) - (this.watching.has(id) ? 1 : 0);
   }
 
   statuses(ids: readonly number[]): Map<number, WorkStatus> {
@@ -182,16 +221,16 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
 
   abandoned(id: number): boolean {
     if (!this.foreground.has(id)) return false;
-    return this.ops.watcherCount(id) - (this.watching.has(id) ? 1 : 0) === 0;
+    return this.waitingClients(id) === 0;
   }
 
-  maxQueue(fn: string): number | undefined {
+  maxQueue(fn: string): QueueLimits | undefined {
     return this.limits.get(fn);
   }
 
-  setMaxQueue(fn: string, limit: number | null): void {
-    if (limit === null) this.limits.delete(fn);
-    else this.limits.set(fn, limit);
+  setMaxQueue(fn: string, limits: QueueLimits | null): void {
+    if (limits === null) this.limits.delete(fn);
+    else this.limits.set(fn, limits);
   }
 
   list(listing: () => WorkerListing): () => void {
@@ -214,6 +253,9 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
     if (key !== undefined) {
       this.keyOf.delete(jobId);
       if (this.byUnique.get(key) === jobId) this.byUnique.delete(key);
+      const bare = key.slice(key.indexOf('\0') + 1);
+      const ids = this.byUniqueOnly.get(bare);
+      if (ids !== undefined && ids.delete(jobId) && ids.size === 0) this.byUniqueOnly.delete(bare);
     }
   }
 

@@ -259,6 +259,8 @@ export type ReserveOutcome =
 
 export interface ConnectOptions {
   watchNothing?: boolean;
+  /** A reserve takes the watched tubes in turn (Rotation), not the best job of them all. */
+  roundRobin?: boolean;
 }
 
 /** How a client is told what it waited for (a front door's connection implements it). */

@@ -20,10 +20,11 @@ export interface Gearmand {
   stop(): Promise<void>;
 }
 
-export async function startGearmand(): Promise<Gearmand> {
+/** Starts gearmand with its test defaults and `args` (e.g. `--round-robin`). */
+export async function startGearmand(args: readonly string[] = []): Promise<Gearmand> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'gearmand-'));
-  const child: ChildProcess = spawn('gearmand', ['--threads=0', '-p', String(port), '-L', '127.0.0.1', '-l', path.join(dir, 'log'), '--verbose=ERROR'], {
+  const child: ChildProcess = spawn('gearmand', ['--threads=0', '-p', String(port), '-L', '127.0.0.1', '-l', path.join(dir, 'log'), '--verbose=ERROR', ...args], {
     stdio: 'ignore',
   });
   const deadline = Date.now() + 10_000;

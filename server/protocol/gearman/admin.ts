@@ -1,24 +1,37 @@
 import { isLoopback } from '../../host-name.js';
 import type { JobState, Operations } from '../../operations/operations.js';
 import { uniqueEnd } from '../../gearman/job-body.js';
-import type { GearmanRegistry } from '../../gearman/registry.js';
+import type { GearmanRegistry, QueueLimits } from '../../gearman/registry.js';
 
 export interface AdminContext {
   ops: Operations;
   registry: GearmanRegistry;
   version: string;
   pid: number;
+  /** The server's log level (pino's word: info, debug ...); `verbose` says it in gearmand's words. */
+  logLevel: string;
   /** `shutdown` (graceful: drain first). */
   shutdown: (graceful: boolean) => void;
 }
 
 const END = '.\n';
 
+/** Log levels in gearmand's words (its --verbose names). */
+const VERBOSITY: Readonly<Record<string, string>> = {
+  fatal: 'FATAL',
+  error: 'ERROR',
+  warn: 'WARNING',
+  info: 'INFO',
+  debug: 'DEBUG',
+  trace: 'DEBUG',
+};
+
 /**
  * One line of Gearman's text admin protocol, answered in gearmand's formats: tab-separated
  * `status` lines and `workers` lines ending with `.`, `OK ...` or `ERR code text` lines. Words
- * are case-insensitive. `shutdown`, `maxqueue` and `cancel job` change the server, so they are
- * taken only from loopback peers. Returns the reply's text, or null for none.
+ * are case-insensitive. `shutdown`, `maxqueue`, `create function`, `drop function` and
+ * `cancel job` change the server, so they are taken only from loopback peers. Returns the
+ * reply's text, or null for none.
  */
 export async function runAdminCommand(words: string[], ctx: AdminContext, peer: string): Promise<string | null> {
   const command = words[0]!.toLowerCase();
@@ -26,7 +39,16 @@ export async function runAdminCommand(words: string[], ctx: AdminContext, peer: 
   const local = peer === 'unix' || isLoopback(peer.replace(/:\d+$/, ''));
   switch (command) {
     case 'status':
-      return status(ctx.ops);
+      return status(ctx);
+    case 'prioritystatus':
+      return priorityStatus(ctx);
+    case 'verbose':
+      return `OK ${VERBOSITY[ctx.logLevel] ?? 'INFO'}\n`;
+    case 'create':
+    case 'drop':
+      if (words.length !== 3 || words[1]!.toLowerCase() !== 'function') return incomplete(words[0]!);
+      if (!local) return refused();
+      return command === 'create' ? createFunction(words[2]!, ctx.registry) : await dropFunction(words[2]!, ctx);
     case 'workers':
       return workers(ctx.registry);
     case 'version':
@@ -74,16 +96,79 @@ const unknown = (word: string): string => err('UNKNOWN_COMMAND', `Unknown server
 const UNKNOWN_JOB = 'ERR UNKNOWN_JOB\r\n';
 const refused = (): string => err('PERMISSION_DENIED', 'Only from a loopback address');
 
+const incomplete = (word: string): string => err('INVALID_ARGUMENTS', `An incomplete set of arguments was sent to this command ${word}`);
+
+/** A function as the text admin sees it: the store's tube counts, or zeros for one only declared. */
+interface FunctionCounts {
+  name: string;
+  queued: number;
+  running: number;
+  workers: number;
+}
+
+/**
+ * Every function: those the store has (jobs or workers), then those `create function` declared
+ * that have neither. The realm's default tube exists whether or not anyone uses "default".
+ */
+async function functions(ctx: AdminContext): Promise<FunctionCounts[]> {
+  const out: FunctionCounts[] = [];
+  const seen = new Set<string>();
+  for (const t of await ctx.ops.tubes(true)) {
+    const queued = t.ready + t.delayed + t.buried;
+    seen.add(t.name);
+    if (queued + t.reserved === 0 && t.watching === 0 && t.name === 'default' && !ctx.registry.declared.has(t.name)) continue;
+    out.push({ name: t.name, queued, running: t.reserved, workers: t.watching });
+  }
+  for (const name of ctx.registry.declared) if (!seen.has(name)) out.push({ name, queued: 0, running: 0, workers: 0 });
+  return out;
+}
+
 /** `FUNCTION\tTOTAL\tRUNNING\tAVAILABLE_WORKERS` per function; total counts queued and running jobs. */
-async function status(ops: Operations): Promise<string> {
+async function status(ctx: AdminContext): Promise<string> {
   let out = '';
-  for (const t of await ops.tubes(true)) {
-    const total = t.ready + t.delayed + t.reserved + t.buried;
-    // The realm's default tube exists whether or not anyone uses the function "default".
-    if (total === 0 && t.watching === 0 && t.name === 'default') continue;
-    out += `${printable(t.name)}\t${total}\t${t.reserved}\t${t.watching}\n`;
+  for (const f of await functions(ctx)) out += `${printable(f.name)}\t${f.queued + f.running}\t${f.running}\t${f.workers}\n`;
+  return out + END;
+}
+
+/**
+ * `FUNCTION\tHIGH\tNORMAL\tLOW\tAVAILABLE_WORKERS`: queued (not running) jobs per priority,
+ * counted in one pass over the jobs, as gearmand walks its queues.
+ */
+async function priorityStatus(ctx: AdminContext): Promise<string> {
+  const list = await functions(ctx);
+  const counts = new Map<string, [number, number, number]>(list.map((f) => [f.name, [0, 0, 0]]));
+  await ctx.ops.eachJob((job) => {
+    if (job.state === 'reserved') return;
+    const c = counts.get(job.tube);
+    // The door's priorities are 0 HIGH, 1 NORMAL, 2 LOW (connection.ts).
+    if (c !== undefined && job.priority >= 0 && job.priority <= 2) c[job.priority]!++;
+  });
+  let out = '';
+  for (const f of list) {
+    const [high, normal, low] = counts.get(f.name)!;
+    out += `${printable(f.name)}\t${high}\t${normal}\t${low}\t${f.workers}\n`;
   }
   return out + END;
+}
+
+/** `create function FN`: the function is listed (with zeros) even before it has a job or a worker. */
+function createFunction(fn: string, registry: GearmanRegistry): string {
+  registry.declared.add(fn);
+  return 'OK\r\n';
+}
+
+/**
+ * `drop function FN`: refused while a worker can do it or a job of it runs; otherwise the
+ * function goes, and its queued jobs with it (gearmand frees the function and its queues).
+ */
+async function dropFunction(fn: string, ctx: AdminContext): Promise<string> {
+  const tube = await ctx.ops.tube(fn);
+  const declared = ctx.registry.declared.has(fn);
+  if (tube === undefined && !declared) return 'ERR function not found\r\n';
+  if (tube !== undefined && (tube.watching > 0 || tube.reserved > 0)) return 'ERR there are still connected workers or executing clients\r\n';
+  ctx.registry.declared.delete(fn);
+  if (tube !== undefined) for (const state of ['ready', 'delayed', 'buried'] as const) await ctx.ops.clear(fn, state);
+  return 'OK\r\n';
 }
 
 /** `FD IP CLIENT_ID : FUNCTION ...` per connection. */
@@ -93,13 +178,20 @@ function workers(registry: GearmanRegistry): string {
   return out + END;
 }
 
-/** `maxqueue FN` lifts the limit; `maxqueue FN N` sets it (gearmand also takes one N per priority: the first counts). */
+/**
+ * `maxqueue FN` lifts the limits; `maxqueue FN N` sets N for every priority; `maxqueue FN HIGH
+ * NORMAL [LOW]` one per priority (a missing LOW, 0 or a negative number: no limit there), as
+ * gearmand reads them.
+ */
 async function maxQueue(words: string[], registry: GearmanRegistry): Promise<string> {
   const fn = words[1];
-  if (fn === undefined) return err('INVALID_ARGUMENTS', 'An incomplete set of arguments was sent to this command maxqueue');
-  const n = words[2] === undefined ? 0 : Number(words[2]);
-  if (!Number.isSafeInteger(n)) return err('INVALID_ARGUMENTS', 'The max queue size is not a number');
-  await registry.setMaxQueue(fn, n > 0 ? n : null);
+  if (fn === undefined) return incomplete(words[0]!);
+  if (words.length > 5) return err('INVALID_ARGUMENTS', 'Too many arguments were sent to this command maxqueue');
+  const numbers = words.slice(2).map(Number);
+  if (!numbers.every(Number.isSafeInteger)) return err('INVALID_ARGUMENTS', 'The max queue size is not a number');
+  const limit = (i: number): number => Math.max(0, numbers[numbers.length === 1 ? 0 : i] ?? 0);
+  const limits: QueueLimits = [limit(0), limit(1), limit(2)];
+  await registry.setMaxQueue(fn, limits.some((n) => n > 0) ? limits : null);
   return 'OK\r\n';
 }
 

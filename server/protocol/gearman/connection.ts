@@ -20,7 +20,7 @@ import { runAdminCommand, type AdminContext } from './admin.js';
 import { jobBody, uniqueEnd } from '../../gearman/job-body.js';
 import { encodePacket, packetName, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
 import { GearmanParser, type GearmanFrameHandler, type Magic } from './parser.js';
-import type { GearmanRegistry, JobStatus, WorkStatus } from '../../gearman/registry.js';
+import type { GearmanRegistry, JobStatus, UniqueStatus, WorkStatus } from '../../gearman/registry.js';
 import { NOOP, NO_JOB, OPTION_EXCEPTIONS, errorPacket, type GearmanError } from './replies.js';
 import { nextCronTime, parseCronTime } from '../../gearman/schedule.js';
 
@@ -40,6 +40,8 @@ const LEAVE_SLICE = 1024;
 export interface GearmanContext extends LinkContext, AdminContext {
   ops: Operations;
   registry: GearmanRegistry;
+  /** --gearman-round-robin: a worker's functions are served in turn. */
+  roundRobin: boolean;
 }
 
 /** Engine priorities for Gearman's three levels: HIGH before NORMAL before LOW, FIFO within each. */
@@ -48,9 +50,10 @@ const PRIORITY = { high: 0, normal: 1, low: 2 } as const;
 interface Submit {
   priority: number;
   background: boolean;
-  /** Argument count: 3 for plain submits, 4 for EPOCH, 8 for SCHED. */
+  /** Argument count: 3 for plain submits, 4 for EPOCH, 5 for REDUCE, 8 for SCHED. */
   args: number;
-  when: 'now' | 'epoch' | 'sched';
+  /** 'reduce': a map-reduce submit, run as a plain one (its reducer and aggregator are not kept). */
+  when: 'now' | 'epoch' | 'sched' | 'reduce';
 }
 
 const SUBMITS: Readonly<Record<number, Submit>> = {
@@ -62,6 +65,9 @@ const SUBMITS: Readonly<Record<number, Submit>> = {
   [PACKET.SUBMIT_JOB_LOW_BG]: { priority: PRIORITY.low, background: true, args: 3, when: 'now' },
   [PACKET.SUBMIT_JOB_EPOCH]: { priority: PRIORITY.normal, background: true, args: 4, when: 'epoch' },
   [PACKET.SUBMIT_JOB_SCHED]: { priority: PRIORITY.normal, background: true, args: 8, when: 'sched' },
+  // gearmand 1.1.20 queues these as NORMAL jobs of the function and answers JOB_CREATED.
+  [PACKET.SUBMIT_REDUCE_JOB]: { priority: PRIORITY.normal, background: false, args: 5, when: 'reduce' },
+  [PACKET.SUBMIT_REDUCE_JOB_BACKGROUND]: { priority: PRIORITY.normal, background: true, args: 5, when: 'reduce' },
 };
 
 /** WORK_* packets a worker sends, and whether each ends the job. */
@@ -111,7 +117,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     this.registry = ctx.registry;
     this.link = new ClientLink(socket, this, ctx, errorPacket('INTERNAL'), () => this.ops.now());
     // A worker watches only the functions it registers, and holds a job until it reports or leaves.
-    this.client = this.ops.connect(this, this.link.peer, { watchNothing: true });
+    this.client = this.ops.connect(this, this.link.peer, { watchNothing: true, roundRobin: ctx.roundRobin });
     this.client.setHold(Number.POSITIVE_INFINITY);
     this.parser = new GearmanParser(this, this.maxData + ARGUMENT_ROOM);
     this.unlist = this.registry.list(() => ({
@@ -173,6 +179,8 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
         return this.link.settle(this.client.reserve(0), this.onGrabbedUniq);
       case PACKET.GET_STATUS:
         return this.getStatus(args[0]!);
+      case PACKET.GET_STATUS_UNIQUE:
+        return this.getStatusUnique(args[0]!);
       case PACKET.ECHO_REQ:
         return this.sendPacket(PACKET.ECHO_RES, [data]);
       case PACKET.OPTION_REQ:
@@ -323,7 +331,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     if (packetData.length - dataStart > this.maxData) return this.sendError('TOO_LARGE');
     const fn = this.functionName(packetData, fnEnd);
     let delayMs = 0;
-    if (args !== null) {
+    if (args !== null && (kind.when === 'epoch' || kind.when === 'sched')) {
       const runAt = kind.when === 'epoch' ? epochMs(args[2]!) : cronMs(args.slice(2, 7), this.ops.now());
       if (runAt === null) return this.sendError('BAD_TIME');
       // Whole milliseconds (never early): a job keeps its delay as a small integer (Job).
@@ -335,7 +343,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       const existing = this.registry.jobForUnique(fn, unique);
       if (existing !== undefined) return this.attachTo(existing, kind.background);
     }
-    const limit = this.registry.maxQueue(fn);
+    const limit = this.registry.maxQueue(fn)?.[kind.priority];
     if (limit !== undefined && limit > 0) {
       const tube = this.ops.tube(fn);
       if (!isPending(tube)) return this.putUnlessFull(tube, limit, fn, unique, body, kind, delayMs);
@@ -451,6 +459,27 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     if (!isPending(answer)) return this.statusReply(handle, answer);
     const kept = Buffer.from(handle); // the packet is valid only during this call
     this.link.settle(answer, (a) => this.statusReply(kept, a));
+  }
+
+  private getStatusUnique(unique: Buffer): void {
+    const answer = this.registry.uniqueStatus(unique);
+    if (!isPending(answer)) return this.uniqueStatusReply(unique, answer);
+    const kept = Buffer.from(unique); // the packet is valid only during this call
+    this.link.settle(answer, (a) => this.uniqueStatusReply(kept, a));
+  }
+
+  /** STATUS_RES_UNIQUE: as STATUS_RES, keyed by the unique id, and the count of clients waiting. */
+  private uniqueStatusReply(unique: Buffer, answer: UniqueStatus): void {
+    this.send(
+      encodePacket(PACKET.STATUS_RES_UNIQUE, [
+        unique,
+        answer.known ? '1' : '0',
+        answer.running ? '1' : '0',
+        answer.status?.numerator ?? '0',
+        answer.status?.denominator ?? '0',
+        String(answer.clients),
+      ]),
+    );
   }
 
   private statusReply(handle: Buffer, answer: JobStatus): void {

@@ -44,8 +44,12 @@ export const PACKET = {
   SUBMIT_JOB_LOW_BG: 34,
   SUBMIT_JOB_SCHED: 35,
   SUBMIT_JOB_EPOCH: 36,
+  SUBMIT_REDUCE_JOB: 37,
+  SUBMIT_REDUCE_JOB_BACKGROUND: 38,
   GRAB_JOB_ALL: 39,
   JOB_ASSIGN_ALL: 40,
+  GET_STATUS_UNIQUE: 41,
+  STATUS_RES_UNIQUE: 42,
 } as const;
 
 const PACKET_NAMES: ReadonlyMap<number, string> = new Map(Object.entries(PACKET).map(([name, type]) => [type, name]));
@@ -66,6 +70,9 @@ export const REQUEST_ARGS: Readonly<Record<number, number>> = {
   [PACKET.SUBMIT_JOB_LOW_BG]: 3,
   [PACKET.SUBMIT_JOB_SCHED]: 8,
   [PACKET.SUBMIT_JOB_EPOCH]: 4,
+  // function, unique, reducer, aggregator, data
+  [PACKET.SUBMIT_REDUCE_JOB]: 5,
+  [PACKET.SUBMIT_REDUCE_JOB_BACKGROUND]: 5,
   [PACKET.GRAB_JOB]: 0,
   [PACKET.GRAB_JOB_UNIQ]: 0,
   [PACKET.GRAB_JOB_ALL]: 0,
@@ -76,6 +83,7 @@ export const REQUEST_ARGS: Readonly<Record<number, number>> = {
   [PACKET.WORK_DATA]: 2,
   [PACKET.WORK_WARNING]: 2,
   [PACKET.GET_STATUS]: 1,
+  [PACKET.GET_STATUS_UNIQUE]: 1,
   [PACKET.ECHO_REQ]: 1,
   [PACKET.SET_CLIENT_ID]: 1,
   [PACKET.CAN_DO_TIMEOUT]: 2,

@@ -16,8 +16,8 @@ export const ERRORS = {
   NO_SUCH_JOB: ['JOB_NOT_FOUND', 'Job does not exist on server'],
   /** OPTION_REQ with an option other than "exceptions". */
   UNKNOWN_OPTION: ['UNKNOWN_OPTION', 'Server does not recognize given option'],
-  /** A submit beyond `maxqueue`. */
-  QUEUE_FULL: ['JOB_QUEUE_FULL', 'Job queue is full'],
+  /** A submit beyond `maxqueue` (gearmand 1.1.20's code for it). */
+  QUEUE_FULL: ['QUEUE_ERROR', 'Job queue is full'],
   /** Job data over `--gearman-max-size`, or a packet over that and room for its other arguments. */
   TOO_LARGE: ['ARGUMENT_TOO_LARGE', 'Packet is larger than the server accepts'],
   /** A function name that is empty or longer than the server takes. */
