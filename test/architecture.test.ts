@@ -88,6 +88,37 @@ describe('module layering', () => {
     }
   });
 
+  it('only the composition root imports a front door', () => {
+    // Doors are thin: what they share (the Gearman domain, the operations) lives below them, so
+    // nothing but server/main.ts (which wires doors to a backend) reaches into server/protocol/.
+    for (const [file, edges] of graph) {
+      if (file.startsWith('server/protocol/') || file === 'server/main.ts') continue;
+      for (const e of edges) expect(e.to.startsWith('server/protocol/'), `${file} -> ${e.to}`).toBe(false);
+    }
+  });
+
+  it('a store knows no door, and the dashboard knows no store', () => {
+    const stores = ['server/cluster/', 'server/persistence/', 'server/operations/memory-operations.ts'];
+    for (const [file, edges] of graph) {
+      if (file.startsWith('server/cluster/')) {
+        for (const e of edges) expect(e.to.startsWith('server/protocol/') || e.to.startsWith('server/admin/'), `${file} -> ${e.to}`).toBe(false);
+      }
+      if (file.startsWith('server/admin/')) {
+        for (const e of edges) expect(stores.some((s) => e.to.startsWith(s)), `${file} -> ${e.to}`).toBe(false);
+      }
+    }
+  });
+
+  it('the Gearman domain (server/gearman/) imports no door, no store and no dashboard', () => {
+    for (const [file, edges] of graph) {
+      if (!file.startsWith('server/gearman/')) continue;
+      for (const e of edges) {
+        const outside = ['server/protocol/', 'server/cluster/', 'server/admin/', 'server/persistence/', 'server/engine/'];
+        expect(outside.some((o) => e.to.startsWith(o)), `${file} -> ${e.to}`).toBe(false);
+      }
+    }
+  });
+
   it('value imports have no cycles', () => {
     const state = new Map<string, 'visiting' | 'done'>();
     const cycles: string[] = [];

@@ -15,7 +15,7 @@ import { MemoryOperations } from '../server/operations/memory-operations.js';
 import type { ClientDelegate, ClientOperations, Operations } from '../server/operations/operations.js';
 import { BeanstalkServer } from '../server/protocol/beanstalk/server.js';
 import { PACKET } from '../server/protocol/gearman/packets.js';
-import { LocalGearmanRegistry } from '../server/protocol/gearman/registry.js';
+import { LocalGearmanRegistry } from '../server/gearman/registry.js';
 import { GearmanServer } from '../server/protocol/gearman/server.js';
 import { TEST_SERVER_INFO as INFO } from '../server/testing.js';
 import { GearmanTestClient } from './support/gearman-client.js';

@@ -8,7 +8,7 @@ import type { AdminConfigDto } from '../../shared/dto.js';
 import type { ClientToServerEvents, ServerToClientEvents } from '../../shared/events.js';
 import type { AdminOptions } from '../cli.js';
 import type { Operations } from '../operations/operations.js';
-import type { GearmanView } from '../protocol/gearman/view.js';
+import type { GearmanView } from '../gearman/view.js';
 import { gearmanRoutes } from './gearman-routes.js';
 import type { ServerInfo } from '../server-info.js';
 import { withBasePath } from './base-path.js';

@@ -3,18 +3,31 @@ import express, { type Router } from 'express';
 import { API } from '../../shared/api.js';
 import type { ClusterNodeDto } from '../../shared/dto.js';
 
-import type { NodeRow } from '../cluster/node-lease.js';
+/**
+ * What the dashboard reads of a node's lease record, as the cluster store keeps it (times in
+ * epoch ms). Declared here, so that the dashboard imports no store.
+ */
+export interface NodeRecord {
+  id: number;
+  address: string;
+  version: string;
+  started_at: number;
+  heartbeat_at: number;
+  lease_until: number;
+  connections: number;
+  gone_at: number | null;
+}
 
 /** What the dashboard needs of a cluster node. */
 export interface AdminCluster {
   nodeId(): number;
-  nodes(): Promise<NodeRow[]>;
+  nodes(): Promise<NodeRecord[]>;
   /** How long a node's lease lasts (ms), to tell a late heartbeat from a missed one. */
   leaseMs: number;
   now(): number;
 }
 
-export function clusterNodeDto(row: NodeRow, cluster: AdminCluster, now: number): ClusterNodeDto {
+export function clusterNodeDto(row: NodeRecord, cluster: AdminCluster, now: number): ClusterNodeDto {
   // Heartbeats come five times per lease: two missed in a row is late.
   const late = now - row.heartbeat_at > (2 * cluster.leaseMs) / 5 + 200;
   return {

@@ -8,7 +8,7 @@ import type {
   ServerStatsDto,
   TubeDto,
 } from '../../shared/dto.js';
-import type { GearmanJobRecord } from '../protocol/gearman/view.js';
+import type { GearmanJobRecord } from '../gearman/view.js';
 import { BODY_PREVIEW_BYTES } from '../../shared/api.js';
 import type { JobSnapshot, JobView, ServerCounts, SessionView, TubeCounts } from '../operations/operations.js';
 import { jobTimes, pauseTimeLeft, seconds, serverStatsEntries, type ServerInfo } from '../server-info.js';

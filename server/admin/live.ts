@@ -4,7 +4,7 @@ import type { Ack, ClientToServerEvents, ServerToClientEvents } from '../../shar
 import { whenReady, type JobSnapshot, type JobView, type Operations, type Pending, type TubeCounts } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, statsDto, tubeDto } from './dto.js';
-import type { GearmanView } from '../protocol/gearman/view.js';
+import type { GearmanView } from '../gearman/view.js';
 import type { StatsHistory } from './stats-history.js';
 
 export type AdminIo = IoServer<ClientToServerEvents, ServerToClientEvents>;

@@ -6,7 +6,7 @@
  * a handle from one node means the same job on every other.
  */
 import type { JobWatcher } from '../operations/operations.js';
-import { JobHandles } from '../protocol/gearman/handles.js';
+import { JobHandles } from '../gearman/handles.js';
 import {
   WorkerListings,
   kindOf,
@@ -16,7 +16,7 @@ import {
   type UniqueStatus,
   type WorkStatus,
   type WorkerListing,
-} from '../protocol/gearman/registry.js';
+} from '../gearman/registry.js';
 import type { GearmanClusterStore } from './gearman-store.js';
 import { STATE } from './schema.js';
 

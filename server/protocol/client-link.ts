@@ -30,6 +30,13 @@ export interface LinkOwner {
   ended(): void | Promise<void>;
 }
 
+/**
+ * How long replies wait for a client's next input once its door asks them to (holdForInput): a
+ * little over the 40 ms a delayed ACK takes, since a client with Nagle's algorithm on (most
+ * Gearman libraries) sends its next request only once our ACK of the last one has come.
+ */
+const HOLD_FOR_INPUT_MS = 50;
+
 /** Pipelined operations a connection may have awaited at once; then it stops reading. */
 const MAX_PIPELINED = 64;
 
@@ -60,7 +67,12 @@ export class ClientLink {
   /** No more replies: the client quit, was closed or went away. */
   finished = false;
   private inputEnded = false;
+  /** True while this connection's own input is being handled: replies are flushed at its end. */
+  private handling = false;
   private flushQueued = false;
+  /** Replies wait for the client's next input (holdForInput), or for holdTimer. */
+  private holding = false;
+  private holdTimer: NodeJS.Timeout | null = null;
   /** The parser was paused because too many replies wait to be sent. */
   private pausedForOutput = false;
   private endWhenFlushed = false;
@@ -119,7 +131,7 @@ export class ClientLink {
   start(reader: LinkReader): void {
     this.reader = reader;
     const socket = this.socket;
-    if (!readThroughSharedBuffer(socket, this.onTransientBytes)) socket.on('data', (chunk: Buffer) => this.handle(this.writeOwned, chunk));
+    if (!readThroughSharedBuffer(socket, this.onTransientBytes)) socket.on('data', (chunk: Buffer) => this.handle(this.writeOwned, chunk, false));
     socket.on('end', () => this.onEnd());
     socket.on('drain', () => this.onDrain());
     socket.on('error', (err) => this.ctx.log.debug({ err: err.message }, 'client socket error'));
@@ -132,7 +144,7 @@ export class ClientLink {
   }
 
   // Bound once: the read path hands `handle` a method and the chunk, so no closure per read.
-  private readonly onTransientBytes = (chunk: Buffer): void => this.handle(this.writeTransient, chunk);
+  private readonly onTransientBytes = (chunk: Buffer): void => this.handle(this.writeTransient, chunk, false);
   private readonly writeTransient = (chunk: Buffer): void => this.reader.write(chunk, true);
   private readonly writeOwned = (chunk: Buffer): void => this.reader.write(chunk, false);
 
@@ -155,7 +167,7 @@ export class ClientLink {
           // The reply may itself have paused input (a reserve that waits): then it stays paused.
           // Nor does input resume while replies wait for the socket: onDrain resumes it then.
           if (this.pauses === pauses && !this.pausedForOutput) this.resumeSoon();
-        });
+        }, true);
       },
       (err: unknown) => {
         this.inFlight--;
@@ -252,7 +264,7 @@ export class ClientLink {
       deferred();
       // As after a settle: unless the command paused input again (it waits for an answer).
       if (this.pauses === pauses && !this.pausedForOutput) this.resumeSoon();
-    });
+    }, true);
   }
 
   /** Stops handling commands until `resumeSoon` (a blocked reserve, an operation in flight). */
@@ -274,12 +286,7 @@ export class ClientLink {
     });
   }
 
-  /**
-   * Replies were added to `out`: they leave once the event loop has handled every socket that
-   * was ready, with whatever else this client is sent in that turn (its answers, and what other
-   * clients' input made for it: a worker's WORK_COMPLETE forwarded, a NOOP to a sleeping worker),
-   * in one write.
-   */
+  /** Replies were added to `out`: they leave at the end of this input, or of this tick. */
   flushSoon(): void {
     // Replies are copies: a pipeline of big peeks must not build up more than the output limit
     // before flow control looks, so command parsing stops here until the socket drains.
@@ -287,13 +294,45 @@ export class ClientLink {
       this.pausedForOutput = true;
       this.reader.pause();
     }
-    this.flushAtTurnEnd();
+    if (this.handling) return;
+    this.flushAtTickEnd();
   }
 
-  private flushAtTurnEnd(): void {
-    if (this.flushQueued) return;
+  /**
+   * Whether replies should wait for this client's next input (at most HOLD_FOR_INPUT_MS) rather
+   * than leave at the end of this input: said by the door after each command. A Gearman worker
+   * that has just reported a job's result sends its next GRAB_JOB at once; waiting for it lets
+   * both answers leave in one write, as they do from gearmand, whose replies leave a moment
+   * later. node-gearman, as client and worker on one connection, closes when the result arrives
+   * and reconnects when the GRAB_JOB's answer comes after it.
+   */
+  holdForInput(hold: boolean): void {
+    this.holding = hold;
+  }
+
+  private readonly releaseHold = (): void => {
+    this.holdTimer = null;
+    this.holding = false;
+    if (!this.finished) this.flushAtTickEnd();
+  };
+
+  /** False (and a timer armed) while replies wait for the client's next input. */
+  private mayFlush(): boolean {
+    if (this.holding) {
+      this.holdTimer ??= setTimeout(this.releaseHold, HOLD_FOR_INPUT_MS);
+      return false;
+    }
+    if (this.holdTimer !== null) {
+      clearTimeout(this.holdTimer);
+      this.holdTimer = null;
+    }
+    return true;
+  }
+
+  private flushAtTickEnd(): void {
+    if (this.flushQueued || !this.mayFlush()) return;
     this.flushQueued = true;
-    setImmediate(this.flushQueuedReplies);
+    process.nextTick(this.flushQueuedReplies);
   }
 
   private readonly flushQueuedReplies = (): void => {
@@ -303,16 +342,18 @@ export class ClientLink {
   };
 
   /**
-   * Runs parser work (or a reply to an answer the store gave later); afterwards wakes the
-   * scheduler, applies flow control and ends a half-closed client. Replies leave at the end of
-   * the event loop's turn.
+   * Runs parser work; afterwards wakes the scheduler, applies flow control and ends a half-closed client.
+   * `answered`: the work replies to answers the store gave later. Its replies leave at the end of
+   * the tick, not at once: a database statement answers many of this client's pipelined commands
+   * at once, each in a promise callback of its own, and they should leave in one socket write.
    */
-  guard(work: () => void): void {
-    this.handle(runWork, work);
+  guard(work: () => void, answered = false): void {
+    this.handle(runWork, work, answered);
   }
 
   /** `guard` for `work(arg)`. */
-  private handle<A>(work: (arg: A) => void, arg: A): void {
+  private handle<A>(work: (arg: A) => void, arg: A, answered: boolean): void {
+    this.handling = true;
     this.turnTime = -1;
     try {
       work(arg);
@@ -322,11 +363,9 @@ export class ClientLink {
       this.finish();
       return;
     } finally {
-      // At the end of the loop's turn, not now: libuv reads a socket until it is empty before it
-      // moves on, so a client's commands that came in several reads of one turn (a worker's
-      // WORK_COMPLETE, then its GRAB_JOB), and a statement's answers to its pipelined commands
-      // (each in a promise callback of its own), are answered in one write.
-      this.flushAtTurnEnd();
+      this.handling = false;
+      if (answered) this.flushAtTickEnd();
+      else if (this.mayFlush()) this.out.flush();
     }
     this.ctx.onActivity();
     this.updateFlow();
@@ -334,15 +373,11 @@ export class ClientLink {
     if (this.inputEnded && !this.reader.paused && this.inOrder.length === 0) this.finish();
   }
 
-  /** Drops the replies not yet written (a Gearman client that half-closed is told nothing more, as gearmand does). */
-  discardUnsent(): void {
-    this.out.discard();
-  }
-
   /** Closes our side once pending replies are written; the owner ends the session. */
   finish(): void {
     if (this.finished) return;
     this.finished = true;
+    this.holding = false;
     const closing = this.owner.ended();
     // Our side closes once the session's jobs are given back: a client that sees the close and
     // asks again on another connection finds them ready, as with beanstalkd.

@@ -187,13 +187,6 @@ export class ReplyBuffer {
     }
   }
 
-  /** Forgets every unsent byte, held or not. */
-  discard(): void {
-    this.marks.length = 0;
-    this.start = this.end = 0;
-    if (this.slab.length > SMALL_SLAB) this.dropSlab();
-  }
-
   private readonly onDurable = (): void => {
     this.waiting = false;
     this.flush();

@@ -1,7 +1,7 @@
 import { isLoopback } from '../../host-name.js';
 import type { JobState, Operations } from '../../operations/operations.js';
-import { uniqueEnd } from './job-body.js';
-import type { GearmanRegistry, QueueLimits } from './registry.js';
+import { uniqueEnd } from '../../gearman/job-body.js';
+import type { GearmanRegistry, QueueLimits } from '../../gearman/registry.js';
 
 export interface AdminContext {
   ops: Operations;

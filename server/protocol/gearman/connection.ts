@@ -13,31 +13,21 @@ import {
   type Result,
   type TubeCounts,
 } from '../../operations/operations.js';
+import { MAX_FUNCTION_BYTES, MAX_FUNCTIONS_PER_WORKER, MAX_UNIQUE_BYTES } from '../../gearman/limits.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
 import type { PacketPart } from '../reply-buffer.js';
 import { runAdminCommand, type AdminContext } from './admin.js';
-import { jobBody, uniqueEnd } from './job-body.js';
+import { jobBody, uniqueEnd } from '../../gearman/job-body.js';
 import { encodePacket, packetName, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
 import { GearmanParser, type GearmanFrameHandler, type Magic } from './parser.js';
-import type { GearmanRegistry, JobStatus, UniqueStatus, WorkStatus } from './registry.js';
+import type { GearmanRegistry, JobStatus, UniqueStatus, WorkStatus } from '../../gearman/registry.js';
 import { NOOP, NO_JOB, OPTION_EXCEPTIONS, errorPacket, type GearmanError } from './replies.js';
-import { nextCronTime, parseCronTime } from './schedule.js';
+import { nextCronTime, parseCronTime } from '../../gearman/schedule.js';
 
-/** Longest function name taken (gearmand takes 512; a binlog record keeps up to 255 bytes). */
-export const MAX_FUNCTION_BYTES = 255;
-/** Longest unique id (gearmand's GEARMAN_MAX_UNIQUE_SIZE). */
-export const MAX_UNIQUE_BYTES = 64;
 /** A client that has this many bytes of forwarded results unread is closed. */
 const MAX_FORWARD_BACKLOG = 32 * 1024 * 1024;
-/** Functions one connection may register: a worker's GRAB and PRE_SLEEP cost grows with them. */
-export const MAX_FUNCTIONS_PER_WORKER = 10_000;
 /** Bytes of SET_CLIENT_ID kept (gearmand keeps 64). */
 const MAX_CLIENT_ID_BYTES = 64;
-/**
- * What a Gearman job costs on the heap in the record budget: the engine's record, plus the
- * door's unique-id key, its index entries and a waiting client's watcher set.
- */
-export const GEARMAN_JOB_RECORD_BYTES = 1024;
 /**
  * Room in a packet for the arguments besides the data (function name, unique id, handle, the
  * SCHED fields and their separators), over --gearman-max-size, which bounds the data: so a
@@ -149,6 +139,8 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     if (magic === 'RES') return this.sendError('INVALID_MAGIC');
     this.client.noteCommand(packetName(type), this.link.commandTime());
     const count = REQUEST_ARGS[type];
+    // A worker that reports a job's result asks for its next job at once: its answers wait for that.
+    this.link.holdForInput(WORK_RESULTS[type] === true);
     if (count === undefined) return this.sendError('INVALID_COMMAND');
     // The packets of every job (submits and results) are read in place, without an array of
     // views per packet; the rest are split into their arguments.
@@ -280,15 +272,8 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   // ---- LinkOwner -------------------------------------------------------------------------------
 
-  /**
-   * The peer will send nothing more. gearmand closes such a connection and sends nothing more,
-   * whatever it had still to answer, and clients count on it: node-gearman, once it has closed
-   * its side, reconnects when a late answer (a NO_JOB) arrives. So the unsent answers are dropped.
-   */
   halfClosed(): void {
     this.client.halfClose();
-    this.link.discardUnsent();
-    this.link.finish();
   }
 
   /**

@@ -1,6 +1,6 @@
-import type { JobHistoryDto } from '../../../shared/history.js';
-import type { GearmanJobState, GearmanSnapshotDto } from '../../../shared/dto.js';
-import { whenReady, type JobSnapshot, type JobState, type Operations, type Pending, type Result } from '../../operations/operations.js';
+import type { JobHistoryDto } from '../../shared/history.js';
+import type { GearmanJobState, GearmanSnapshotDto } from '../../shared/dto.js';
+import { whenReady, type JobSnapshot, type JobState, type Operations, type Pending, type Result } from '../operations/operations.js';
 import { dataOf, uniqueEnd } from './job-body.js';
 import type { GearmanRegistry, WorkStatus } from './registry.js';
 

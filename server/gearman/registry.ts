@@ -1,4 +1,4 @@
-import { whenReady, type JobUpdate, type JobWatcher, type Operations, type Pending } from '../../operations/operations.js';
+import { whenReady, type JobUpdate, type JobWatcher, type Operations, type Pending } from '../operations/operations.js';
 import { JobHandles } from './handles.js';
 import { uniqueEnd } from './job-body.js';
 
