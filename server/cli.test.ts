@@ -67,10 +67,7 @@ describe('parseCommandLine: the Gearman flags', () => {
     );
     expect(parseCommandLine(['--gearman-job-retries', '-1'])).toStrictEqual({ kind: 'usage-error', message: 'invalid Gearman job retries: -1' });
     expect(USAGE).toContain('--gearman-job-retries N');
-    expect(parseCommandLine(['--cluster', 'postgres://u@h/db', '--gearman-job-retries', '2'])).toStrictEqual({
-      kind: 'usage-error',
-      message: '--gearman-job-retries is not available with --cluster',
-    });
+
   });
 });
 

@@ -417,11 +417,6 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
       if (localStoreFlag !== null) {
         throw new UsageError(`${localStoreFlag} is for a node's own binlog; a --cluster node keeps its jobs in PostgreSQL`);
       }
-      if (gearmanJobRetries > 0) {
-        // A cluster gives a job back in several statements (a connection's end, a node's, an
-        // overdue hold); none of them counts failures yet.
-        throw new UsageError('--gearman-job-retries is not available with --cluster');
-      }
       if (new URL(clusterUrl).password !== '') {
         warnings.push('the --cluster URL holds a password, which other users can read in ps: use PGPASSWORD or ~/.pgpass');
       }

@@ -216,6 +216,7 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
       address: `${os.hostname()}:${options.port}`,
       version: VERSION,
       historyEvents: options.historyEvents,
+      gearmanJobRetries: options.gearman?.jobRetries ?? 0,
       log,
     });
     const limits = { maxJobBytes: options.maxJobBytes, deadLetterAfter: options.deadLetterAfter, historyEvents: options.historyEvents };

@@ -8,7 +8,11 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { PACKET } from '../server/protocol/gearman/packets.js';
 import { freshDatabase } from './support/cluster-db.js';
 import { GearmanTestClient } from './support/gearman-client.js';
-import { startGearmanServer } from './support/gearman-server.js';
+import { API } from '../shared/api.js';
+import type { JobHistoryDto } from '../shared/history.js';
+import { api, startAdminServer, type AdminServerProcess } from './support/admin-server.js';
+import { expectOk } from './support/expectations.js';
+import { gearmanPortFromLog, startGearmanServer } from './support/gearman-server.js';
 import type { ServerProcess } from './support/servers.js';
 
 const pgUrl = inject('pgUrl');
@@ -73,6 +77,35 @@ async function grab(w: GearmanTestClient, timeoutMs = 5000): Promise<[number, ..
 }
 
 describe.skipIf(pgUrl === null)('Gearman in cluster mode', () => {
+  it('--gearman-job-retries: a job a worker on one node failed twice (a CAN_DO_TIMEOUT, a disconnect) is dropped; its client on another node gets WORK_FAIL, its history says why', async () => {
+    const url = await freshDatabase(pgUrl!, 'gearman_retries');
+    const retries = ['--gearman-job-retries', '2'];
+    const withAdmin: AdminServerProcess = await startAdminServer(['--cluster', url, '--gearman-listen', '127.0.0.1', '--gearman-port', '0', ...retries]);
+    servers.push(withAdmin);
+    const a = await gearmanPortFromLog(() => withAdmin.stderr());
+    const b = await node(url, retries);
+    const c = await connect(a);
+    const handle = await submit(c, PACKET.SUBMIT_JOB, 'flaky', '', 'x');
+    const slow = await connect(b.port);
+    slow.request(PACKET.CAN_DO_TIMEOUT, 'flaky', '100');
+    expect((await grab(slow))[1]).toBe(handle);
+    // Its hold runs out (failure 1): the job is ready again, for the next worker.
+    const leaving = await worker(b.port, 'flaky');
+    expect((await grab(leaving))[1]).toBe(handle);
+    leaving.destroy(); // failure 2: dropped
+    expect(await c.args(1, 10_000)).toEqual([PACKET.WORK_FAIL, handle]);
+    expect((await status(b.port, handle!))[0]).toBe('0');
+    const history = expectOk<JobHistoryDto>(await api(withAdmin.url, API.gearmanJobHistory(handle!)));
+    expect(history.events.map((e) => (e.note === '' ? e.kind : `${e.kind} ${e.note}`))).toEqual([
+      'put',
+      'reserve',
+      'timeout',
+      'reserve',
+      'disconnect',
+      'retries-exhausted 2 disconnect',
+    ]);
+  });
+
   it('a foreground job submitted on one node and run on another: its WORK_* packets reach the client in order, GET_STATUS agrees on every node', async () => {
     const url = await freshDatabase(pgUrl!, 'gearman_relay');
     const [a, b] = await Promise.all([node(url), node(url)]);

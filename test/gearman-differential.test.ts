@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKET } from '../server/protocol/gearman/packets.js';
 import { GearmanTestClient } from './support/gearman-client.js';
 import { hasGearmand, startGearmand, type Gearmand } from './support/gearmand.js';
-import { GEARMAN_IN_CLUSTER, startGearmanServer } from './support/gearman-server.js';
+import { startGearmanServer } from './support/gearman-server.js';
 import type { ServerProcess } from './support/servers.js';
 
 const HAS_GEARMAND = await hasGearmand();
@@ -365,8 +365,7 @@ async function withFlags(beanpoleArgs: string[], gearmandArgs: string[], prefix:
   return transcripts;
 }
 
-// Not in cluster mode, which refuses --gearman-job-retries (server/cli.ts).
-describe.skipIf(!HAS_GEARMAND || GEARMAN_IN_CLUSTER)('Gearman: --gearman-job-retries against gearmand --job-retries', () => {
+describe.skipIf(!HAS_GEARMAND)('Gearman: --gearman-job-retries against gearmand --job-retries', () => {
   it('drops a job at its second failure: its client gets WORK_FAIL, and the handle is unknown after', async () => {
     const [reference, ours] = await withFlags(['--gearman-job-retries', '2'], ['--job-retries=2'], 'retries', async (t) => {
       const c = await t.conn();

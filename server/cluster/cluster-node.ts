@@ -18,6 +18,8 @@ export interface ClusterNodeOptions {
   version: string;
   /** Job history events kept (--history-events; 0: this node records none). */
   historyEvents: number;
+  /** --gearman-job-retries: a Gearman job this node's statements give back for the N-th time is dropped (0: never). */
+  gearmanJobRetries?: number;
   log: Logger;
   now?: () => number;
 }
@@ -55,12 +57,14 @@ export class ClusterNode {
     this.log = options.log;
     this.now = options.now ?? Date.now;
     this.url = options.url;
-    this.pool = createPool(options.url, options.log, options.historyEvents > 0);
-    this.hotPool = options.historyEvents > 0 ? createPool(options.url, options.log, false, HOT_POOL_SIZE) : this.pool;
+    const retries = options.gearmanJobRetries ?? 0;
+    this.pool = createPool(options.url, options.log, options.historyEvents > 0, undefined, retries);
+    this.hotPool = options.historyEvents > 0 ? createPool(options.url, options.log, false, HOT_POOL_SIZE, retries) : this.pool;
     this.lease = new NodeLease({
       pool: this.pool,
       url: options.url,
       history: options.historyEvents > 0,
+      gearmanJobRetries: retries,
       log: options.log,
       leaseMs: options.leaseMs,
       address: options.address,

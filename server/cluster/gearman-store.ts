@@ -8,6 +8,7 @@
  * - a job whose clients all left (on every node) is dropped if no worker runs it yet.
  */
 import { fail, ok } from '../engine/results.js';
+import type { QueueLimits } from '../gearman/registry.js';
 import type { JobBytes, NewJob, QueuedState, Result } from '../operations/operations.js';
 import type { ClusterNode } from './cluster-node.js';
 import { ClusterStore, deleteArrays, type ClusterStoreOptions, type DeletedRow, type DeleteRequest, type ReservedRow } from './cluster-store.js';
@@ -15,7 +16,6 @@ import { GEARMAN_SQL } from './gearman-sql.js';
 import { NO_ROOM } from './put-batch.js';
 import { inTransaction, run, type Queryable } from './pool.js';
 import { GEARMAN_REALM } from './realm.js';
-import type { QueueLimits } from '../gearman/registry.js';
 import { STATE } from './schema.js';
 import type { WakeupHandlers } from './wakeups.js';
 

@@ -69,6 +69,8 @@ export interface NodeLeaseOptions {
   url: string;
   /** Its statements record job history (a dead node's reservations given back). */
   history: boolean;
+  /** --gearman-job-retries (pool.ts connectionConfig). */
+  gearmanJobRetries: number;
   log: Logger;
   leaseMs: number;
   address: string;
@@ -105,7 +107,7 @@ export class NodeLease {
   private async connection(): Promise<pg.Client> {
     if (this.client !== null) return this.client;
     const client = new pg.Client({
-      ...connectionConfig(this.o.url, this.o.history),
+      ...connectionConfig(this.o.url, this.o.history, this.o.gearmanJobRetries),
       // A heartbeat slower than half a lease is as good as missed.
       query_timeout: Math.max(100, Math.floor(this.o.leaseMs / 2)),
       connectionTimeoutMillis: Math.max(100, Math.floor(this.o.leaseMs / 2)),

@@ -17,12 +17,15 @@ const types = {
 /**
  * Every connection of a node: TCP keepalive, so that a connection a firewall dropped in silence
  * fails instead of waiting for ever, and a bound on connecting and on each statement. With
- * `history`, the job changes its statements make are recorded (schema.ts, the history trigger).
+ * `history`, the job changes its statements make are recorded (schema.ts, the history trigger);
+ * with `gearmanJobRetries`, a Gearman job they give back for the N-th time is dropped (schema.ts).
  */
-export function connectionConfig(url: string, history = false): pg.ClientConfig {
+export function connectionConfig(url: string, history = false, gearmanJobRetries = 0): pg.ClientConfig {
+  // Settings the triggers read (schema.ts): history, and --gearman-job-retries.
+  const settings = [...(history ? ['-c beanpole.history=on'] : []), ...(gearmanJobRetries > 0 ? [`-c beanpole.gearman_job_retries=${gearmanJobRetries}`] : [])];
   return {
     connectionString: url,
-    ...(history ? { options: '-c beanpole.history=on' } : {}),
+    ...(settings.length > 0 ? { options: settings.join(' ') } : {}),
     types,
     application_name: 'beanpole',
     keepAlive: true,
@@ -39,9 +42,9 @@ export function connectionConfig(url: string, history = false): pg.ClientConfig 
  */
 export const HOT_POOL_SIZE = POOL_SIZE;
 
-export function createPool(url: string, log: Logger, history: boolean, size = POOL_SIZE): pg.Pool {
+export function createPool(url: string, log: Logger, history: boolean, size = POOL_SIZE, gearmanJobRetries = 0): pg.Pool {
   const pool = new pg.Pool({
-    ...connectionConfig(url, history),
+    ...connectionConfig(url, history, gearmanJobRetries),
     max: size,
     connectionTimeoutMillis: STATEMENT_TIMEOUT_MS,
     query_timeout: STATEMENT_TIMEOUT_MS,

@@ -185,7 +185,43 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE beanpole_gearman_tubes ADD COLUMN max_queue_high bigint, ADD COLUMN max_queue_low bigint;
   UPDATE beanpole_gearman_tubes SET max_queue_high = max_queue, max_queue_low = max_queue;
   `,
+  gearmanJobRetriesMigration(),
 ];
+
+/**
+ * --gearman-job-retries in a cluster: a Gearman job given back to ready by a statement of a node
+ * started with the flag (`beanpole.gearman_job_retries` = N on its connections, pool.ts), at
+ * its N-th reserve, is dropped. Every reserve of a Gearman job ends in its result (a delete), a
+ * failure (its connection or node gone, its hold run out: a give-back), or an undone reserve
+ * (which takes the count back), so that give-back is its N-th failure, whichever of the
+ * statements that give jobs back made it. Its history says why (the history trigger records
+ * a delete a trigger makes as nothing: this one writes the event), its bytes leave the
+ * cluster's count (under node 0, which no node is), and waiting clients learn it is gone as
+ * of any job that ends (gearman-store.ts, receive).
+ */
+function gearmanJobRetriesMigration(): string {
+  const limit = "COALESCE(NULLIF(current_setting('beanpole.gearman_job_retries', true), '')::bigint, 0)";
+  const history = `${GEARMAN_REALM.prefix}history`;
+  return `
+  CREATE FUNCTION beanpole_gearman_drop_exhausted() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    DELETE FROM beanpole_gearman_jobs WHERE id = NEW.id;
+    INSERT INTO beanpole_node_bytes (node, bytes) VALUES (0, -length(NEW.body))
+      ON CONFLICT (node) DO UPDATE SET bytes = beanpole_node_bytes.bytes + EXCLUDED.bytes;
+    IF current_setting('beanpole.history', true) = 'on' THEN
+      INSERT INTO ${history} (job, at, kind, node, conn, note) VALUES (NEW.id,
+        (extract(epoch FROM clock_timestamp()) * 1000)::bigint, ${kind('retries-exhausted')}, NULL, 0,
+        NEW.reserves || ' ' || CASE WHEN NEW.timeouts > OLD.timeouts THEN 'timeout' ELSE 'disconnect' END);
+    END IF;
+    RETURN NULL;
+  END;
+  $$;
+  CREATE TRIGGER beanpole_gearman_retries AFTER UPDATE OF state ON beanpole_gearman_jobs
+    FOR EACH ROW WHEN (OLD.state = 1 AND NEW.state = 0 AND ${limit} > 0 AND NEW.reserves >= ${limit})
+    EXECUTE FUNCTION beanpole_gearman_drop_exhausted();
+  ${historyFunction(GEARMAN_REALM)}
+  `;
+}
 
 /** The schema version this build needs. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -226,35 +262,14 @@ function kind(k: HistoryKind): number {
   return HISTORY_KINDS.indexOf(k);
 }
 
-/**
- * The job history ring of a realm (the dashboard's job page): a table of events written by a
- * trigger on the realm's jobs table, so that every change is recorded whichever node, statement
- * or path makes it (a reserve batch, a lease running out, an operator's edit). Only connections
- * that ask for it write (`beanpole.history` = on, set by nodes started with --history-events
- * above 0): the trigger's WHEN clause costs a node without history nothing more. Each node trims
- * the table to its --history-events newest rows every second.
- *
- * What happened is read off the row's old and new values: the counters a command bumps (reserves,
- * releases, timeouts, buries, kicks) and the fields an edit changes. The connection is the
- * holder's (node and that node's connection id); a put records none (the row does not say).
- */
-function historyMigration(realm: Realm): string {
+/** The history trigger's function of a realm (historyMigration), made or replaced. */
+function historyFunction(realm: Realm): string {
   const history = `${realm.prefix}history`;
   const fn = `${realm.prefix}history_event`;
   const event = (k: HistoryKind, row: 'OLD' | 'NEW', note = "''", holder: 'OLD' | 'NEW' | null = null): string =>
     `INSERT INTO ${history} (job, at, kind, node, conn, note) VALUES (${row}.id, t, ${kind(k)}, ${holder === null ? 'NULL' : `${holder}.holder_node`}, ${holder === null ? '0' : `COALESCE(${holder}.holder_conn, 0)`}, ${note});`;
   return `
-  CREATE TABLE ${history} (
-    seq bigserial PRIMARY KEY,
-    job bigint NOT NULL,
-    at bigint NOT NULL,
-    kind smallint NOT NULL,
-    node integer,
-    conn bigint NOT NULL DEFAULT 0,
-    note text NOT NULL DEFAULT ''
-  ) WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01);
-  CREATE INDEX ${history}_job ON ${history} (job, seq);
-  CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+  CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
   DECLARE
     t bigint := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
   BEGIN
@@ -263,6 +278,8 @@ function historyMigration(realm: Realm): string {
       RETURN NULL;
     END IF;
     IF TG_OP = 'DELETE' THEN
+      -- A delete another trigger makes (--gearman-job-retries) writes its own event.
+      IF pg_trigger_depth() > 1 THEN RETURN NULL; END IF;
       IF OLD.state = 1 THEN ${event('delete', 'OLD', "''", 'OLD')} ELSE ${event('delete', 'OLD')} END IF;
       RETURN NULL;
     END IF;
@@ -294,6 +311,36 @@ function historyMigration(realm: Realm): string {
     RETURN NULL;
   END;
   $$;
+  `;
+}
+
+/**
+ * The job history ring of a realm (the dashboard's job page): a table of events written by a
+ * trigger on the realm's jobs table, so that every change is recorded whichever node, statement
+ * or path makes it (a reserve batch, a lease running out, an operator's edit). Only connections
+ * that ask for it write (`beanpole.history` = on, set by nodes started with --history-events
+ * above 0): the trigger's WHEN clause costs a node without history nothing more. Each node trims
+ * the table to its --history-events newest rows every second.
+ *
+ * What happened is read off the row's old and new values: the counters a command bumps (reserves,
+ * releases, timeouts, buries, kicks) and the fields an edit changes. The connection is the
+ * holder's (node and that node's connection id); a put records none (the row does not say).
+ */
+function historyMigration(realm: Realm): string {
+  const history = `${realm.prefix}history`;
+  const fn = `${realm.prefix}history_event`;
+  return `
+  CREATE TABLE ${history} (
+    seq bigserial PRIMARY KEY,
+    job bigint NOT NULL,
+    at bigint NOT NULL,
+    kind smallint NOT NULL,
+    node integer,
+    conn bigint NOT NULL DEFAULT 0,
+    note text NOT NULL DEFAULT ''
+  ) WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01);
+  CREATE INDEX ${history}_job ON ${history} (job, seq);
+  ${historyFunction(realm)}
   CREATE TRIGGER ${realm.prefix}history AFTER INSERT OR UPDATE OR DELETE ON ${realm.tables.jobs}
     FOR EACH ROW WHEN (current_setting('beanpole.history', true) = 'on') EXECUTE FUNCTION ${fn}();
   `;
