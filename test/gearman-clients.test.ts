@@ -2,7 +2,8 @@
  * Real Gearman client libraries, unchanged, against Beanpole and (where installed) against
  * Debian's gearmand in the same run: the npm `gearman` package as client and worker, the npm
  * `node-gearman` package under its own test suite, Perl's Gearman::Client and Gearman::Worker
- * (Debian's libgearman-client-perl), and PHP's pecl gearman over libgearman (Debian's php-gearman).
+ * (Debian's libgearman-client-perl), and PHP's pecl gearman over libgearman (Debian's
+ * php-gearman).
  * Each conversation must give the same results on both servers.
  */
 import { execFile, spawn } from 'node:child_process';
