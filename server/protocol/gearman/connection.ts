@@ -1,28 +1,16 @@
 import type { Socket } from 'node:net';
-import {
-  isPending,
-  type ClientDelegate,
-  type ClientOperations,
-  type FailureCode,
-  type JobBytes,
-  type JobUpdate,
-  type JobWatcher,
-  type NewJob,
-  type Operations,
-  type ReserveOutcome,
-  type Result,
-  type TubeCounts,
-} from '../../operations/operations.js';
-import { MAX_FUNCTION_BYTES, MAX_FUNCTIONS_PER_WORKER, MAX_UNIQUE_BYTES } from '../../gearman/limits.js';
+import { isPending, type ClientDelegate, type JobBytes, type Operations, type Result } from '../../operations/operations.js';
+import { jobBody, uniqueEnd } from '../../gearman/job-body.js';
+import { MAX_FUNCTION_BYTES, MAX_UNIQUE_BYTES } from '../../gearman/limits.js';
+import type { GearmanRegistry, JobStatus, UniqueStatus, WorkStatus } from '../../gearman/registry.js';
+import { nextCronTime, parseCronTime } from '../../gearman/schedule.js';
+import { GearmanSession, type SessionNews, type SubmitAnswer, type SubmitRefusal, type Submission } from '../../gearman/session.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
 import type { PacketPart } from '../reply-buffer.js';
 import { runAdminCommand, type AdminContext } from './admin.js';
-import { jobBody, uniqueEnd } from '../../gearman/job-body.js';
 import { encodePacket, packetName, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
 import { GearmanParser, type GearmanFrameHandler, type Magic } from './parser.js';
-import type { GearmanRegistry, JobStatus, UniqueStatus, WorkStatus } from '../../gearman/registry.js';
 import { NOOP, NO_JOB, OPTION_EXCEPTIONS, errorPacket, type GearmanError } from './replies.js';
-import { nextCronTime, parseCronTime } from '../../gearman/schedule.js';
 
 /** A client that has this many bytes of forwarded results unread is closed. */
 const MAX_FORWARD_BACKLOG = 32 * 1024 * 1024;
@@ -34,8 +22,6 @@ const MAX_CLIENT_ID_BYTES = 64;
  * worker can always send back, under its handle, as much data as a client could submit.
  */
 const ARGUMENT_ROOM = 1024;
-/** A leaving client lets go of this many foreground jobs per turn. */
-const LEAVE_SLICE = 1024;
 
 export interface GearmanContext extends LinkContext, AdminContext {
   ops: Operations;
@@ -83,14 +69,15 @@ const WORK_RESULTS: Readonly<Record<number, boolean>> = {
 let nextFd = 1;
 
 /**
- * One Gearman client or worker (the protocol does not tell them apart): packets go through the
- * push parser, each request becomes operations on the Gearman realm's store, and replies and
- * forwarded WORK_* packets leave in order through the shared ClientLink. Text admin lines on
- * the same connection are answered by admin.ts.
+ * One Gearman client or worker (the protocol does not tell them apart): the door of a
+ * GearmanSession. Packets go through the push parser; each request is parsed, handed to one
+ * call of the session (server/gearman/session.ts, where the jobs' rules live) and answered;
+ * replies and forwarded WORK_* packets leave in order through the shared ClientLink. Text admin
+ * lines on the same connection are answered by admin.ts.
  */
-export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, LinkOwner {
+export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, LinkOwner, SessionNews {
   readonly fd = nextFd++;
-  readonly client: ClientOperations;
+  readonly session: GearmanSession;
   private readonly link: ClientLink;
   private readonly parser: GearmanParser;
   private readonly ops: Operations;
@@ -100,12 +87,8 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   /** --gearman-max-size: the store's job size less the unique id kept in front of the data. */
   private readonly maxData: number;
   private exceptions = false;
-  /** CAN_DO_TIMEOUT per function (ms). */
-  private readonly timeouts = new Map<string, number>();
-  /** The submit being made, reused: the store copies what it keeps. */
-  private readonly pendingJob: NewJob = { priority: 0, delayMs: 0, ttrMs: 0, body: NO_BODY, transient: false };
-  /** Foreground jobs this client waits on. */
-  private readonly waitingOn = new Set<number>();
+  /** The submit being parsed, reused: the session copies what it keeps. */
+  private readonly submission: Submission = { fn: '', unique: NO_BODY, body: NO_BODY, priority: 0, background: false, delayMs: 0 };
   private readonly unlist: () => void;
 
   constructor(
@@ -116,15 +99,13 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     this.maxData = this.ops.maxJobSize - MAX_UNIQUE_BYTES - 1;
     this.registry = ctx.registry;
     this.link = new ClientLink(socket, this, ctx, errorPacket('INTERNAL'), () => this.ops.now());
-    // A worker watches only the functions it registers, and holds a job until it reports or leaves.
-    this.client = this.ops.connect(this, this.link.peer, { watchNothing: true, roundRobin: ctx.roundRobin });
-    this.client.setHold(Number.POSITIVE_INFINITY);
+    this.session = new GearmanSession(ctx, this, this.link.peer, this);
     this.parser = new GearmanParser(this, this.maxData + ARGUMENT_ROOM);
     this.unlist = this.registry.list(() => ({
       fd: this.fd,
       address: socket.remoteAddress ?? 'unix',
       clientId: this.clientId,
-      functions: this.client.watchedTubes(),
+      functions: this.session.client.watchedTubes(),
     }));
     this.link.start(this.parser);
   }
@@ -137,7 +118,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   packet(magic: Magic, type: number, data: Buffer): void {
     if (magic === 'RES') return this.sendError('INVALID_MAGIC');
-    this.client.noteCommand(packetName(type), this.link.commandTime());
+    this.session.client.noteCommand(packetName(type), this.link.commandTime());
     const count = REQUEST_ARGS[type];
     // A worker that reports a job's result asks for its next job at once: its answers wait for that.
     this.link.holdForInput(WORK_RESULTS[type] === true);
@@ -157,26 +138,22 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       case PACKET.WORK_STATUS:
         return this.workResult(type, data, args[0]!.length, { numerator: args[1]!, denominator: args[2]! });
       case PACKET.CAN_DO:
-        return this.canDo(args[0]!, null);
+        return this.canDo(args[0]!, 0);
       case PACKET.CAN_DO_TIMEOUT:
-        return this.canDo(args[0]!, args[1]!);
-      case PACKET.CANT_DO: {
-        const fn = args[0]!.toString('latin1');
-        this.timeouts.delete(fn);
-        return this.link.settle(this.client.ignore(fn), this.onIgnored);
-      }
+        return this.canDo(args[0]!, Number(args[1]!.toString('latin1')));
+      case PACKET.CANT_DO:
+        return this.link.settle(this.session.cantDo(args[0]!.toString('latin1')), this.onIgnored);
       case PACKET.RESET_ABILITIES:
-        this.timeouts.clear();
-        for (const fn of this.client.watchedTubes()) this.link.settle(this.client.ignore(fn), this.onIgnored);
+        for (const ignored of this.session.resetAbilities()) this.link.settle(ignored, this.onIgnored);
         return;
       case PACKET.PRE_SLEEP:
-        return this.link.settle(this.client.sleep(), this.onSlept);
+        return this.link.settle(this.session.sleep(), this.onSlept);
       case PACKET.GRAB_JOB:
-        return this.link.settle(this.client.reserve(0), this.onGrabbed);
+        return this.link.settle(this.session.grab(), this.onGrabbed);
       case PACKET.GRAB_JOB_UNIQ:
       case PACKET.GRAB_JOB_ALL:
         // GRAB_JOB_ALL is answered with JOB_ASSIGN_UNIQ, as gearmand does when there is no reducer.
-        return this.link.settle(this.client.reserve(0), this.onGrabbedUniq);
+        return this.link.settle(this.session.grab(), this.onGrabbedUniq);
       case PACKET.GET_STATUS:
         return this.getStatus(args[0]!);
       case PACKET.GET_STATUS_UNIQUE:
@@ -234,14 +211,9 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     this.link.destroy();
   }
 
-  // ---- the foreground jobs this client waits on -------------------------------------------------
+  // ---- SessionNews: the foreground jobs this client waits on ------------------------------------
 
-  private readonly watcher: JobWatcher = {
-    update: (jobId, update) => this.jobUpdate(jobId, update),
-    ended: (jobId) => this.jobEnded(jobId),
-  };
-
-  private jobUpdate(jobId: number, update: JobUpdate): void {
+  update(jobId: number, type: number, data: Buffer): void {
     // WORK_* packets come from the worker's connection, so this client's own flow control cannot
     // hold them back: a client that stops reading them is let go rather than buffered for ever.
     if (this.link.backlog > MAX_FORWARD_BACKLOG) {
@@ -249,61 +221,36 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       this.link.destroy();
       return;
     }
-    const type = Number(update.kind);
     if (type === PACKET.WORK_EXCEPTION && !this.exceptions) {
       // A client that did not ask for exceptions is told the job failed, as gearmand does.
       const handle = this.registry.handles.handle(jobId);
       this.send(encodePacket(PACKET.WORK_FAIL, [Buffer.concat([Buffer.from(handle, 'latin1'), ZERO])]));
     } else if (!this.link.finished) {
-      this.link.out.dataPacket(type, update.data);
+      this.link.out.dataPacket(type, data);
       this.link.flushSoon();
     }
-    if (WORK_RESULTS[type] === true && this.waitingOn.delete(jobId)) {
-      // The client has its answer: it no longer waits on the job, whatever becomes of it.
-      this.ops.detachWatcher(jobId, this.watcher);
-    }
+    if (WORK_RESULTS[type] === true) this.session.answered(jobId);
   }
 
-  private jobEnded(jobId: number): void {
+  failed(jobId: number): void {
     // Gone without a result (cancelled, or deleted from the dashboard): the client is told it failed.
-    if (!this.waitingOn.delete(jobId)) return;
     this.sendHandle(PACKET.WORK_FAIL, jobId);
   }
 
   // ---- LinkOwner -------------------------------------------------------------------------------
 
   halfClosed(): void {
-    this.client.halfClose();
+    this.session.client.halfClose();
   }
 
-  /**
-   * The connection is over: a job this worker held goes back to its queue (at its head: ids are
-   * FIFO), and a foreground job nobody waits for any more is dropped if it has not started.
-   */
   ended(): void | Promise<void> {
     this.unlist();
-    this.letGo([...this.waitingOn]);
-    this.waitingOn.clear();
-    const closing = this.client.close();
+    const closing = this.session.close();
     this.ctx.onActivity();
     if (closing instanceof Promise) return closing.catch((err: unknown) => this.ctx.log.error({ err }, 'ending a Gearman session failed'));
   }
 
-  /**
-   * Stops waiting on `ids`, a slice per turn (a client may wait on many). A foreground job that
-   * nobody waits for any more and that no worker has started is dropped; a background job a
-   * foreground submit had joined stays, as it does in gearmand.
-   */
-  private letGo(ids: number[], from = 0): void {
-    const end = Math.min(ids.length, from + LEAVE_SLICE);
-    for (let i = from; i < end; i++) this.registry.stopWaiting(ids[i]!, this.watcher);
-    if (end < ids.length) {
-      setImmediate(() => this.letGo(ids, end));
-    }
-    this.ctx.onActivity();
-  }
-
-  // ---- requests --------------------------------------------------------------------------------
+  // ---- requests: parse, one call, one reply ----------------------------------------------------
 
   /** A SUBMIT_JOB*: `function NUL unique NUL [time fields NUL] data`. */
   private submit(kind: Submit, packetData: Buffer): void {
@@ -329,7 +276,6 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     if (fnEnd === 0 || fnEnd > MAX_FUNCTION_BYTES) return this.sendError('BAD_FUNCTION');
     if (unique.length > MAX_UNIQUE_BYTES) return this.sendError('BAD_UNIQUE');
     if (packetData.length - dataStart > this.maxData) return this.sendError('TOO_LARGE');
-    const fn = this.functionName(packetData, fnEnd);
     let delayMs = 0;
     if (args !== null && (kind.when === 'epoch' || kind.when === 'sched')) {
       const runAt = kind.when === 'epoch' ? epochMs(args[2]!) : cronMs(args.slice(2, 7), this.ops.now());
@@ -337,28 +283,16 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       // Whole milliseconds (never early): a job keeps its delay as a small integer (Job).
       delayMs = Math.max(0, Math.ceil(runAt - this.ops.now()));
     }
+    const s = this.submission;
+    s.fn = this.functionName(packetData, fnEnd);
+    s.unique = unique;
     // The job's body is `unique NUL data` (job-body.ts): for a plain submit, a view of the packet.
-    const body = args === null ? packetData.subarray(fnEnd + 1) : jobBody(unique, args[kind.args - 1]!);
-    if (unique.length > 0) {
-      const existing = this.registry.jobForUnique(fn, unique);
-      if (existing !== undefined) return this.attachTo(existing, kind.background);
-    }
-    const limit = this.registry.maxQueue(fn)?.[kind.priority];
-    if (limit !== undefined && limit > 0) {
-      const tube = this.ops.tube(fn);
-      if (!isPending(tube)) return this.putUnlessFull(tube, limit, fn, unique, body, kind, delayMs);
-      // The packet is valid only during this call (sockets read into a shared buffer): an answer
-      // that comes later works on copies.
-      const keptUnique = Buffer.from(unique);
-      const keptBody = Buffer.from(body);
-      return this.link.settle(tube, (t) => this.putUnlessFull(t, limit, fn, keptUnique, keptBody, kind, delayMs));
-    }
-    this.put(fn, unique, body, kind, delayMs);
-  }
-
-  private putUnlessFull(tube: TubeCounts | undefined, limit: number, fn: string, unique: Buffer, body: Buffer, kind: Submit, delayMs: number): void {
-    if (tube !== undefined && tube.ready + tube.delayed >= limit) return this.sendError('QUEUE_FULL');
-    this.put(fn, unique, body, kind, delayMs);
+    s.body = args === null ? packetData.subarray(fnEnd + 1) : jobBody(unique, args[kind.args - 1]!);
+    s.priority = kind.priority;
+    s.background = kind.background;
+    s.delayMs = delayMs;
+    this.link.settle(this.session.submit(s), this.onSubmitted);
+    s.unique = s.body = NO_BODY; // do not pin the packet
   }
 
   /**
@@ -373,98 +307,32 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     return name;
   }
 
-  private put(fn: string, unique: Buffer, body: Buffer, kind: Submit, delayMs: number): void {
-    const job = this.pendingJob;
-    job.priority = kind.priority;
-    job.delayMs = delayMs;
-    job.body = body;
-    // A foreground job dies with its clients, so it is never journaled: a restart must not run it.
-    job.transient = !kind.background;
-    // For a store that coalesces unique ids itself (a cluster's database).
-    job.unique = unique;
-    const result = this.client.submit(fn, job);
-    job.body = NO_BODY; // do not pin the packet
-    job.unique = NO_BODY;
-    // The in-memory store answers at once: no closure per submit then.
-    if (isPending(result)) {
-      const keptUnique = Buffer.from(unique); // the packet is valid only during this call
-      this.link.settle(result, (r) => this.created(r, fn, keptUnique, kind.background));
-    } else {
-      this.created(result, fn, unique, kind.background);
-    }
-  }
-
-  private created(r: Result<JobBytes>, fn: string, unique: Buffer, background: boolean): void {
-    if (!r.ok) return this.sendError(SUBMIT_ERRORS[r.code] ?? 'NO_MEMORY');
-    const id = r.value.id;
-    this.registry.created(id, fn, unique, !background);
-    if (!background) this.watchJob(id);
-    this.sendHandle(PACKET.JOB_CREATED, id);
-  }
-
-  /** A submit whose unique id matches a job already queued or running: it gets that job's handle. */
-  private attachTo(id: number, background: boolean): void {
-    if (!background) this.watchJob(id);
-    this.sendHandle(PACKET.JOB_CREATED, id);
-  }
-
-  private watchJob(id: number): void {
-    if (this.waitingOn.has(id)) return;
-    if (this.ops.attachWatcher(id, this.watcher)) this.waitingOn.add(id);
-  }
-
-  private canDo(fnBytes: Buffer, timeout: Buffer | null): void {
+  private canDo(fnBytes: Buffer, timeoutMs: number): void {
     if (fnBytes.length === 0 || fnBytes.length > MAX_FUNCTION_BYTES) return this.sendError('BAD_FUNCTION');
-    const fn = fnBytes.toString('latin1');
-    if (this.client.watchedCount() >= MAX_FUNCTIONS_PER_WORKER) return this.sendError('TOO_MANY_FUNCTIONS');
-    const ms = timeout === null ? 0 : Number(timeout.toString('latin1'));
-    if (Number.isSafeInteger(ms) && ms > 0) this.timeouts.set(fn, ms);
-    else this.timeouts.delete(fn);
-    this.link.settle(this.client.watch(fn), this.onWatched);
+    const watched = this.session.canDo(fnBytes.toString('latin1'), timeoutMs);
+    if (watched === 'TOO_MANY_FUNCTIONS') return this.sendError('TOO_MANY_FUNCTIONS');
+    this.link.settle(watched, this.onWatched);
   }
 
   /** A WORK_* packet: `data` starts with the job's handle, which ends at `handleEnd`. */
   private workResult(type: number, data: Buffer, handleEnd: number, status: WorkStatus | null): void {
     const id = this.registry.handles.idOf(data, 0, handleEnd);
-    const notFound: GearmanError = type === PACKET.WORK_DATA || type === PACKET.WORK_WARNING ? 'NO_SUCH_JOB' : 'JOB_NOT_FOUND';
-    if (id === null) return this.sendError(notFound);
-    const held = this.client.holds(id);
-    if (isPending(held)) {
-      // The packet is valid only during this call (sockets read into a shared buffer): the
-      // answer that comes later works on copies.
-      const keptData = Buffer.from(data);
-      const keptStatus = status === null ? null : { numerator: Buffer.from(status.numerator), denominator: Buffer.from(status.denominator) };
-      this.link.settle(held, (h) => this.workResultHeld(h, id, type, keptData, keptStatus, notFound));
-    } else {
-      this.workResultHeld(held, id, type, data, status, notFound);
-    }
-  }
-
-  private workResultHeld(held: boolean, id: number, type: number, data: Buffer, status: WorkStatus | null, notFound: GearmanError): void {
-    if (!held) return this.sendError(notFound);
-    // Forwarded byte for byte to every client waiting on the job, in the order they arrive.
-    const final = WORK_RESULTS[type] === true;
-    const reported = this.registry.report(id, type, data, status, final);
-    if (!final) return;
-    // The job goes once its result is on its way to every waiting client (in a cluster, a
-    // statement: the delete must not overtake it).
-    if (isPending(reported)) this.link.settle(reported.then(() => this.client.delete(id)), this.onFinished);
-    else this.link.settle(this.client.delete(id), this.onFinished);
+    const notFound = type === PACKET.WORK_DATA || type === PACKET.WORK_WARNING ? this.onNoSuchJob : this.onJobNotFound;
+    if (id === null) return notFound(false);
+    this.link.settle(this.session.report(id, type, data, status, WORK_RESULTS[type] === true), notFound);
   }
 
   private getStatus(handle: Buffer): void {
     const id = this.registry.handles.idOf(handle);
     if (id === null) return this.statusReply(handle, UNKNOWN_JOB);
-    const answer = this.registry.jobStatus(id);
-    if (!isPending(answer)) return this.statusReply(handle, answer);
-    const kept = Buffer.from(handle); // the packet is valid only during this call
+    const answer = this.session.jobStatus(id);
+    const kept = isPending(answer) ? Buffer.from(handle) : handle; // the packet is valid only during this call
     this.link.settle(answer, (a) => this.statusReply(kept, a));
   }
 
   private getStatusUnique(unique: Buffer): void {
-    const answer = this.registry.uniqueStatus(unique);
-    if (!isPending(answer)) return this.uniqueStatusReply(unique, answer);
-    const kept = Buffer.from(unique); // the packet is valid only during this call
+    const answer = this.session.uniqueStatus(unique);
+    const kept = isPending(answer) ? Buffer.from(unique) : unique; // the packet is valid only during this call
     this.link.settle(answer, (a) => this.uniqueStatusReply(kept, a));
   }
 
@@ -496,51 +364,34 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   // ---- replies (bound once per connection) -----------------------------------------------------
 
+  private readonly onSubmitted = (answer: SubmitAnswer): void => {
+    if (!answer.ok) return this.sendError(SUBMIT_ERRORS[answer.refusal] ?? 'NO_MEMORY');
+    this.sendHandle(PACKET.JOB_CREATED, answer.id);
+  };
+
   private readonly onWatched = (r: Result<number>): void => {
     if (!r.ok) this.sendError('NO_MEMORY');
   };
 
   private readonly onIgnored = (): void => undefined;
 
-  private readonly onHeld = (): void => undefined;
-
-  private readonly onFinished = (r: Result<unknown>): void => {
-    // The result has gone to the clients already; the job stays held until the worker leaves.
-    if (!r.ok) this.ctx.log.warn({ code: r.code }, 'Gearman: a finished job could not be removed');
+  /** A report the worker may not make: the job is not one it holds. */
+  private readonly onNoSuchJob = (held: boolean): void => {
+    if (!held) this.sendError('NO_SUCH_JOB');
+  };
+  private readonly onJobNotFound = (held: boolean): void => {
+    if (!held) this.sendError('JOB_NOT_FOUND');
   };
 
   private readonly onSlept = (readyNow: boolean): void => {
     if (readyNow) this.send(NOOP);
   };
 
-  private readonly onGrabbed = (outcome: ReserveOutcome): void => this.assign(outcome, false);
-  private readonly onGrabbedUniq = (outcome: ReserveOutcome): void => this.assign(outcome, true);
+  private readonly onGrabbed = (job: JobBytes | null): void => this.assign(job, false);
+  private readonly onGrabbedUniq = (job: JobBytes | null): void => this.assign(job, true);
 
-  private assign(outcome: ReserveOutcome, uniq: boolean): void {
-    if (outcome.kind !== 'reserved') return this.send(NO_JOB);
-    const job = outcome.job;
-    const abandoned = this.registry.abandoned(job.id);
-    if (isPending(abandoned)) {
-      // The job's bytes are valid until the next operation: kept for the answer.
-      // Named one by one: a spread would miss the fields a job record answers with getters.
-      const body = Buffer.from(job.bodyBuf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength));
-      const kept: JobBytes = { id: job.id, tubeName: job.tubeName, bodyBuf: body, bodyOffset: 0, bodyLength: body.length };
-      this.link.settle(abandoned, (gone) => this.assignTaken(kept, gone, uniq));
-    } else {
-      this.assignTaken(job, abandoned, uniq);
-    }
-  }
-
-  private assignTaken(job: JobBytes, abandoned: boolean, uniq: boolean): void {
-    if (abandoned) {
-      // A foreground job whose clients all left while it ran, and that came back to the queue
-      // (its worker left or overran): nobody wants its result any more, as gearmand decides at
-      // the next take. It is dropped, and the worker is offered the next job.
-      this.link.settle(this.client.delete(job.id), this.onFinished);
-      return this.link.settle(this.client.reserve(0), uniq ? this.onGrabbedUniq : this.onGrabbed);
-    }
-    const timeout = this.timeouts.get(job.tubeName);
-    if (timeout !== undefined) this.link.settle(this.client.hold(job.id, timeout), this.onHeld);
+  private assign(job: JobBytes | null, uniq: boolean): void {
+    if (job === null) return this.send(NO_JOB);
     if (this.link.finished) return;
     const prefix = this.registry.handles.prefixBytes;
     const start = job.bodyOffset;
@@ -591,10 +442,14 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
 const ZERO = Buffer.from([0]);
 /** A refused submit's error (OUT_OF_MEMORY and anything else: NO_MEMORY, as gearmand says). */
-const SUBMIT_ERRORS: Partial<Record<FailureCode, GearmanError>> = { DRAINING: 'DRAINING', JOB_TOO_BIG: 'TOO_LARGE', INTERNAL_ERROR: 'INTERNAL' };
+const SUBMIT_ERRORS: Partial<Record<SubmitRefusal, GearmanError>> = {
+  DRAINING: 'DRAINING',
+  JOB_TOO_BIG: 'TOO_LARGE',
+  INTERNAL_ERROR: 'INTERNAL',
+  QUEUE_FULL: 'QUEUE_FULL',
+};
 const UNKNOWN_JOB: JobStatus = { known: false, running: false, status: undefined };
 const NO_BODY = Buffer.alloc(0);
-
 
 /** Whether `buf` starts with the bytes of `prefix` (a short name: a loop beats a native compare). */
 function startsWith(buf: Buffer, prefix: Buffer): boolean {
