@@ -227,6 +227,23 @@ describe.skipIf(pgUrl === null)('Gearman in cluster mode', () => {
     expect(await c.args(2)).toEqual([PACKET.ERROR, 'QUEUE_ERROR', 'Job queue is full']);
   });
 
+  it('maxqueue holds when many clients on two nodes submit at the same instant: exactly the limit is queued', async () => {
+    const url = await freshDatabase(pgUrl!, 'gearman_maxqueue_race');
+    const [a, b] = await Promise.all([node(url), node(url)]);
+    expect(await admin(a.port, 'maxqueue raced 5', true)).toBe('OK\r\n');
+    await sleep(1500); // every node reads the limits each second
+    const submitters = await Promise.all(Array.from({ length: 12 }, (_, i) => connect(i % 2 === 0 ? a.port : b.port)));
+    const answers = await Promise.all(
+      submitters.map(async (c, i) => {
+        c.request(PACKET.SUBMIT_JOB_BG, 'raced', '', `job ${i}`);
+        return (await c.args(1))[0];
+      }),
+    );
+    expect(answers.filter((t) => t === PACKET.JOB_CREATED)).toHaveLength(5);
+    expect(answers.filter((t) => t === PACKET.ERROR)).toHaveLength(7);
+    expect(await admin(b.port, 'status')).toBe('raced\t5\t0\t0\n.\n');
+  });
+
   it('a background job outlives the node it was submitted on, and a job held on a killed node runs again elsewhere once its lease runs out', async () => {
     const url = await freshDatabase(pgUrl!, 'gearman_failover');
     const lease = ['--cluster-lease-ms', '1000'];

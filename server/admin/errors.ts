@@ -21,6 +21,7 @@ const STATUS: Record<FailureCode, number> = {
   INTERNAL_ERROR: 500,
   NOT_IGNORED: 409,
   JOB_TOO_BIG: 413,
+  QUEUE_FULL: 429,
 };
 
 const MESSAGE: Record<FailureCode, string> = {
@@ -31,6 +32,7 @@ const MESSAGE: Record<FailureCode, string> = {
   INTERNAL_ERROR: 'the change could not be recorded',
   NOT_IGNORED: 'not possible',
   JOB_TOO_BIG: 'the body is over the maximum job size',
+  QUEUE_FULL: 'the queue holds as many jobs as its limit allows',
 };
 
 /** The HTTP error for an engine failure code. */

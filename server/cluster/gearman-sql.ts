@@ -48,6 +48,19 @@ export const GEARMAN_SQL = {
   ),
 
   /**
+   * A submit under a queue limit (`maxqueue`), taken in one transaction with `submit`: the
+   * function's lock (so that submits on every node count and add one at a time), then whether a
+   * job of the unique id is there to join (a join is never refused), then the queued jobs,
+   * counted up to the limit only. $1 tube, $2 unique id (null: none), $3 the limit.
+   */
+  lockFunction: s('lock_function', `SELECT pg_advisory_xact_lock(hashtext('${JOBS}'), hashtext($1))`),
+  queuedUpTo: s(
+    'queued_up_to',
+    `SELECT EXISTS (SELECT 1 FROM ${JOBS} WHERE $2::bytea IS NOT NULL AND tube = $1 AND uniq = $2) AS joins,
+            (SELECT count(*)::integer FROM (SELECT 1 FROM ${JOBS} WHERE tube = $1 AND state IN (0, 2) LIMIT $3) q) AS queued`,
+  ),
+
+  /**
    * WORK_* packets of one batch, in the order workers sent them, for every other node that waits
    * on their jobs; WORK_STATUS's numbers are also kept on the job. Answers the nodes to tell.
    * $1 jobs, $2 packet types, $3 packet data, $4-$6 statuses (job, numerator, denominator), $7 this node.

@@ -78,7 +78,7 @@ export class GearmanClusterStore extends ClusterStore {
   override insert(tube: string, job: NewJob, conn = 0): Promise<Result<JobBytes>> {
     const unique = job.unique !== undefined && job.unique.length > 0 ? Buffer.from(job.unique) : null;
     const foreground = job.transient === true;
-    if (unique === null && !foreground) return super.insert(tube, job, conn);
+    if (unique === null && !foreground && job.queueLimit === undefined) return super.insert(tube, job, conn);
     // Copied now: the caller may reuse the body's memory once this returns (NewJob's contract).
     return this.submitOne(tube, { ...job, body: job.bodyOwned === true ? job.body : Buffer.from(job.body) }, unique, foreground, conn);
   }
@@ -86,23 +86,36 @@ export class GearmanClusterStore extends ClusterStore {
   private async submitOne(tube: string, job: NewJob, unique: Buffer | null, foreground: boolean, conn: number): Promise<Result<JobBytes>> {
     const body = job.body;
     const delayed = job.delayMs > 0;
+    const limit = job.queueLimit;
     for (let attempt = 0; attempt < SUBMIT_ATTEMPTS; attempt++) {
       const now = this.now();
       try {
-        const [row] = await run<{ id: number; created: boolean }>(this.pool, GEARMAN_SQL.submit, [
-          tube,
-          delayed ? STATE.delayed : STATE.ready,
-          job.priority,
-          job.delayMs,
-          job.ttrMs,
-          now,
-          delayed ? now + job.delayMs : 0,
-          body,
-          this.nodeId,
-          unique,
-          foreground,
-          conn,
-        ]);
+        const submit = (db: Queryable): Promise<{ id: number; created: boolean }[]> =>
+          run<{ id: number; created: boolean }>(db, GEARMAN_SQL.submit, [
+            tube,
+            delayed ? STATE.delayed : STATE.ready,
+            job.priority,
+            job.delayMs,
+            job.ttrMs,
+            now,
+            delayed ? now + job.delayMs : 0,
+            body,
+            this.nodeId,
+            unique,
+            foreground,
+            conn,
+          ]);
+        // Under a queue limit, the count and the put are one step for the whole cluster.
+        const rows =
+          limit === undefined
+            ? await submit(this.pool)
+            : await inTransaction(this.pool, async (db) => {
+                await run(db, GEARMAN_SQL.lockFunction, [tube]);
+                const [seen] = await run<{ joins: boolean; queued: number }>(db, GEARMAN_SQL.queuedUpTo, [tube, unique, limit]);
+                return seen !== undefined && !seen.joins && seen.queued >= limit ? null : submit(db);
+              });
+        if (rows === null) return fail('QUEUE_FULL');
+        const [row] = rows;
         // Made by a statement this one could not see yet: the next one sees it.
         if (row === undefined) continue;
         if (row.created) {

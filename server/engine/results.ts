@@ -10,7 +10,9 @@ export type FailureCode =
   /** A body over the engine's `maxJobSize`. */
   | 'JOB_TOO_BIG'
   /** An edit of a job a worker holds (the dashboard's edit; the protocol never asks). */
-  | 'JOB_RESERVED';
+  | 'JOB_RESERVED'
+  /** A submit beyond its function's limit of queued jobs (NewJob.queueLimit: Gearman's `maxqueue`). */
+  | 'QUEUE_FULL';
 
 export type Result<T> = { ok: true; value: T } | { ok: false; code: FailureCode };
 

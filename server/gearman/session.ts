@@ -28,8 +28,8 @@ export interface SessionNews {
   failed(jobId: number): void;
 }
 
-/** Why a submit made no job: the store's refusal, or the function's queue is full (`maxqueue`). */
-export type SubmitRefusal = FailureCode | 'QUEUE_FULL';
+/** Why a submit made no job: the store's refusal (QUEUE_FULL: the function's `maxqueue`). */
+export type SubmitRefusal = FailureCode;
 
 /** What a submit answers: the job's id (a new job, or the one it joined by unique id), or why not. */
 export type SubmitAnswer = { ok: true; id: number } | { ok: false; refusal: SubmitRefusal };
@@ -105,22 +105,13 @@ export class GearmanSession {
       const existing = this.registry.jobForUnique(s.fn, s.unique);
       if (existing !== undefined) return this.joined(existing, s.background);
     }
-    const limit = this.registry.maxQueue(s.fn)?.[s.priority];
-    if (limit === undefined || limit <= 0) return this.put(s);
-    const tube = this.ops.tube(s.fn);
-    if (!isPending(tube)) return this.putUnlessFull(tube, limit, s);
-    // The submission's bytes are valid only during this call: an answer that comes later works on copies.
-    const kept = keep(s);
-    return tube.then((t) => this.putUnlessFull(t, limit, kept));
+    return this.put(s, this.registry.maxQueue(s.fn)?.[s.priority]);
   }
 
-  private putUnlessFull(tube: TubeCounts | undefined, limit: number, s: Submission): Pending<SubmitAnswer> {
-    if (tube !== undefined && tube.ready + tube.delayed >= limit) return QUEUE_FULL;
-    return this.put(s);
-  }
-
-  private put(s: Submission): Pending<SubmitAnswer> {
+  /** Makes the job; `limit` (maxqueue) is checked by the store in the same step as the put. */
+  private put(s: Submission, limit: number | undefined): Pending<SubmitAnswer> {
     const job = this.newJob;
+    job.queueLimit = limit !== undefined && limit > 0 ? limit : undefined;
     job.priority = s.priority;
     job.delayMs = s.delayMs;
     job.body = s.body;
@@ -322,14 +313,8 @@ export class GearmanSession {
 }
 
 const NO_BYTES = Buffer.alloc(0);
-const QUEUE_FULL: SubmitAnswer = { ok: false, refusal: 'QUEUE_FULL' };
-
 /** A job's bytes kept past the next operation. Named one by one: a spread would miss the fields a job record answers with getters. */
 function copyOf(job: JobBytes): JobBytes {
   const body = Buffer.from(job.bodyBuf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength));
   return { id: job.id, tubeName: job.tubeName, bodyBuf: body, bodyOffset: 0, bodyLength: body.length };
-}
-
-function keep(s: Submission): Submission {
-  return { ...s, unique: Buffer.from(s.unique), body: Buffer.from(s.body) };
 }

@@ -427,6 +427,7 @@ class MemoryClient implements ClientOperations {
     const engine = this.engine;
     engine.markProducer(this.session);
     if (engine.isTooBig(job.body.length)) return fail('JOB_TOO_BIG');
+    if (job.queueLimit !== undefined && queuedIn(engine.tube(tube)) >= job.queueLimit) return fail('QUEUE_FULL');
     if (!engine.hasRoomForTube(tube)) return fail('OUT_OF_MEMORY');
     const target = engine.findOrCreateTube(tube);
     const result = engine.put(this.requestFor(target, undefined, job));
@@ -524,6 +525,11 @@ function okCount(count: Pending<number>): Pending<Result<number>> {
 function kickSliced(engine: Engine, tube: Tube, bound: number, onActivity: () => void): Pending<number> {
   const kind = engine.kickKind(tube);
   return sliced(bound, (max) => engine.kickSome(tube, kind, max), onActivity);
+}
+
+/** Jobs queued in `tube` (ready and delayed), for a submit's queue limit. */
+function queuedIn(tube: Tube | undefined): number {
+  return tube === undefined ? 0 : tube.ready.size + tube.delayed.size;
 }
 
 export function tubeCounts(tube: Tube, ownSettings: TubeSettings | null): TubeCounts {

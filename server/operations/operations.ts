@@ -235,6 +235,11 @@ export interface NewJob {
    * registry coalesces); a cluster's store coalesces on it, across nodes.
    */
   unique?: Buffer;
+  /**
+   * Refuse the job (QUEUE_FULL) when its tube already holds this many queued (ready and delayed)
+   * jobs: Gearman's `maxqueue`. Checked and added as one step, also across a cluster's nodes.
+   */
+  queueLimit?: number;
 }
 
 /** What an operator may change in a job no worker holds; durations in ms. */

@@ -52,5 +52,8 @@ export function failureReply(code: FailureCode): Buffer {
     case 'JOB_RESERVED':
       // No protocol command edits a job; to a client a held job is not found, as for delete.
       return REPLY.NOT_FOUND;
+    case 'QUEUE_FULL':
+      // beanstalkd's own word for "cannot take it now" (no beanstalkd put has a queue limit yet).
+      return REPLY.OUT_OF_MEMORY;
   }
 }
