@@ -261,6 +261,27 @@ describe('Gearman: packets', () => {
     expect((await w2.packet()).type).toBe(PACKET.NO_JOB);
   });
 
+  it('does not hand a sleeping worker the job of a connection that was its client and its worker and left while running it', async () => {
+    const f = fn();
+    // Workers asleep on the function: the job coming back to the queue wakes them at once.
+    const sleepers = await Promise.all([worker(f), worker(f), worker(f)]);
+    for (const w of sleepers) {
+      w.request(PACKET.ECHO_REQ, 'registered');
+      expect(await w.args(1)).toEqual([PACKET.ECHO_RES, 'registered']);
+      w.request(PACKET.PRE_SLEEP);
+    }
+    const both = await worker(f);
+    await submit(both, PACKET.SUBMIT_JOB, f, '', 'for itself');
+    both.request(PACKET.GRAB_JOB);
+    expect((await both.args(3))[0]).toBe(PACKET.JOB_ASSIGN);
+    both.destroy();
+    // The job comes back to the queue and wakes the sleepers, who grab at once; none is given
+    // it: its only client has gone, so the first take drops it.
+    for (const w of sleepers) expect((await w.packet()).type).toBe(PACKET.NOOP);
+    for (const w of sleepers) w.request(PACKET.GRAB_JOB);
+    for (const w of sleepers) expect((await w.packet()).type).toBe(PACKET.NO_JOB);
+  });
+
   it('answers GET_STATUS with what WORK_STATUS said, from any connection', async () => {
     const f = fn();
     const c = await connect();

@@ -419,14 +419,18 @@ export class ClusterClient implements ClientOperations {
     }
     for (const id of this.held.keys()) this.store.untaken(id);
     this.held.clear();
-    // Also when it holds nothing it knows of: a reserve that committed after the statement
-    // failed for it (a timeout, a batch that failed) left a job it was never told about.
-    if (this.everReserved) await this.store.giveBackConnection(this.store.nodeId, this.id);
+    // It stops waiting before it gives back what it holds: a job it both waits on and runs (a
+    // connection that is client and worker at once) is then ready with nobody waiting, and the
+    // next take drops it. Given back first, another worker could take it in between, still
+    // waited on, and run it for nobody.
     if (this.waited) {
       // A submit still in flight records this client as waiting when it commits: after it.
       await Promise.allSettled([...this.submitting]);
       await this.store.clientLeft(this.id);
     }
+    // Also when it holds nothing it knows of: a reserve that committed after the statement
+    // failed for it (a timeout, a batch that failed) left a job it was never told about.
+    if (this.everReserved) await this.store.giveBackConnection(this.store.nodeId, this.id);
   }
 
   stopTimers(): void {
