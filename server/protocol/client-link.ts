@@ -73,6 +73,11 @@ export class ClientLink {
   /** Replies wait for the client's next input (holdForInput), or for holdTimer. */
   private holding = false;
   private holdTimer: NodeJS.Timeout | null = null;
+  /**
+   * The input that ended a hold is answered later (a store that is a database): the held
+   * replies wait for its answers too, and leave with them.
+   */
+  private holdingForAnswer = false;
   /** The parser was paused because too many replies wait to be sent. */
   private pausedForOutput = false;
   private endWhenFlushed = false;
@@ -304,9 +309,11 @@ export class ClientLink {
    * that has just reported a job's result sends its next GRAB_JOB at once; waiting for it lets
    * both answers leave in one write, as they do from gearmand, whose replies leave a moment
    * later. node-gearman, as client and worker on one connection, closes when the result arrives
-   * and reconnects when the GRAB_JOB's answer comes after it.
+   * and reconnects when the GRAB_JOB's answer comes after it. When the store answers that
+   * input later (a database), the held replies wait for its answer and leave with it.
    */
   holdForInput(hold: boolean): void {
+    if (this.holding && !hold) this.holdingForAnswer = true;
     this.holding = hold;
   }
 
@@ -325,6 +332,11 @@ export class ClientLink {
     if (this.holdTimer !== null) {
       clearTimeout(this.holdTimer);
       this.holdTimer = null;
+    }
+    if (this.holdingForAnswer) {
+      // The settle of the awaited answer flushes them (or the connection closes on its error).
+      if (this.inFlight > 0) return false;
+      this.holdingForAnswer = false;
     }
     return true;
   }
@@ -378,6 +390,7 @@ export class ClientLink {
     if (this.finished) return;
     this.finished = true;
     this.holding = false;
+    this.holdingForAnswer = false;
     const closing = this.owner.ended();
     // Our side closes once the session's jobs are given back: a client that sees the close and
     // asks again on another connection finds them ready, as with beanstalkd.
