@@ -33,6 +33,13 @@ function serverRssMiB(): number {
   return kb / 1024;
 }
 
+/** The soft limit on open files of process `pid` (the test's 5,000 sockets count on both sides). */
+function openFilesLimit(pid: number | 'self'): number {
+  const limits = readFileSync(`/proc/${pid}/limits`, 'utf8');
+  const soft = /^Max open files\s+(\S+)/m.exec(limits)?.[1];
+  return soft === undefined || soft === 'unlimited' ? Infinity : Number(soft);
+}
+
 /** A well-behaved client's round trip: it must complete whatever else the server is doing. */
 async function echoes(c: GearmanTestClient, text: string): Promise<void> {
   c.request(PACKET.ECHO_REQ, text);
@@ -79,6 +86,10 @@ describe('Gearman limits', () => {
   }, 60_000);
 
   it('serves a client while 5,000 other connections are open, and closes them all cleanly', async () => {
+    // Node cannot raise its own limit: run the suite under `ulimit -n 6000` or more if this fails.
+    for (const pid of ['self', server.process.pid!] as const) {
+      expect(openFilesLimit(pid), `open files limit of ${pid}`).toBeGreaterThanOrEqual(5_100);
+    }
     const sockets: net.Socket[] = [];
     const other = await GearmanTestClient.connect(port);
     try {
