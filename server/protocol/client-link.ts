@@ -326,7 +326,9 @@ export class ClientLink {
   /** False (and a timer armed) while replies wait for the client's next input. */
   private mayFlush(): boolean {
     if (this.holding) {
-      this.holdTimer ??= setTimeout(this.releaseHold, HOLD_FOR_INPUT_MS);
+      // The wait starts once the store has answered the result (a database may take a while):
+      // the client's next request comes only after our ACK of it, whatever the store does.
+      if (this.inFlight === 0) this.holdTimer ??= setTimeout(this.releaseHold, HOLD_FOR_INPUT_MS);
       return false;
     }
     if (this.holdTimer !== null) {
