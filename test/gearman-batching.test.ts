@@ -136,6 +136,24 @@ describe.each(MODES)('%s', (_mode, withBinlog) => {
       c.socket.destroy();
     });
 
+    it('still sends a worker its own result when it asks for nothing after it', async () => {
+      const c = await ChunkClient.connect();
+      const fn = `batch-alone-${process.pid}`;
+      await c.requests(requestPacket(PACKET.CAN_DO, fn), requestPacket(PACKET.SUBMIT_JOB, fn, '', 'x'), requestPacket(PACKET.GRAB_JOB));
+      let bytes = Buffer.alloc(0);
+      for (let n = 1; types(bytes).length < 2; n++) {
+        await c.chunk(n);
+        bytes = Buffer.concat(c.chunks);
+      }
+      const handle = bytes.toString('latin1', 12, 12 + bytes.readUInt32BE(8));
+      const seen = c.chunks.length;
+      await c.request(PACKET.WORK_COMPLETE, handle, 'done');
+      // No request follows: the held result leaves once the wait for one is over.
+      await c.chunk(seen + 1);
+      expect(types(c.chunks[seen]!)).toEqual([PACKET.WORK_COMPLETE]);
+      c.socket.destroy();
+    });
+
     it("forwards a worker's WORK_DATA, WORK_STATUS and WORK_COMPLETE sent in one write to the waiting client in one read, and answers the worker's next GRAB_JOB in one", async () => {
       const client = await ChunkClient.connect();
       const worker = await ChunkClient.connect();
