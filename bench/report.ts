@@ -145,7 +145,9 @@ export function progressLine(sc: Scenario, r: RunRecord, rounds: number): string
   if (r.error !== null) return `${head} FAILED: ${r.error}`;
   const shown = sc.metrics.map((m) => `${formatNumber(r.metrics[m.key] ?? null)} ${m.label}`).join(', ');
   const i = r.info;
-  const cpu = i.serverCpuPct !== undefined ? ` (cpu: server ${String(i.serverCpuPct)}% on ${String(i.serverCpus)}, generator ${String(i.generatorCpuPct)}% on ${String(i.generatorCpus)}, other processes ${String(i.otherCpuPct)}%)` : '';
+  const generator = i.generator === undefined ? 'generator' : String(i.generator);
+  const other = i.otherCpuPct === undefined ? '' : `, other processes ${String(i.otherCpuPct)}%`;
+  const cpu = i.serverCpuPct !== undefined ? ` (cpu: server ${String(i.serverCpuPct)}% on ${String(i.serverCpus)}, ${generator} ${String(i.generatorCpuPct)}% on ${String(i.generatorCpus)}${other})` : '';
   const busy = typeof i.otherCpuPct === 'number' && i.otherCpuPct >= BUSY_MACHINE_PCT ? ' WARNING: the machine was busy with other work' : '';
   return `${head} ${shown}${cpu}${busy}`;
 }
