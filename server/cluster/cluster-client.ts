@@ -419,14 +419,18 @@ export class ClusterClient implements ClientOperations {
     }
     for (const id of this.held.keys()) this.store.untaken(id);
     this.held.clear();
-    // Also when it holds nothing it knows of: a reserve that committed after the statement
-    // failed for it (a timeout, a batch that failed) left a job it was never told about.
-    if (this.everReserved) await this.store.giveBackConnection(this.store.nodeId, this.id);
+    // The jobs it waited on first, then the ones it held: a foreground job it both waited on and
+    // ran (Gearman's client and worker on one connection) comes back to the queue with nobody
+    // waiting, so the next take drops it. The other way round, a worker elsewhere could take it
+    // in between, still seeing this client wait, and run it for nobody.
     if (this.waited) {
       // A submit still in flight records this client as waiting when it commits: after it.
       await Promise.allSettled([...this.submitting]);
       await this.store.clientLeft(this.id);
     }
+    // Also when it holds nothing it knows of: a reserve that committed after the statement
+    // failed for it (a timeout, a batch that failed) left a job it was never told about.
+    if (this.everReserved) await this.store.giveBackConnection(this.store.nodeId, this.id);
   }
 
   stopTimers(): void {

@@ -72,6 +72,8 @@ export class ClientLink {
   private flushQueued = false;
   /** Replies wait for the client's next input (holdForInput), or for holdTimer. */
   private holding = false;
+  /** The next input came: the hold ends once the answers to it are made (an answer may come later). */
+  private releaseAfterAnswer = false;
   private holdTimer: NodeJS.Timeout | null = null;
   /** The parser was paused because too many replies wait to be sent. */
   private pausedForOutput = false;
@@ -307,12 +309,19 @@ export class ClientLink {
    * and reconnects when the GRAB_JOB's answer comes after it.
    */
   holdForInput(hold: boolean): void {
-    this.holding = hold;
+    if (hold) {
+      this.holding = true;
+      this.releaseAfterAnswer = false;
+    } else if (this.holding) {
+      // Until this command is answered: with a database, its answer comes later.
+      this.releaseAfterAnswer = true;
+    }
   }
 
   private readonly releaseHold = (): void => {
     this.holdTimer = null;
     this.holding = false;
+    this.releaseAfterAnswer = false;
     if (!this.finished) this.flushAtTickEnd();
   };
 
@@ -364,6 +373,10 @@ export class ClientLink {
       return;
     } finally {
       this.handling = false;
+      if (this.releaseAfterAnswer && this.inFlight === 0 && this.inOrder.length === 0) {
+        this.releaseAfterAnswer = false;
+        this.holding = false;
+      }
       if (answered) this.flushAtTickEnd();
       else if (this.mayFlush()) this.out.flush();
     }
@@ -378,6 +391,7 @@ export class ClientLink {
     if (this.finished) return;
     this.finished = true;
     this.holding = false;
+    this.releaseAfterAnswer = false;
     const closing = this.owner.ended();
     // Our side closes once the session's jobs are given back: a client that sees the close and
     // asks again on another connection finds them ready, as with beanstalkd.
