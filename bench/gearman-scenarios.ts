@@ -10,7 +10,7 @@
 import { gmbenchNumber, runGmbench } from './load/gmbench.js';
 import { GENERATOR_BOUND_PCT } from './report.js';
 import { withServer, type MetricDef, type RunContext, type RunOutcome, type Scenario } from './scenario.js';
-import { cpusAllowed } from './procfs.js';
+import { childrenCpuSeconds, cpusAllowed, machineBusySeconds } from './procfs.js';
 import type { Target } from './targets.js';
 
 const rate = (label: string): MetricDef => ({ key: 'rate', label, better: 'higher' });
@@ -37,7 +37,12 @@ async function measured(ctx: RunContext, target: Target, spec: GmScenario): Prom
   if (target.gearmanPort === null) throw new Error(`${ctx.scenario} needs a server the harness starts with Gearman (not --target-port)`);
   const jobs = Math.max(MIN_JOBS, Math.round(spec.jobs * ctx.settings.gearmanJobScale));
   const args = [...spec.args, '--jobs', String(jobs), '--warmup', String(Math.round(jobs / 10)), '--size', '100', '--label', ctx.scenario];
+  const before = { wall: performance.now(), busy: machineBusySeconds(), server: target.cpuSeconds(), children: childrenCpuSeconds(), self: process.cpuUsage() };
   const r = await runGmbench(binary, args, target.gearmanPort, target.pid, CAP_SEC);
+  // Other processes over the whole gmbench run (prefill and warm-up too): a busy machine shows.
+  const ownSec = childrenCpuSeconds() - before.children + (process.cpuUsage(before.self).user + process.cpuUsage(before.self).system) / 1e6;
+  const otherSec = machineBusySeconds() - before.busy - (target.cpuSeconds() - before.server) - ownSec;
+  const otherCpuPct = Math.max(0, Math.round((100 * otherSec) / ((performance.now() - before.wall) / 1000)));
   const generatorCpuPct = gmbenchNumber(r, 'client_cpu_pct');
   const generatorBound = generatorCpuPct >= GENERATOR_BOUND_PCT;
   if (generatorBound) ctx.note(`${ctx.scenario} ${ctx.target} round ${ctx.round}: gmbench at ${generatorCpuPct}% of its CPU: generator-bound, the rate may be the generator's`);
@@ -47,6 +52,7 @@ async function measured(ctx: RunContext, target: Target, spec: GmScenario): Prom
       generator: 'gmbench',
       generatorCpuPct,
       generatorBound,
+      otherCpuPct,
       // -1 when gmbench could not read the server's /proc entry.
       serverCpuPct: target.pid === null ? -1 : gmbenchNumber(r, 'srv_cpu_pct'),
       serverRssKb: target.pid === null ? -1 : gmbenchNumber(r, 'srv_rss_kb'),
