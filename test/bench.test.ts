@@ -18,6 +18,7 @@ import { functionCosts, type CpuProfile } from '../bench/profile-top.js';
 import { summarize, textTable, type BenchDocument, type RunRecord } from '../bench/report.js';
 import { GEARMAN_SCENARIOS } from '../bench/gearman-scenarios.js';
 import { gearmandPath } from '../bench/targets.js';
+import { gmbenchBinary, runGmbench } from '../bench/load/gmbench.js';
 import { PACE_TOLERANCE, PACED_RATE } from '../bench/scenarios.js';
 import { InvalidReplyError, ReplyReader, isInserted } from '../bench/load/wire.js';
 import { hasBeanstalkd } from './support/servers.js';
@@ -161,6 +162,35 @@ describe('npm run bench -- --quick: the Gearman rows', () => {
     expect(r.doc!.notes).toEqual([`Gearman rows skipped: gmbench's source is not at ${missing} (set GMBENCH_SRC to gmbench.c)`]);
     expect(r.stdout.split('\n').filter((l) => l.includes('Gearman rows skipped'))).toHaveLength(1);
   }, 40_000);
+
+  it.skipIf(!existsSync(GMBENCH_SRC))('fail when the server answers wrongly (gmbench reports an error)', async () => {
+    // A Gearman stand-in that answers each ECHO_REQ with the right size but the wrong bytes.
+    const server = net.createServer((sock) => {
+      let pending = Buffer.alloc(0);
+      sock.on('error', () => undefined);
+      sock.on('data', (d: Buffer) => {
+        pending = Buffer.concat([pending, d]);
+        while (pending.length >= 12 && pending.length >= 12 + pending.readUInt32BE(8)) {
+          const size = pending.readUInt32BE(8);
+          const reply = Buffer.alloc(12 + size, 'z');
+          reply.write('\0RES', 0, 'latin1');
+          reply.writeUInt32BE(17, 4); // ECHO_RES
+          reply.writeUInt32BE(size, 8);
+          sock.write(reply);
+          pending = pending.subarray(12 + size);
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const gm = gmbenchBinary();
+      if (!('path' in gm)) throw new Error(gm.missing);
+      const port = (server.address() as net.AddressInfo).port;
+      await expect(runGmbench(gm.path, ['-s', 'echo', '--jobs', '100', '--size', '100'], port, null, 5)).rejects.toThrow(/gmbench .*(failed|status FAIL)/);
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  }, 30_000);
 
   it('flag a summary row whose generator was at 90% of its core or more', () => {
     const run = (target: 'beanpole' | 'gearmand', generatorBound: boolean): RunRecord => ({
