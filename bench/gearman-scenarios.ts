@@ -40,7 +40,8 @@ async function measured(ctx: RunContext, target: Target, spec: GmScenario): Prom
   const before = { wall: performance.now(), busy: machineBusySeconds(), server: target.cpuSeconds(), children: childrenCpuSeconds(), self: process.cpuUsage() };
   const r = await runGmbench(binary, args, target.gearmanPort, target.pid, CAP_SEC);
   // Other processes over the whole gmbench run (prefill and warm-up too): a busy machine shows.
-  const ownSec = childrenCpuSeconds() - before.children + (process.cpuUsage(before.self).user + process.cpuUsage(before.self).system) / 1e6;
+  const self = process.cpuUsage(before.self);
+  const ownSec = childrenCpuSeconds() - before.children + (self.user + self.system) / 1e6;
   const otherSec = machineBusySeconds() - before.busy - (target.cpuSeconds() - before.server) - ownSec;
   const otherCpuPct = Math.max(0, Math.round((100 * otherSec) / ((performance.now() - before.wall) / 1000)));
   const generatorCpuPct = gmbenchNumber(r, 'client_cpu_pct');
