@@ -3,13 +3,14 @@
  * same run: background submits, a worker drain from a prefilled queue, the submit+grab+complete
  * cycle, foreground round trips (client submit to WORK_COMPLETE) and one-connection echo. The
  * load comes from gmbench (load/gmbench.ts), a generator in C that checks every reply and needs
- * well under a core where gearmand needs a whole one; each row reports the generator's CPU, so a
- * row limited by its generator shows as such. The parameters are those of gmbench's
- * compare-gm.sh, scaled down with the fill size (--quick).
+ * well under a core where gearmand needs a whole one; each row reports the generator's CPU, and
+ * a run whose generator reaches GENERATOR_BOUND_PCT is flagged, since its rate may be the
+ * generator's. The scenarios and their parameters are gmbench's compare-gm.sh's.
  */
-import { gmbenchBinary, runGmbench } from './load/gmbench.js';
+import { gmbenchNumber, runGmbench } from './load/gmbench.js';
+import { GENERATOR_BOUND_PCT } from './report.js';
 import { withServer, type MetricDef, type RunContext, type RunOutcome, type Scenario } from './scenario.js';
-import { cpusAllowed } from './procfs.js';
+import { childrenCpuSeconds, cpusAllowed, machineBusySeconds } from './procfs.js';
 import type { Target } from './targets.js';
 
 const rate = (label: string): MetricDef => ({ key: 'rate', label, better: 'higher' });
@@ -18,37 +19,52 @@ const latency = (what: string): MetricDef[] => [
   { key: 'p99Us', label: `${what} p99 µs`, better: 'lower' },
 ];
 
-/** A generator at or above this share of its core measures itself: the row says so. */
-const GENERATOR_BOUND_PCT = 90;
-/** The fill size the job counts below are for (RunSettings.fillJobs' default). */
-const FULL_FILL = 1_000_000;
+/** compare-gm.sh's time cap per run (its --secs default): the job count ends a run long before. */
+const CAP_SEC = 10;
+/** Fewest jobs a scaled-down run gets, so even a smoke run measures more than start-up. */
+const MIN_JOBS = 1000;
 
 interface GmScenario {
-  /** gmbench's scenario and its shape (compare-gm.sh's). */
+  /** gmbench's scenario and its shape, as in compare-gm.sh. */
   args: string[];
-  /** Jobs in a full run; a tenth of them more as warm-up. */
+  /** compare-gm.sh's --jobs; its --warmup is a tenth of it, excluded from the measurement. */
   jobs: number;
 }
 
 async function measured(ctx: RunContext, target: Target, spec: GmScenario): Promise<RunOutcome> {
-  const gm = gmbenchBinary();
-  if ('missing' in gm) throw new Error(`Gearman rows skipped: ${gm.missing}`);
-  const jobs = Math.max(2000, Math.round((spec.jobs * ctx.settings.fillJobs) / FULL_FILL));
-  const capSec = Math.max(10, Math.ceil(ctx.settings.windowMs / 1000) * 6);
-  const r = await runGmbench(gm.path, [...spec.args, '--jobs', String(jobs), '--warmup', String(Math.round(jobs / 10)), '--size', '100'], target.gearmanPort!, target.pid, capSec);
-  const generatorCpuPct = Number(r.client_cpu_pct);
-  if (generatorCpuPct >= GENERATOR_BOUND_PCT) ctx.note(`${ctx.scenario} ${ctx.target}: gmbench at ${generatorCpuPct}% of its CPU: the rate may be the generator's`);
+  const binary = ctx.settings.gmbenchPath;
+  if (binary === null) throw new Error('gmbench is not available');
+  if (target.gearmanPort === null) throw new Error(`${ctx.scenario} needs a server the harness starts with Gearman (not --target-port)`);
+  const jobs = Math.max(MIN_JOBS, Math.round(spec.jobs * ctx.settings.gearmanJobScale));
+  const args = [...spec.args, '--jobs', String(jobs), '--warmup', String(Math.round(jobs / 10)), '--size', '100', '--label', ctx.scenario];
+  const before = { wall: performance.now(), busy: machineBusySeconds(), server: target.cpuSeconds(), children: childrenCpuSeconds(), self: process.cpuUsage() };
+  const r = await runGmbench(binary, args, target.gearmanPort, target.pid, CAP_SEC);
+  // Other processes over the whole gmbench run (prefill and warm-up too): a busy machine shows.
+  const self = process.cpuUsage(before.self);
+  const ownSec = childrenCpuSeconds() - before.children + (self.user + self.system) / 1e6;
+  const otherSec = machineBusySeconds() - before.busy - (target.cpuSeconds() - before.server) - ownSec;
+  const otherCpuPct = Math.max(0, Math.round((100 * otherSec) / ((performance.now() - before.wall) / 1000)));
+  const generatorCpuPct = gmbenchNumber(r, 'client_cpu_pct');
+  const generatorBound = generatorCpuPct >= GENERATOR_BOUND_PCT;
+  if (generatorBound) ctx.note(`${ctx.scenario} ${ctx.target} round ${ctx.round}: gmbench at ${generatorCpuPct}% of its CPU: generator-bound, the rate may be the generator's`);
   return {
-    metrics: { rate: Number(r.ops_per_sec), p50Us: Number(r.p50_us), p99Us: Number(r.p99_us) },
+    metrics: { rate: gmbenchNumber(r, 'ops_per_sec'), p50Us: gmbenchNumber(r, 'p50_us'), p99Us: gmbenchNumber(r, 'p99_us') },
     info: {
       generator: 'gmbench',
       generatorCpuPct,
-      serverCpuPct: Number(r.srv_cpu_pct),
-      serverRssKb: Number(r.srv_rss_kb),
+      generatorBound,
+      otherCpuPct,
+      // -1 when gmbench could not read the server's /proc entry.
+      serverCpuPct: target.pid === null ? -1 : gmbenchNumber(r, 'srv_cpu_pct'),
+      serverRssKb: target.pid === null ? -1 : gmbenchNumber(r, 'srv_rss_kb'),
       jobs,
+      measuredSec: gmbenchNumber(r, 'secs'),
+      verified: r.verified ?? '?',
       serverCpus: target.pid === null ? '?' : cpusAllowed(target.pid),
+      // gmbench is this process's child and inherits its CPU mask.
       generatorCpus: cpusAllowed('self'),
       serverArgv: target.argv.join(' '),
+      gmbenchArgs: args.join(' '),
     },
   };
 }
@@ -65,24 +81,29 @@ function gearmanScenario(name: string, description: string, metrics: MetricDef[]
   };
 }
 
+/** Whether `sc` is a Gearman row (its load is gmbench's). */
+export function isGearmanScenario(sc: Scenario): boolean {
+  return sc.reference === 'gearmand';
+}
+
 export const GEARMAN_SCENARIOS: readonly Scenario[] = [
-  gearmanScenario('gearman-submit', 'SUBMIT_JOB_BG: 8 connections, 64 in flight each, 100-byte data', [rate('submits/s'), ...latency('submit')], {
+  gearmanScenario('gearman-submit', 'gmbench bg-submit: SUBMIT_JOB_BG, 8 connections, 64 in flight each, 100-byte data', [rate('submits/s'), ...latency('submit')], {
     args: ['-s', 'bg-submit', '--conns', '8', '--pipeline', '64'],
     jobs: 1_000_000,
   }),
-  gearmanScenario('gearman-drain', '8 workers: GRAB_JOB_UNIQ (16 in flight) and WORK_COMPLETE, from a prefilled queue', [rate('jobs/s'), ...latency('grab')], {
+  gearmanScenario('gearman-drain', 'gmbench drain: 8 workers, GRAB_JOB_UNIQ (16 in flight) and WORK_COMPLETE, from a prefilled queue', [rate('jobs/s'), ...latency('grab')], {
     args: ['-s', 'drain', '--conns', '8', '--grabs', '16'],
     jobs: 300_000,
   }),
-  gearmanScenario('gearman-cycle', '4 producers pipelining background submits (64 each), 4 workers grabbing (16 each) and completing', [rate('jobs/s'), ...latency('submit to assign')], {
+  gearmanScenario('gearman-cycle', 'gmbench cycle: 4 producers pipelining background submits (64 each), 4 workers grabbing (16 each) and completing', [rate('jobs/s'), ...latency('submit to assign')], {
     args: ['-s', 'cycle', '--conns', '4', '--consumers', '4', '--pipeline', '64', '--grabs', '16'],
     jobs: 1_000_000,
   }),
-  gearmanScenario('gearman-foreground', '4 clients (SUBMIT_JOB, 16 in flight each) and 4 workers: submit to WORK_COMPLETE', [rate('jobs/s'), ...latency('round trip')], {
+  gearmanScenario('gearman-foreground', 'gmbench roundtrip: 4 clients (SUBMIT_JOB, 16 in flight each) and 4 workers: submit to WORK_COMPLETE', [rate('jobs/s'), ...latency('round trip')], {
     args: ['-s', 'roundtrip', '--conns', '4', '--consumers', '4', '--pipeline', '16', '--grabs', '16'],
     jobs: 500_000,
   }),
-  gearmanScenario('gearman-echo', 'one connection, ECHO_REQ of 100 bytes, one at a time', [rate('round trips/s'), ...latency('echo')], {
+  gearmanScenario('gearman-echo', 'gmbench echo: one connection, ECHO_REQ of 100 bytes, one at a time', [rate('round trips/s'), ...latency('echo')], {
     args: ['-s', 'echo'],
     jobs: 50_000,
   }),
