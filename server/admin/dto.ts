@@ -130,7 +130,8 @@ export function connectionDto(session: SessionView, now: number): ConnectionDto 
 }
 
 /** A Gearman job as the dashboard shows it: its data and unique id made safe for JSON like a body. */
-export function gearmanJobDto(job: GearmanJobRecord, now = Date.now()): GearmanJobDto {
+/** `now`: epoch ms, the clock the jobs' creation times were read from. */
+export function gearmanJobDto(job: GearmanJobRecord, now: number): GearmanJobDto {
   const unique = bodyDto(job.unique);
   return {
     handle: job.handle,
@@ -139,7 +140,7 @@ export function gearmanJobDto(job: GearmanJobRecord, now = Date.now()): GearmanJ
     state: job.state,
     priority: job.priority,
     runAt: job.runAt,
-    ageSeconds: seconds(now - job.createdAt),
+    ageSeconds: Math.max(0, seconds(now - job.createdAt)),
     grabs: job.grabs,
     status: job.status,
     body: bodyDto(job.data),

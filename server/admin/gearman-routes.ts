@@ -75,7 +75,7 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
         q.next !== undefined
           ? await searches.continue(q.next, q.limit, signal)
           : await searches.start(gearmanFilter(q), q.limit, signal);
-      const now = Date.now();
+      const now = ops.now();
       res.json({ ...page, jobs: (await view.records(page.jobs)).map((j) => gearmanJobDto(j, now)) } satisfies GearmanSearchPageDto);
     }),
   );
@@ -119,7 +119,8 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
       const q = parseOrThrow(listQuery, req.query);
       const page = await view.jobs(q.function, q.state, q.limit, q.cursor ?? null);
       if (page === undefined) throw new ApiError(404, 'NOT_FOUND', `no Gearman function named ${q.function}`);
-      res.json({ jobs: page.jobs.map(gearmanJobDto), next: page.next });
+      const now = ops.now();
+      res.json({ jobs: page.jobs.map((j) => gearmanJobDto(j, now)), next: page.next });
     }),
   );
 
@@ -128,7 +129,7 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
     route(async (req, res) => {
       const job = await view.job(parseOrThrow(handleParam, String(req.params.handle)));
       if (job === undefined) throw new ApiError(404, 'NOT_FOUND', 'no such Gearman job');
-      res.json(gearmanJobDto(job));
+      res.json(gearmanJobDto(job, ops.now()));
     }),
   );
 
