@@ -1,0 +1,60 @@
+/**
+ * Layout at the widths operators use (1280, 1440, 1920 and a 390 px phone): no table cell draws
+ * its text past its edge, and names are cut only at a dot or with an ellipsis that has the full
+ * name on hover.
+ */
+import type { Page } from '@playwright/test';
+import { expect, expectLive, test } from './fixtures.js';
+
+const WIDTHS = [
+  { width: 1280, height: 800 },
+  { width: 1440, height: 900 },
+  { width: 1920, height: 1080 },
+  { width: 390, height: 844 },
+];
+
+/**
+ * Cells (and their header buttons) whose content is wider than the cell, except those that cut
+ * their text with an ellipsis and carry the whole text in a title.
+ */
+async function overflowingCells(page: Page, selector: string): Promise<string[]> {
+  return page.locator(selector).evaluateAll((cells) => {
+    const out: string[] = [];
+    for (const cell of cells) {
+      const boxes = [cell, ...Array.from(cell.querySelectorAll<HTMLElement>('button, a, span'))];
+      for (const box of boxes) {
+        if (box.scrollWidth <= box.clientWidth + 1) continue;
+        const ellipsized = getComputedStyle(box).textOverflow === 'ellipsis';
+        const titled = (box.getAttribute('title') ?? box.querySelector('[title]')?.getAttribute('title') ?? '') === box.textContent?.trim();
+        if (ellipsized && titled) continue;
+        if (getComputedStyle(box).display === 'inline') continue; // an inline box has no width of its own
+        out.push(`${cell.tagName} "${cell.textContent?.trim()}" (${box.scrollWidth} > ${box.clientWidth})`);
+      }
+    }
+    return out;
+  });
+}
+
+for (const viewport of WIDTHS) {
+  test.describe(`at ${viewport.width}x${viewport.height}`, () => {
+    test.use({ viewport });
+
+    test('the tubes list shows every header and value whole, a paused tube’s time left included', async ({ page, tcp }) => {
+      const client = await tcp();
+      for (const tube of ['webhooks.shopify', 'video.transcode.priority-lane', 'mail']) {
+        await client.use(tube);
+        for (let i = 0; i < 3; i++) await client.put(`{"n":${i}}`);
+      }
+      expect(await client.command('pause-tube webhooks.shopify 7200')).toBe('PAUSED\r\n');
+      await page.goto('/tubes');
+      await expectLive(page);
+      await expect(page.getByTestId('tube-row-webhooks.shopify').getByTestId('count-pause')).toContainText('1h 59m');
+      expect(await overflowingCells(page, '[data-testid="tube-table"] th, [data-testid="tube-table"] td')).toEqual([]);
+      if (viewport.width >= 1440) {
+        // Every column is on screen: the list does not hide its last columns behind a sideways scroll.
+        const scroller = page.getByTestId('tube-table').locator('..');
+        expect(await scroller.evaluate((el) => el.scrollWidth - el.clientWidth)).toBeLessThanOrEqual(0);
+      }
+    });
+  });
+}
