@@ -35,6 +35,35 @@ async function overflowingCells(page: Page, selector: string): Promise<string[]>
   });
 }
 
+/**
+ * Where the text of the elements matched breaks onto a new line right after a character that is
+ * not a separator (". - _ / : , space"): a word cut in two. Ellipsized text with its title is fine.
+ */
+async function midWordBreaks(page: Page, selector: string): Promise<string[]> {
+  return page.locator(selector).evaluateAll((els) => {
+    const out: string[] = [];
+    for (const el of els) {
+      const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+      let last: { char: string; top: number } | null = null;
+      for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+        const text = node.textContent ?? '';
+        for (let i = 0; i < text.length; i++) {
+          const range = document.createRange();
+          range.setStart(node, i);
+          range.setEnd(node, i + 1);
+          const rect = range.getClientRects()[0];
+          if (rect === undefined) continue;
+          if (last !== null && rect.top > last.top + 2 && !/[.\-_/:, ]/.test(last.char) && text[i] !== ' ') {
+            out.push(`${el.textContent?.trim()}: broken after "${last.char}"`);
+          }
+          last = { char: text[i]!, top: rect.top };
+        }
+      }
+    }
+    return out;
+  });
+}
+
 for (const viewport of WIDTHS) {
   test.describe(`at ${viewport.width}x${viewport.height}`, () => {
     test.use({ viewport });
@@ -55,6 +84,32 @@ for (const viewport of WIDTHS) {
         const scroller = page.getByTestId('tube-table').locator('..');
         expect(await scroller.evaluate((el) => el.scrollWidth - el.clientWidth)).toBeLessThanOrEqual(0);
       }
+    });
+
+    test('a job’s tube and a connection’s tubes break at their dots, and 5 held jobs read as a count with links', async ({ page, tcp }) => {
+      const tube = 'webhooks.shopify.orders-create.retries';
+      const worker = await tcp();
+      await worker.use(tube);
+      await worker.watch(tube);
+      await worker.watch('video.transcode.priority-lane');
+      const ids: number[] = [];
+      for (let i = 0; i < 5; i++) ids.push(await worker.put(`{"n":${i}}`));
+      for (let i = 0; i < 5; i++) await worker.reserve();
+
+      await page.goto(`/jobs/${ids[0]}`);
+      await expectLive(page);
+      await expect(page.getByTestId('job-field-tube')).toContainText('shopify');
+      expect(await midWordBreaks(page, '[data-testid="job-field-tube"]')).toEqual([]);
+
+      await page.goto('/connections');
+      await expectLive(page);
+      const holding = page.locator('[data-testid^="conn-holding-"][data-value="5"]');
+      await expect(holding.getByTestId('held-count')).toHaveText('5 jobs');
+      const link = holding.getByTestId('held-tube-link');
+      await expect(link).toHaveAttribute('href', `/tubes/${encodeURIComponent(tube)}?state=reserved`);
+      if (process.env.LAYOUT_SHOTS) await page.screenshot({ path: `/tmp/conn-${viewport.width}.png` });
+      await expect(holding.locator('a[href^="/jobs/"]')).toHaveCount(0);
+      expect(await midWordBreaks(page, '[data-testid="connections-table"] td')).toEqual([]);
     });
   });
 }
