@@ -11,7 +11,7 @@ export const MINUTE_AXIS_STEPS: readonly number[] = [60, 120, 300, 600, 900, 180
 export const MINUTE_AXIS_MIN_SPAN = 3600;
 
 /** [start, end] in epoch seconds for samples at `times` (ascending); `nowSec` when there are none. */
-export function minuteAxisRange(times: readonly number[], nowSec: number): [number, number] {
+export function minuteAxisRange(times: ArrayLike<number>, nowSec: number): [number, number] {
   const end = times.length === 0 ? nowSec : times[times.length - 1]!;
   const start = times.length === 0 ? end - MINUTE_AXIS_MIN_SPAN : Math.min(times[0]!, end - MINUTE_AXIS_MIN_SPAN);
   return [start, end];
