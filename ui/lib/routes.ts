@@ -18,7 +18,7 @@ export type Route =
   | { page: 'search'; spec: SearchSpec }
   | { page: 'servers' }
   | { page: 'nodes' }
-  | { page: 'server'; id: number }
+  | { page: 'server'; id: number; tube: string | null }
   | { page: 'gearman' }
   | { page: 'gearman-function'; name: string; state: GearmanJobState }
   | { page: 'not-found'; path: string };
@@ -58,7 +58,7 @@ export function parseRoute(pathname: string, search: string): Route {
   if (path === '/nodes') return { page: 'nodes' };
   if (path.startsWith('/servers/')) {
     const id = Number(path.slice('/servers/'.length));
-    if (Number.isInteger(id) && id >= 1 && id <= 1_000_000) return { page: 'server', id };
+    if (Number.isInteger(id) && id >= 1 && id <= 1_000_000) return { page: 'server', id, tube: query.get('tube') || null };
   }
   if (path === '/gearman') return { page: 'gearman' };
   if (path.startsWith('/gearman/functions/')) {
@@ -113,6 +113,12 @@ export function searchHref(spec: SearchSpec): string {
   return withBase(text === '' ? '/search' : `/search?${text}`);
 }
 
+/** URL of an attached server's page, with one of its tubes chosen (`?tube=`). */
+export function serverHref(id: number, tube?: string | null): string {
+  const base = withBase(`/servers/${id}`);
+  return tube === undefined || tube === null ? base : `${base}?tube=${encodeURIComponent(tube)}`;
+}
+
 export function jobHref(id: number): string {
   return withBase(`/jobs/${id}`);
 }
@@ -143,7 +149,7 @@ export function routeTitle(route: Route): string {
     case 'nodes':
       return 'Cluster nodes';
     case 'server':
-      return `Server ${route.id}`;
+      return route.tube === null ? `Server ${route.id}` : `Server ${route.id} ${route.tube}`;
     case 'gearman':
       return 'Gearman';
     case 'gearman-function':
