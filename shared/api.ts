@@ -138,10 +138,8 @@ export interface KickTubeRequest {
   bound: number;
 }
 
-export interface PauseTubeRequest {
-  /** 0 unpauses. */
-  seconds: number;
-}
+/** A pause for `seconds` (0 unpauses), or until an unpause (a pause of MAX_PAUSE_SECONDS). */
+export type PauseTubeRequest = { seconds: number } | { untilResumed: true };
 
 export interface MoveJobsRequest {
   to: string;

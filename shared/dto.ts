@@ -25,6 +25,8 @@ export interface TubeDto {
   /** Length of the current pause in seconds (0: not paused). */
   pauseSeconds: number;
   pauseTimeLeftSeconds: number;
+  /** Paused with no end: until someone unpauses it (a pause of MAX_PAUSE_SECONDS). */
+  pausedUntilResumed: boolean;
   /** How long the ready job a worker would get next has waited, in seconds (0: none ready). */
   nextReadyAgeSeconds: number;
   /** The dead-letter limit in force (0: off): the tube's own, or the server's `--dead-letter-after`. */

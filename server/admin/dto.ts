@@ -1,3 +1,4 @@
+import { MAX_PAUSE_SECONDS } from '../../shared/limits.js';
 import type {
   BodyDto,
   ConnectionDto,
@@ -37,6 +38,7 @@ export function tubeDto(tube: TubeCounts, now: number): TubeDto {
     cmdPauseTube: tube.pauses,
     pauseSeconds: seconds(tube.pauseMs),
     pauseTimeLeftSeconds: pauseTimeLeft(tube, now),
+    pausedUntilResumed: tube.pauseMs >= MAX_PAUSE_SECONDS * 1000 && tube.unpauseAt > now,
     nextReadyAgeSeconds: tube.nextReadyCreatedAt === 0 ? 0 : Math.max(0, Math.floor((now - tube.nextReadyCreatedAt) / 1000)),
     deadLetterAfter: tube.deadLetterAfter,
     ownDeadLetterAfter: tube.ownSettings?.deadLetterAfter ?? null,

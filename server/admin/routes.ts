@@ -2,7 +2,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { API, type BulkResponse, type CountResponse } from '../../shared/api.js';
 import type { AdminConfigDto, NextJobDto, SearchPageDto } from '../../shared/dto.js';
-import { MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } from '../../shared/limits.js';
+import { MAX_PAUSE_SECONDS, MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } from '../../shared/limits.js';
 import type { Operations, Pending, Result } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
@@ -80,7 +80,12 @@ const editSchema = z
   })
   .transform(toMilliseconds);
 const kickSchema = z.strictObject({ bound: z.number().int().min(0).max(MAX_U32) });
-const pauseSchema = z.strictObject({ seconds: u32 });
+const pauseSchema = z.union([z.strictObject({ seconds: u32 }), z.strictObject({ untilResumed: z.literal(true) })]);
+
+/** A pause request's length in ms: "until resumed" is the longest pause the protocol allows. */
+function pauseMsOf(request: z.infer<typeof pauseSchema>): number {
+  return ('untilResumed' in request ? MAX_PAUSE_SECONDS : request.seconds) * 1000;
+}
 const settingsSchema = z.strictObject({ deadLetterAfter: u32.nullable() });
 const moveSchema = z.strictObject({
   to: tubeName,
@@ -309,8 +314,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     json,
     route(async (req, res) => {
       const name = tubeParam(req);
-      const { seconds } = parse(pauseSchema, req.body);
-      const tube = valueOf(await ops.pauseTube(name, seconds * 1000));
+      const tube = valueOf(await ops.pauseTube(name, pauseMsOf(parse(pauseSchema, req.body))));
       await changed();
       res.json(tubeDto(tube, ops.now()));
     }),
@@ -353,9 +357,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     API.allTubesPause,
     json,
     route(async (req, res) => {
-      const { seconds } = parse(pauseSchema, req.body);
+      const pauseMs = pauseMsOf(parse(pauseSchema, req.body));
       let count = 0;
-      for (const name of await ops.tubeNames()) if ((await ops.pauseTube(name, seconds * 1000)).ok) count++;
+      for (const name of await ops.tubeNames()) if ((await ops.pauseTube(name, pauseMs)).ok) count++;
       await changed();
       res.json({ count } satisfies CountResponse);
     }),
