@@ -1,3 +1,4 @@
+import { actorOf } from './actor.js';
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { API, type BulkResponse } from '../../shared/api.js';
@@ -91,7 +92,7 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
       let total: number;
       if (r.handles !== undefined) {
         total = r.handles.length;
-        count = await actInSlices(r.handles, async (handle) => (await view.cancel(handle)).ok);
+        count = await actInSlices(r.handles, async (handle) => (await view.cancel(handle, actorOf(req))).ok);
       } else {
         const found = await searches.all(gearmanFilter(r.search!), MAX_BULK, signal);
         if (signal.aborted) return; // nobody waits: a selection cut short is not acted on
@@ -99,7 +100,7 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
         total = found.ids.length;
         // A running job is refused by the store (JOB_RESERVED) and counted as skipped; one that no
         // longer matches is left alone.
-        count = await actInSlices(found.ids, async (id) => (await found.stillMatches(id)) && (await ops.delete(id)).ok);
+        count = await actInSlices(found.ids, async (id) => (await found.stillMatches(id)) && (await ops.delete(id, actorOf(req))).ok);
       }
       onActivity();
       // Answered once the deletes are durable, as every change through the API is.
@@ -145,7 +146,7 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
   router.delete(
     '/api/gearman/jobs/:handle',
     route(async (req, res) => {
-      const result = await view.cancel(parseOrThrow(handleParam, String(req.params.handle)));
+      const result = await view.cancel(parseOrThrow(handleParam, String(req.params.handle)), actorOf(req));
       if (!result.ok) {
         if (result.code === 'JOB_RESERVED') throw new ApiError(409, 'JOB_RUNNING', 'a worker is running this job; it can be cancelled only while queued');
         throw engineError(result.code);

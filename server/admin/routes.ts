@@ -1,3 +1,4 @@
+import { actorOf } from './actor.js';
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { API, type BulkResponse, type CountResponse } from '../../shared/api.js';
@@ -261,7 +262,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
   router.delete(
     '/api/jobs/:id',
     route(async (req, res) => {
-      valueOf(await ops.delete(parse(jobId, req.params.id)));
+      valueOf(await ops.delete(parse(jobId, req.params.id), actorOf(req)));
       await changed();
       res.status(204).end();
     }),
@@ -270,7 +271,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
   router.post(
     '/api/jobs/:id/kick',
     route(async (req, res) => {
-      const job = valueOf(await ops.kickJob(parse(jobId, req.params.id)));
+      const job = valueOf(await ops.kickJob(parse(jobId, req.params.id), actorOf(req)));
       await changed();
       res.json(jobDto(job, ops.now()));
     }),
@@ -290,7 +291,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
           delayMs: r.delayMs,
           tube: r.tube,
           kick: r.kick,
-        }),
+        }, actorOf(req)),
       );
       await changed();
       res.json(jobDto(job, ops.now()));
@@ -303,7 +304,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     route(async (req, res) => {
       const name = await existingTube(req);
       const { bound } = parse(kickSchema, req.body);
-      const count = valueOf(await ops.kick(name, bound));
+      const count = valueOf(await ops.kick(name, bound, actorOf(req)));
       await changed();
       res.json({ count } satisfies CountResponse);
     }),
@@ -345,7 +346,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
       let count = 0;
       // Tube by tube, each in slices as a kick is: other clients are served all along.
       for (const name of await ops.tubeNames()) {
-        const r = await ops.kick(name, bound);
+        const r = await ops.kick(name, bound, actorOf(req));
         if (r.ok) count += r.value;
       }
       await changed();
@@ -370,7 +371,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     route(async (req, res) => {
       const name = await existingTube(req);
       const { state } = parse(clearQuery, req.query);
-      const count = valueOf(await ops.clear(name, state));
+      const count = valueOf(await ops.clear(name, state, actorOf(req)));
       await changed();
       res.json({ count } satisfies CountResponse);
     }),
@@ -383,7 +384,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
       const name = await existingTube(req);
       const r = parse(moveSchema, req.body);
       if (r.to === name) throw new ApiError(400, 'BAD_REQUEST', 'to: the same tube');
-      const count = valueOf(await ops.move(name, r.state, r.to, r.limit));
+      const count = valueOf(await ops.move(name, r.state, r.to, r.limit, actorOf(req)));
       await changed();
       res.json({ count } satisfies CountResponse);
     }),
@@ -427,12 +428,13 @@ export function apiRoutes(ctx: RoutesContext): Router {
         // Nobody waits for the answer any more: a selection cut short is not acted on at all.
         if (signal.aborted) return;
       }
+      const by = actorOf(req);
       const act =
         r.action === 'kick'
-          ? (id: number) => ops.kickJob(id)
+          ? (id: number) => ops.kickJob(id, by)
           : r.action === 'delete'
-            ? (id: number) => ops.delete(id)
-            : (id: number) => ops.editJob(id, { tube: r.to! });
+            ? (id: number) => ops.delete(id, by)
+            : (id: number) => ops.editJob(id, { tube: r.to! }, by);
       const count = await actInSlices(ids, async (id) => {
         // A job edited or moved since the search found it is left alone; so is one already in the target tube.
         if (!(await stillMatches(id))) return false;
