@@ -289,3 +289,22 @@ test('a tube’s job list ticks jobs for bulk actions: two deleted by hand, then
   // Ids and attributes are kept by a move.
   expect((await client.statsJob(ids[59]!)).get('tube')).toBe('exports-retry');
 });
+
+test('search results mark the match in its context, and “whole word” finds 4711 but not 47117', async ({ page, tcp }) => {
+  const client = await tcp();
+  const long = `{"trace":"${'step '.repeat(40)}order 4711 declined","more":"${'z'.repeat(200)}"}`;
+  const [deep, longer] = await buryAll(client, 'orders', [long, 'order 47117 shipped']);
+  await page.goto('/search?q=4711');
+  await expectLive(page);
+  await expect(page.getByTestId(`search-row-${longer}`)).toBeVisible();
+  const match = page.getByTestId(`search-match-${deep}`);
+  await expect(match.locator('mark')).toHaveText('4711');
+  await expect(match).toContainText('order 4711 declined');
+  await expect(match.locator('mark')).toBeInViewport();
+
+  await page.getByTestId('search-whole-word').check();
+  await page.getByTestId('search-q').press('Enter');
+  await expect(page).toHaveURL(/word=1/);
+  await expect(page.getByTestId(`search-row-${deep}`)).toBeVisible();
+  await expect(page.getByTestId(`search-row-${longer}`)).toHaveCount(0);
+});

@@ -98,8 +98,20 @@ export interface JobSummaryDto extends JobStatsDto {
 }
 
 /** GET /api/search: a page of matches; `next` continues the search (null: every job was looked at). */
+/** Where a search matched a job's body: the matched text and up to 60 characters each side ("…" where cut). */
+export interface SearchMatchDto {
+  before: string;
+  text: string;
+  after: string;
+}
+
+/** A job a search found, with where it matched (null when the search had no text). */
+export interface SearchHitDto extends JobSummaryDto {
+  match: SearchMatchDto | null;
+}
+
 export interface SearchPageDto {
-  jobs: JobSummaryDto[];
+  jobs: SearchHitDto[];
   next: string | null;
   /** Jobs looked at and matched so far, over every page. */
   scanned: number;

@@ -48,6 +48,7 @@ function gearmanFilter(q: { q: string; regex: boolean; ignoreCase?: boolean; fun
     text: q.q,
     regex: q.regex,
     ignoreCase: q.ignoreCase ?? !q.regex,
+    wholeWord: false,
     tube: q.function ?? null,
     state: q.state === undefined ? null : ENGINE_STATES[q.state],
   };
@@ -77,7 +78,8 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
           ? await searches.continue(q.next, q.limit, signal)
           : await searches.start(gearmanFilter(q), q.limit, signal);
       const now = ops.now();
-      res.json({ ...page, jobs: (await view.records(page.jobs)).map((j) => gearmanJobDto(j, now)) } satisfies GearmanSearchPageDto);
+      const { matches: _matches, ...rest } = page;
+      res.json({ ...rest, jobs: (await view.records(page.jobs)).map((j) => gearmanJobDto(j, now)) } satisfies GearmanSearchPageDto);
     }),
   );
 

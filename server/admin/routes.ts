@@ -112,6 +112,7 @@ const searchQuery = z.object({
   regex: queryFlag.default(false),
   /** Plain text ignores case unless told; a pattern respects it unless told ((?i) works too). */
   ignoreCase: queryFlag.optional(),
+  wholeWord: queryFlag.default(false),
   limit: z.coerce.number().int().min(1).max(MAX_PAGE).default(50),
   next: z.string().max(32).optional(),
 });
@@ -120,7 +121,7 @@ const bulkSchema = z
     action: z.enum(['kick', 'delete', 'move']),
     to: tubeName.optional(),
     ids: z.array(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)).min(1).max(MAX_BULK).optional(),
-    search: z.strictObject({ ...searchFields, regex: z.boolean().default(false), ignoreCase: z.boolean().optional() }).optional(),
+    search: z.strictObject({ ...searchFields, regex: z.boolean().default(false), ignoreCase: z.boolean().optional(), wholeWord: z.boolean().optional() }).optional(),
   })
   .refine((b) => (b.ids === undefined) !== (b.search === undefined), 'give ids or search, not both')
   .refine((b) => (b.action === 'move') === (b.to !== undefined), 'to: a move needs it, and only a move takes it');
@@ -134,8 +135,8 @@ const isBase64 = (text: string): boolean =>
 const jobId = z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 
 /** A search's filter from the request: plain text ignores case unless asked not to. */
-function searchFilter(q: { q: string; regex: boolean; ignoreCase?: boolean; tube?: string; state?: SearchFilter['state'] }): SearchFilter {
-  return { text: q.q, regex: q.regex, ignoreCase: q.ignoreCase ?? !q.regex, tube: q.tube ?? null, state: q.state ?? null };
+function searchFilter(q: { q: string; regex: boolean; ignoreCase?: boolean; wholeWord?: boolean; tube?: string; state?: SearchFilter['state'] }): SearchFilter {
+  return { text: q.q, regex: q.regex, ignoreCase: q.ignoreCase ?? !q.regex, wholeWord: q.wholeWord ?? false, tube: q.tube ?? null, state: q.state ?? null };
 }
 
 /** The value of a successful result, or the HTTP error for its failure. */
@@ -402,7 +403,8 @@ export function apiRoutes(ctx: RoutesContext): Router {
           ? await searches.continue(q.next, q.limit, signal)
           : await searches.start(searchFilter(q), q.limit, signal);
       const now = ops.now();
-      res.json({ ...page, jobs: page.jobs.map((j) => jobSummaryDto(j, now)) } satisfies SearchPageDto);
+      const { matches, ...rest } = page;
+      res.json({ ...rest, jobs: page.jobs.map((j, i) => ({ ...jobSummaryDto(j, now), match: matches[i] ?? null })) } satisfies SearchPageDto);
     }),
   );
 

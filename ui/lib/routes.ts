@@ -93,9 +93,10 @@ export function gearmanFunctionHref(name: string, state?: GearmanJobState): stri
   return state === undefined || state === 'queued' ? base : `${base}?state=${state}`;
 }
 
-/** A search as the URL carries it (`/search?q=…&regex=1&tube=…&state=…`). */
+/** A search as the URL carries it (`/search?q=…&regex=1&word=1&tube=…&state=…`). */
 function searchSpecOf(query: URLSearchParams): SearchSpec {
   const spec: SearchSpec = { q: query.get('q') ?? '', regex: query.get('regex') === '1' };
+  if (query.get('word') === '1') spec.wholeWord = true;
   const tube = query.get('tube');
   const state = query.get('state');
   if (tube !== null && tube !== '') spec.tube = tube;
@@ -107,6 +108,7 @@ export function searchHref(spec: SearchSpec): string {
   const query = new URLSearchParams();
   if (spec.q !== undefined && spec.q !== '') query.set('q', spec.q);
   if (spec.regex === true) query.set('regex', '1');
+  if (spec.wholeWord === true) query.set('word', '1');
   if (spec.tube !== undefined) query.set('tube', spec.tube);
   if (spec.state !== undefined) query.set('state', spec.state);
   const text = query.toString();
