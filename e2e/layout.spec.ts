@@ -113,3 +113,21 @@ for (const viewport of WIDTHS) {
     });
   });
 }
+
+test('a job row says its reserves, releases, buries and kicks as labelled counts, leaving out the zeros', async ({ page, tcp }) => {
+  const worker = await tcp();
+  await worker.use('counted');
+  await worker.watchOnly('counted');
+  const id = await worker.put('{"n":1}');
+  await worker.reserve();
+  await worker.release(id);
+  await worker.reserve();
+  await worker.bury(id);
+  expect(await worker.command(`kick-job ${id}`)).toBe('KICKED\r\n');
+  await page.goto('/tubes/counted');
+  await expectLive(page);
+  const counters = page.getByTestId(`job-counters-${id}`);
+  await expect(counters).toHaveText('2 reserves, 1 release, 1 bury, 1 kick');
+  await expect(counters.locator('[data-counter="reserves"]')).toHaveAttribute('data-value', '2');
+  await expect(page.getByTestId('job-table').getByRole('columnheader', { name: 'History' })).toBeVisible();
+});
