@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['server/**/*.test.ts', 'shared/**/*.test.ts', 'test/**/*.test.ts'],
+    include: ['server/**/*.test.ts', 'shared/**/*.test.ts', 'ui/lib/**/*.test.ts', 'test/**/*.test.ts'],
     // A throwaway PostgreSQL for the cluster tests (inject('pgUrl')).
     globalSetup: ['test/support/postgres-global-setup.ts'],
     testTimeout: 60_000,

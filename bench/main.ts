@@ -5,6 +5,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { isGearmanScenario } from './gearman-scenarios.js';
+import { gmbenchBinary } from './load/gmbench.js';
 import { machineInfo } from './machine.js';
 import { RESULTS_DIR } from './paths.js';
 import { pinningSupport, type PinMode } from './pinning.js';
@@ -27,6 +29,10 @@ noted as failed to sustain it, and its paced latency is left out. dashboards run
 dashboards in turn on one server (0,10,10,0,0,10,10,0 after a warm-up window) and reports the
 cost in jobs/s and in server CPU per job.
 
+The gearman-* scenarios compare with gearmand; their load is gmbench (a generator in C, built with
+cc from ../shared/tools/gmbench/gmbench.c beside the repository, or from GMBENCH_SRC). Without
+its source they are skipped, with the reason printed.
+
 Options:
   --only a,b          scenarios to run (default: all; see below)
   --rounds N          rounds per scenario and server (default 2)
@@ -47,7 +53,8 @@ Options:
   --node-floor        with --only one-connection: start a Node server that answers with fixed
                       replies and does no job work (bench/floor-server.ts) in Beanpole's place,
                       to measure the floor of Node's socket path against beanstalkd
-  --quick             smoke run: 1 round, 1 s windows, 20000 fill jobs, pinned only
+  --quick             smoke run: 1 round, 1 s windows, 20000 fill jobs, a tenth of the Gearman
+                      rows' jobs (as gmbench's compare-gm.sh --quick), pinned only
   --cpu-prof          write Beanpole's V8 CPU profiles to bench/results/profiles/
                       (read them with npm run bench:profile-top -- FILE)
   --json PATH         where to save the JSON (default bench/results/bench-<time>.json)
@@ -181,11 +188,30 @@ async function main(): Promise<number> {
   const hasBeanstalkd = beanstalkdPath() !== null;
   if (!hasBeanstalkd) log('note: beanstalkd is not on PATH: Beanpole runs alone');
   if (cli.nodeFloor) log("note: --node-floor: the rows named beanpole are the fixed-reply floor server's (bench/floor-server.ts)");
+  let scenarios = cli.only === null ? SCENARIOS : SCENARIOS.filter((s) => cli.only!.includes(s.name));
+  const preNotes: string[] = [];
+  let gmbenchPath: string | null = null;
+  if (scenarios.some(isGearmanScenario)) {
+    let gm: ReturnType<typeof gmbenchBinary>;
+    try {
+      gm = gmbenchBinary();
+    } catch (err) {
+      log(`bench: ${(err as Error).message}`);
+      return 2;
+    }
+    if ('path' in gm) gmbenchPath = gm.path;
+    else {
+      // Skipped, not measured another way: a slower generator would score itself.
+      preNotes.push(`Gearman rows skipped: ${gm.missing}`);
+      log(`note: ${preNotes[0]!}`);
+      scenarios = scenarios.filter((s) => !isGearmanScenario(s));
+    }
+  }
   const profileDir = cli.cpuProf ? path.join(RESULTS_DIR, 'profiles') : null;
   if (profileDir !== null) mkdirSync(profileDir, { recursive: true });
   const plan: RunPlan = {
     modes: modesFor(cli, log),
-    scenarios: cli.only === null ? SCENARIOS : SCENARIOS.filter((s) => cli.only!.includes(s.name)),
+    scenarios,
     rounds: cli.rounds,
     beanstalkd: hasBeanstalkd && !cli.beanpoleOnly && cli.targetPort === null,
     gearmand: gearmandPath() !== null && !cli.beanpoleOnly && cli.targetPort === null,
@@ -201,12 +227,16 @@ async function main(): Promise<number> {
       externalPort: cli.targetPort,
       beanpoleArgs: cli.beanpoleArgs,
       nodeFloor: cli.nodeFloor,
+      gmbenchPath,
+      gearmanJobScale: cli.quick ? 0.1 : 1,
     },
   };
   const runCount = plan.modes.reduce((n, m) => n + scenariosFor(plan, m).reduce((k, s) => k + targetsOf(plan, s).length, 0), 0) * plan.rounds;
   log(`bench: ${runCount} run${runCount === 1 ? '' : 's'} on ${machine.cpuModel} (${machine.availableParallelism} CPUs), node ${machine.node}, ${machine.beanstalkd ?? 'no beanstalkd'}`);
 
-  const { runs, modes, notes } = await runPlan(plan, log);
+  const planned = await runPlan(plan, log);
+  const { runs, modes } = planned;
+  const notes = [...preNotes, ...planned.notes];
   const summary = summarize(plan.scenarios, runs);
   const finished = new Date();
   const doc: BenchDocument = {

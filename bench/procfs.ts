@@ -54,3 +54,14 @@ export function commandName(pid: number): string {
     return '';
   }
 }
+
+/** CPU seconds (user + system) of this process's children that have exited and been waited for. */
+export function childrenCpuSeconds(): number {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'latin1');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / USER_HZ;
+  } catch {
+    return NaN;
+  }
+}

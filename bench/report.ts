@@ -37,6 +37,8 @@ export interface SummaryRow {
   /** beanpole / reference, or null when either is missing. */
   ratio: number | null;
   rounds: { beanpole: number; beanstalkd: number };
+  /** Servers with a run whose generator was at GENERATOR_BOUND_PCT or more (the Gearman rows say). */
+  generatorBound: TargetKind[];
 }
 
 /** The saved JSON document. */
@@ -74,6 +76,7 @@ export function summarize(scenarios: readonly Scenario[], runs: readonly RunReco
         const reference = sc.reference ?? 'beanstalkd';
         const a = of('beanpole');
         const b = of(reference);
+        const bound = [...new Set(mine.filter((r) => r.error === null && r.info.generatorBound === true).map((r) => r.target))];
         const ma = median(a);
         const mb = median(b);
         rows.push({
@@ -87,6 +90,7 @@ export function summarize(scenarios: readonly Scenario[], runs: readonly RunReco
           reference,
           ratio: ma !== null && mb !== null && mb !== 0 ? Math.round((ma / mb) * 100) / 100 : null,
           rounds: { beanpole: a.length, beanstalkd: b.length },
+          generatorBound: bound,
         });
       }
     }
@@ -101,15 +105,23 @@ export function formatNumber(x: number | null): string {
   return (Math.round(x * 10) / 10).toFixed(1);
 }
 
-const HEADERS = ['scenario', 'mode', 'metric', 'Beanpole', 'reference', 'ratio', 'better'];
+/**
+ * A generator at or above this share of its core may be what limits the rate: its run is flagged
+ * generator-bound, and so are the summary rows it feeds.
+ */
+export const GENERATOR_BOUND_PCT = 90;
+
+const HEADERS = ['scenario', 'mode', 'metric', 'Beanpole', 'reference', 'ratio', 'better', 'flag'];
 
 function cells(r: SummaryRow): string[] {
-  return [r.scenario, r.mode, r.label, formatNumber(r.beanpole), formatNumber(r.beanstalkd), r.ratio === null ? '-' : r.ratio.toFixed(2), r.better];
+  const flag = r.generatorBound.length === 0 ? '' : `generator-bound (${r.generatorBound.join(', ')})`;
+  return [r.scenario, r.mode, r.label, formatNumber(r.beanpole), formatNumber(r.beanstalkd), r.ratio === null ? '-' : r.ratio.toFixed(2), r.better, flag];
 }
 
 const LEGEND =
   'Medians over rounds. ratio = Beanpole / reference: beanstalkd 1.12, or gearmand for the gearman-* rows; "better" says which way favours a server ' +
-  '(for latency and memory, a ratio below 1 means Beanpole uses less).';
+  '(for latency and memory, a ratio below 1 means Beanpole uses less). flag "generator-bound": in some run of that server the load generator ' +
+  `used ${GENERATOR_BOUND_PCT}% or more of its core, so the number may be the generator's.`;
 
 /** The summary as a plain aligned table (numbers right-aligned). */
 export function textTable(rows: readonly SummaryRow[]): string {
@@ -145,7 +157,10 @@ export function progressLine(sc: Scenario, r: RunRecord, rounds: number): string
   if (r.error !== null) return `${head} FAILED: ${r.error}`;
   const shown = sc.metrics.map((m) => `${formatNumber(r.metrics[m.key] ?? null)} ${m.label}`).join(', ');
   const i = r.info;
-  const cpu = i.serverCpuPct !== undefined ? ` (cpu: server ${String(i.serverCpuPct)}% on ${String(i.serverCpus)}, generator ${String(i.generatorCpuPct)}% on ${String(i.generatorCpus)}, other processes ${String(i.otherCpuPct)}%)` : '';
+  const generator = i.generator === undefined ? 'generator' : String(i.generator);
+  const other = i.otherCpuPct === undefined ? '' : `, other processes ${String(i.otherCpuPct)}%`;
+  const cpu = i.serverCpuPct !== undefined ? ` (cpu: server ${String(i.serverCpuPct)}% on ${String(i.serverCpus)}, ${generator} ${String(i.generatorCpuPct)}% on ${String(i.generatorCpus)}${other})` : '';
   const busy = typeof i.otherCpuPct === 'number' && i.otherCpuPct >= BUSY_MACHINE_PCT ? ' WARNING: the machine was busy with other work' : '';
-  return `${head} ${shown}${cpu}${busy}`;
+  const bound = i.generatorBound === true ? ` GENERATOR-BOUND: ${generator} at ${GENERATOR_BOUND_PCT}% or more of its core` : '';
+  return `${head} ${shown}${cpu}${busy}${bound}`;
 }

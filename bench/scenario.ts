@@ -39,6 +39,10 @@ export interface RunSettings {
   nodeFloor: boolean;
   /** Run against a server already listening on this port instead of starting one (testing the harness). */
   externalPort: number | null;
+  /** The built gmbench, the Gearman rows' generator (null: those rows are not run). */
+  gmbenchPath: string | null;
+  /** Share of compare-gm.sh's job counts the Gearman rows run (1, or 0.1 with --quick as there). */
+  gearmanJobScale: number;
 }
 
 /** One run: one scenario, one server, one round, in one pinning mode. */

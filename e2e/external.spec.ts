@@ -35,10 +35,18 @@ test('attach a stock beanstalkd, peek its buried job, kick it, put and delete', 
     await expect(page.getByTestId('server-status-1')).toHaveAttribute('data-value', 'up');
     await page.getByRole('link', { name: `127.0.0.1:${port}` }).click();
     await expect(page.getByTestId('external-badge')).toBeVisible();
+    await expect(page.getByRole('heading', { level: 1 })).toContainText(`127.0.0.1:${port}`);
     await expect(page.getByTestId('external-stat-version')).toContainText('1.');
     const row = page.getByTestId('external-tube-legacy');
     await expect(row).toBeVisible();
-    await row.getByRole('button', { name: 'legacy' }).click();
+    await row.getByRole('link', { name: 'legacy' }).click();
+    await expect(page).toHaveURL(/\/servers\/1\?tube=legacy$/);
+    // A deep link opens the same tube; every input is named by a visible label.
+    await page.reload();
+    await expect(page.getByTestId('external-selected')).toHaveText('legacy');
+    await expect(page.getByLabel('Kick up to')).toBeVisible();
+    await expect(page.getByLabel('Pause for')).toBeVisible();
+    await expect(page.getByLabel('Job body')).toBeVisible();
     await page.getByTestId('external-peek-buried').click();
     await expect(page.getByTestId('external-job-id')).toHaveText(String(id));
     await expect(page.getByTestId('external-job-body')).toHaveText('old-stuck');

@@ -169,6 +169,8 @@ test('a tube gets a dead-letter limit in the dashboard; the job it buries says w
   await page.goto(`/jobs/${id}`);
   await expect(page.getByTestId('bury-cause')).toHaveAttribute('data-value', 'dead-letter-release');
   await expect(page.getByTestId('bury-cause')).toContainText('2 releases and timeouts');
+  // It leads with who made the rule fire: the release, its connection and address.
+  await expect(page.getByTestId('bury-cause')).toContainText(/released by connection \d+ \(127\.0\.0\.1:\d+\)/);
   await expect(page.getByTestId('job-field-strikes')).toHaveAttribute('data-value', '2');
   // The history says how it got there, and who did it.
   const events = page.getByTestId('history-event');
@@ -182,6 +184,11 @@ test('a tube gets a dead-letter limit in the dashboard; the job it buries says w
     'dead-letter',
   ]);
   await expect(events.nth(1)).toContainText('connection');
+  // A kick from the dashboard says so in the history.
+  await page.getByTestId('kick-job').click();
+  await expect(events).toHaveCount(7);
+  await expect(events.nth(6)).toHaveAttribute('data-kind', 'kick');
+  await expect(events.nth(6).getByTestId('history-by')).toHaveText('in the dashboard');
 
   // Back to the server default (off): the setting goes, the button with it.
   await page.goto('/tubes/payments');

@@ -40,7 +40,7 @@ export const API = {
   externalJob: (id: number, job: number) => `/api/external/${id}/jobs/${job}`,
   externalJobKick: (id: number, job: number) => `/api/external/${id}/jobs/${job}/kick`,
   /**
-   * GET: `q` (text, or a pattern with `regex=true`), `tube`, `state`, `ignoreCase`, `limit`;
+   * GET: `q` (text, or a pattern with `regex=true`), `tube`, `state`, `ignoreCase`, `wholeWord`, `limit`;
    * the next page with `next=TOKEN`. DELETE /api/search/TOKEN ends a search early.
    */
   search: '/api/search',
@@ -98,6 +98,8 @@ export interface SearchSpec {
   regex?: boolean;
   /** Default: true for plain text, false for a pattern. */
   ignoreCase?: boolean;
+  /** Only whole words: "4711" does not match in "47117" (default false). */
+  wholeWord?: boolean;
   tube?: string;
   state?: 'ready' | 'delayed' | 'buried' | 'reserved';
 }
@@ -138,10 +140,8 @@ export interface KickTubeRequest {
   bound: number;
 }
 
-export interface PauseTubeRequest {
-  /** 0 unpauses. */
-  seconds: number;
-}
+/** A pause for `seconds` (0 unpauses), or until an unpause (a pause of MAX_PAUSE_SECONDS). */
+export type PauseTubeRequest = { seconds: number } | { untilResumed: true };
 
 export interface MoveJobsRequest {
   to: string;

@@ -25,6 +25,8 @@ export interface TubeDto {
   /** Length of the current pause in seconds (0: not paused). */
   pauseSeconds: number;
   pauseTimeLeftSeconds: number;
+  /** Paused with no end: until someone unpauses it (a pause of MAX_PAUSE_SECONDS). */
+  pausedUntilResumed: boolean;
   /** How long the ready job a worker would get next has waited, in seconds (0: none ready). */
   nextReadyAgeSeconds: number;
   /** The dead-letter limit in force (0: off): the tube's own, or the server's `--dead-letter-after`. */
@@ -96,8 +98,20 @@ export interface JobSummaryDto extends JobStatsDto {
 }
 
 /** GET /api/search: a page of matches; `next` continues the search (null: every job was looked at). */
+/** Where a search matched a job's body: the matched text and up to 60 characters each side ("…" where cut). */
+export interface SearchMatchDto {
+  before: string;
+  text: string;
+  after: string;
+}
+
+/** A job a search found, with where it matched (null when the search had no text). */
+export interface SearchHitDto extends JobSummaryDto {
+  match: SearchMatchDto | null;
+}
+
 export interface SearchPageDto {
-  jobs: JobSummaryDto[];
+  jobs: SearchHitDto[];
   next: string | null;
   /** Jobs looked at and matched so far, over every page. */
   scanned: number;

@@ -19,6 +19,15 @@ export const HISTORY_KINDS = [
 ] as const;
 export type HistoryKind = (typeof HISTORY_KINDS)[number];
 
+/**
+ * Who made a change that no client connection made: the dashboard, and (once the dashboard has
+ * users with roles) which user; null there until then.
+ */
+export interface HistoryActor {
+  via: 'dashboard';
+  user: string | null;
+}
+
 /** One thing that happened to a job. */
 export interface JobEventDto {
   /** Epoch ms. */
@@ -34,6 +43,8 @@ export interface JobEventDto {
    * --gearman-job-retries.
    */
   note: string;
+  /** Set when the dashboard did it (connection is then 0); null for a client or the server itself. */
+  actor: HistoryActor | null;
 }
 
 /** GET /api/jobs/:id/history (and a Gearman job's): its events still in the ring, oldest first. */

@@ -4,6 +4,13 @@
 export const URGENT_BELOW = 1024;
 /** Largest priority, delay or TTR value (u32). */
 export const MAX_U32 = 4294967295;
+
+/**
+ * The longest pause, in seconds (136 years): pause-tube's delay is a u32 (protocol). The dashboard's
+ * "pause until resumed" is a pause of this length, so every door, the binlog and the cluster see
+ * an ordinary pause and an unpause (0) ends it.
+ */
+export const MAX_PAUSE_SECONDS = MAX_U32;
 /** Default and largest accepted maximum job body size in bytes (`-z`). */
 export const DEFAULT_MAX_JOB_SIZE = 65535;
 export const MAX_JOB_SIZE_LIMIT = 1073741824;

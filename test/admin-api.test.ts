@@ -13,6 +13,7 @@ import path from 'node:path';
 import { io, type Socket } from 'socket.io-client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { API, BODY_PREVIEW_BYTES } from '../shared/api.js';
+import { MAX_PAUSE_SECONDS } from '../shared/limits.js';
 import type {
   TubeHealthDto,
   AdminConfigDto,
@@ -48,6 +49,7 @@ const TUBE_KEYS = [
   'cmdPauseTube',
   'pauseSeconds',
   'pauseTimeLeftSeconds',
+  'pausedUntilResumed',
   'nextReadyAgeSeconds',
   'deadLetterAfter',
   'ownDeadLetterAfter',
@@ -289,6 +291,7 @@ describe('admin REST API on a real server', () => {
       cmdPauseTube: Number(y.get('cmd-pause-tube')),
       pauseSeconds: Number(y.get('pause')),
       pauseTimeLeftSeconds: Number(y.get('pause-time-left')),
+      pausedUntilResumed: y.get('pause') === String(MAX_PAUSE_SECONDS),
       // Not in stats-tube: how long the next ready job has waited (just put: 0 s), and the
       // dead-letter rule, off unless asked for.
       nextReadyAgeSeconds: 0,

@@ -3,7 +3,9 @@
  * installed) yields rates, latency percentiles (the cycle's at a paced rate it sustained, and with
  * its window full) and memory per job; a server that answers wrongly
  * or not at all fails the run instead of scoring; the reply reader cuts replies the same way
- * however the stream is split; the profile reader attributes time correctly.
+ * however the stream is split; the profile reader attributes time correctly. The Gearman rows take
+ * their load from gmbench (built from its C source beside the repository) and report its CPU;
+ * without that source they are skipped with one line saying why.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -13,7 +15,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { functionCosts, type CpuProfile } from '../bench/profile-top.js';
-import type { BenchDocument, RunRecord } from '../bench/report.js';
+import { summarize, textTable, type BenchDocument, type RunRecord } from '../bench/report.js';
+import { GEARMAN_SCENARIOS } from '../bench/gearman-scenarios.js';
+import { gearmandPath } from '../bench/targets.js';
+import { gmbenchBinary, runGmbench } from '../bench/load/gmbench.js';
 import { PACE_TOLERANCE, PACED_RATE } from '../bench/scenarios.js';
 import { InvalidReplyError, ReplyReader, isInserted } from '../bench/load/wire.js';
 import { hasBeanstalkd } from './support/servers.js';
@@ -38,10 +43,10 @@ interface BenchRun {
 }
 
 /** Runs the compiled harness with `args` and a JSON path of its own. */
-function bench(args: string[], name: string, timeoutMs: number): Promise<BenchRun> {
+function bench(args: string[], name: string, timeoutMs: number, env: NodeJS.ProcessEnv = {}): Promise<BenchRun> {
   const json = path.join(tmp, `${name}.json`);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args, '--json', json], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [MAIN, ...args, '--json', json], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -120,6 +125,90 @@ describe('npm run bench -- --quick', () => {
     expect(r.stdout).toMatch(/cycle\s+\w+\s+put→reserve p99 µs at 10,000 jobs\/s/);
     expect(r.stdout).toMatch(/cycle\s+\w+\s+put→reserve p99 µs, window full/);
   }, 120_000);
+});
+
+/** gmbench's source where the bench looks for it (CI has the shared tools beside the repository). */
+const GMBENCH_SRC = process.env.GMBENCH_SRC ?? path.join(ROOT, '..', 'shared', 'tools', 'gmbench', 'gmbench.c');
+
+describe('npm run bench -- --quick: the Gearman rows', () => {
+  it.skipIf(!existsSync(GMBENCH_SRC))('run gmbench against each server and report its CPU and the server\'s', async () => {
+    const r = await bench(['--quick', '--only', 'gearman-submit,gearman-echo'], 'gearman', 60_000);
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+    const doc = r.doc!;
+    const targets = gearmandPath() !== null ? ['beanpole', 'gearmand'] : ['beanpole'];
+    for (const scenario of ['gearman-submit', 'gearman-echo']) {
+      for (const target of targets) {
+        const run = runOf(doc, scenario, target);
+        expect(run.info.generator).toBe('gmbench');
+        expect(run.metrics.rate).toBeGreaterThan(0);
+        expect(run.metrics.p99Us).toBeGreaterThanOrEqual(run.metrics.p50Us!);
+        expect(run.info.generatorCpuPct).toBeTypeOf('number');
+        // A tenth-second run can fall between two clock ticks of the server's CPU time.
+        expect(run.info.serverCpuPct).toBeGreaterThanOrEqual(0);
+        expect(run.info.generatorBound).toBe((run.info.generatorCpuPct as number) >= 90);
+        // compare-gm.sh's --quick: a tenth of its job counts.
+        expect(run.info.jobs).toBe(scenario === 'gearman-submit' ? 100_000 : 5_000);
+        if (doc.modes[0]!.mode === 'pinned') expect(run.info.generatorCpus).toBe(doc.modes[0]!.generatorCpus);
+      }
+    }
+    expect(r.stderr).toMatch(/gearman-submit round 1\/1 beanpole: .*\(cpu: server [\d.]+% on \S+, gmbench [\d.]+% on/);
+  }, 70_000);
+
+  it('are skipped with one line saying why when gmbench\'s source is missing', async () => {
+    const missing = path.join(tmp, 'no-such-dir', 'gmbench.c');
+    const r = await bench(['--quick', '--only', 'gearman-echo'], 'gearman-missing', 30_000, { GMBENCH_SRC: missing });
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+    expect(r.doc!.runs).toEqual([]);
+    expect(r.doc!.notes).toEqual([`Gearman rows skipped: gmbench's source is not at ${missing} (set GMBENCH_SRC to gmbench.c)`]);
+    expect(r.stdout.split('\n').filter((l) => l.includes('Gearman rows skipped'))).toHaveLength(1);
+  }, 40_000);
+
+  it.skipIf(!existsSync(GMBENCH_SRC))('fail when the server answers wrongly (gmbench reports an error)', async () => {
+    // A Gearman stand-in that answers each ECHO_REQ with the right size but the wrong bytes.
+    const server = net.createServer((sock) => {
+      let pending = Buffer.alloc(0);
+      sock.on('error', () => undefined);
+      sock.on('data', (d: Buffer) => {
+        pending = Buffer.concat([pending, d]);
+        while (pending.length >= 12 && pending.length >= 12 + pending.readUInt32BE(8)) {
+          const size = pending.readUInt32BE(8);
+          const reply = Buffer.alloc(12 + size, 'z');
+          reply.write('\0RES', 0, 'latin1');
+          reply.writeUInt32BE(17, 4); // ECHO_RES
+          reply.writeUInt32BE(size, 8);
+          sock.write(reply);
+          pending = pending.subarray(12 + size);
+        }
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const gm = gmbenchBinary();
+      if (!('path' in gm)) throw new Error(gm.missing);
+      const port = (server.address() as net.AddressInfo).port;
+      await expect(runGmbench(gm.path, ['-s', 'echo', '--jobs', '100', '--size', '100'], port, null, 5)).rejects.toThrow(/gmbench .*(failed|status FAIL)/);
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  }, 30_000);
+
+  it('flag a summary row whose generator was at 90% of its core or more', () => {
+    const run = (target: 'beanpole' | 'gearmand', generatorBound: boolean): RunRecord => ({
+      scenario: 'gearman-echo',
+      mode: 'pinned',
+      target,
+      round: 1,
+      error: null,
+      metrics: { rate: 1000, p50Us: 10, p99Us: 20 },
+      info: { generator: 'gmbench', generatorCpuPct: generatorBound ? 95 : 40, generatorBound },
+      wallMs: 1,
+    });
+    const echo = GEARMAN_SCENARIOS.filter((s) => s.name === 'gearman-echo');
+    const rows = summarize(echo, [run('beanpole', false), run('gearmand', true)]);
+    expect(rows.map((r) => r.generatorBound)).toEqual([['gearmand'], ['gearmand'], ['gearmand']]);
+    expect(textTable(rows)).toMatch(/round trips\/s .* generator-bound \(gearmand\)/);
+    expect(summarize(echo, [run('beanpole', false), run('gearmand', false)])[0]!.generatorBound).toEqual([]);
+  });
 });
 
 /**

@@ -180,6 +180,23 @@ describe.skipIf(pgUrl === null)('Gearman in cluster mode', () => {
     expect((await w.packet()).type).toBe(PACKET.NO_JOB);
   });
 
+  it('a foreground job whose one connection was its client and its worker is not run again once that connection closes, however soon another worker asks', async () => {
+    const url = await freshDatabase(pgUrl!, 'gearman_self_abandoned');
+    const { port } = await node(url);
+    for (let round = 0; round < 10; round++) {
+      const both = await connect(port);
+      both.request(PACKET.CAN_DO, 'self');
+      const handle = await submit(both, PACKET.SUBMIT_JOB, 'self', '', `round ${round}`);
+      both.request(PACKET.GRAB_JOB);
+      expect(await both.args(3)).toEqual([PACKET.JOB_ASSIGN, handle, 'self', `round ${round}`]);
+      both.destroy(); // client and worker leave together, the job half done
+      const next = await worker(port, 'self');
+      next.request(PACKET.GRAB_JOB);
+      expect((await next.packet()).type).toBe(PACKET.NO_JOB);
+      next.destroy();
+    }
+  });
+
   it('a foreground job is kept while any client on any node still waits on it, and dropped when the last ones leave together', async () => {
     const url = await freshDatabase(pgUrl!, 'gearman_waiters');
     const [a, b] = await Promise.all([node(url), node(url)]);

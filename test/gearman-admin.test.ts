@@ -87,6 +87,30 @@ describe('Gearman in the admin API', () => {
     expect((await api(server.url, `${API.gearmanJobs}?function=no-such-fn`)).status).toBe(404);
   });
 
+  it('gives every queued, running and searched job an age within the time it has existed', async () => {
+    const submittedAfter = Date.now();
+    const c = await connect();
+    const queuedHandle = await submit(c, 'age-fn', 'age-1', 'age payload');
+    const runningHandle = await submit(c, 'age-fn', 'age-2', 'age payload');
+    const w = await connect();
+    w.request(PACKET.CAN_DO, 'age-fn');
+    w.request(PACKET.GRAB_JOB);
+    await w.packet();
+    const listed = [
+      ...ok<GearmanJobPageDto>(await api(server.url, `${API.gearmanJobs}?function=age-fn&state=queued`)).jobs,
+      ...ok<GearmanJobPageDto>(await api(server.url, `${API.gearmanJobs}?function=age-fn&state=running`)).jobs,
+      ok<GearmanJobDto>(await api(server.url, `/api/gearman/jobs/${encodeURIComponent(queuedHandle)}`)),
+      ...ok<GearmanSearchPageDto>(await api(server.url, `${API.gearmanSearch}?q=age%20payload&function=age-fn`)).jobs,
+    ];
+    const existedSeconds = Math.ceil((Date.now() - submittedAfter) / 1000);
+    expect(listed.map((j) => j.handle).sort()).toEqual([queuedHandle, queuedHandle, queuedHandle, runningHandle, runningHandle].sort());
+    for (const job of listed) {
+      expect(job.ageSeconds).toBeGreaterThanOrEqual(0);
+      expect(job.ageSeconds).toBeLessThanOrEqual(existedSeconds);
+    }
+    w.destroy();
+  });
+
   it('cancels a queued job, refuses a running one with 409, and refuses any change in read-only mode', async () => {
     const c = await connect();
     const queued = await submit(c, 'cancel-fn', '', 'q');

@@ -109,10 +109,8 @@ describe.each(MODES)('%s', (_mode, withBinlog) => {
       // Two writes, the second once the first has left, as node-gearman sends them.
       await c.request(PACKET.WORK_COMPLETE, handle, 'done');
       await c.request(PACKET.GRAB_JOB);
-      // On a cluster node the result reaches its client after a database statement, and the
-      // GRAB_JOB is answered by another: the held result waits for that answer.
+      // With a database too, where the GRAB_JOB is answered a statement later: the result waits for it.
       await c.chunk(3);
-      expect(c.chunks).toHaveLength(3);
       expect(types(c.chunks[2]!)).toEqual([PACKET.WORK_COMPLETE, PACKET.NO_JOB]);
       c.socket.destroy();
     });
@@ -130,6 +128,7 @@ describe.each(MODES)('%s', (_mode, withBinlog) => {
       const handle = bytes.toString('latin1', 12, 12 + bytes.readUInt32BE(8));
       const seen = c.chunks.length;
       await c.requests(requestPacket(PACKET.WORK_COMPLETE, handle, 'done'), requestPacket(PACKET.GRAB_JOB));
+      // With a database too: the result waits for the GRAB_JOB's answer.
       await c.chunk(seen + 1);
       expect(c.chunks).toHaveLength(seen + 1);
       expect(types(c.chunks[seen]!)).toEqual([PACKET.WORK_COMPLETE, PACKET.NO_JOB]);

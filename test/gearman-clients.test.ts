@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import gearman from 'gearman';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasGearmand, startGearmand, type Gearmand } from './support/gearmand.js';
-import { GEARMAN_IN_CLUSTER, startGearmanServer } from './support/gearman-server.js';
+import { startGearmanServer } from './support/gearman-server.js';
 import type { ServerProcess } from './support/servers.js';
 
 const run = promisify(execFile);
@@ -151,11 +151,7 @@ describe.skipIf(!HAS_PERL_CLIENT)("Perl's Gearman::Client", () => {
  * one clean. One connection is client and worker at once; when a job's result arrives it closes,
  * and it reconnects (and the suite breaks) if an answer to its next GRAB_JOB comes after that.
  */
-// Memory mode only, for now. On a cluster node a loaded machine still breaks it now and then:
-// "Worker fails" or "Server fails jobs" left undone (the library reconnected), or the last test's
-// result later than its 400 ms. Its jobs of earlier tests' closed connections are dropped, not
-// run again (gearman.test.ts covers that in cluster mode).
-describe.skipIf(GEARMAN_IN_CLUSTER)('node-gearman with its own test suite', () => {
+describe('node-gearman with its own test suite', () => {
   const packageDir = path.dirname(requireFrom.resolve('node-gearman/package.json'));
   const nodeunit = requireFrom.resolve('nodeunit');
 

@@ -59,10 +59,36 @@ describe('GET /api/jobs/:id/history', () => {
     expect(history.events.map((e) => e.at)).toEqual([...history.events.map((e) => e.at)].sort((a, b) => a - b));
     expect(history).toMatchObject({ id, capacity: 100_000 });
     expect(history.recorded).toBeGreaterThanOrEqual(12);
+    // The dashboard's edit, move and delete say so; the client's kick-job and everything else do not.
+    const dashboard = { via: 'dashboard', user: null };
+    expect(history.events.map((e) => [e.kind, e.actor])).toEqual(
+      history.events.map((e) => [e.kind, e.kind === 'edit' || e.kind === 'move' || e.kind === 'delete' ? dashboard : null]),
+    );
 
     // A job that never existed has no history; a bad id is a 400.
     expect(expectOk<JobHistoryDto>(await api(s.url, API.jobHistory(999_999))).events).toEqual([]);
     expect((await api(s.url, '/api/jobs/abc/history')).status).toBe(400);
+  });
+
+  it('says the dashboard kicked, moved or deleted a job, one job at a time, by tube and in a move; a client’s kick does not', async () => {
+    const s = await start([]);
+    const worker = await tcp(s);
+    await expectLine(worker, 'use actors', 'USING actors');
+    await expectLine(worker, 'watch actors', 'WATCHING 2');
+    const ids: number[] = [];
+    for (let i = 0; i < 4; i++) ids.push(await tcpPut(worker, `actor ${i}`));
+    for (let i = 0; i < 4; i++) await expectLine(worker, `bury ${(await tcpReserve(worker)).id} 0`, 'BURIED');
+    const [byJob, moved, byClient, byTube] = ids as [number, number, number, number];
+    await expectLine(worker, `kick-job ${byClient}`, 'KICKED');
+    expect((await api(s.url, API.jobKick(byJob), { method: 'POST' })).status).toBe(200);
+    expect((await api(s.url, API.tubeMove('actors'), { json: { state: 'buried', to: 'elsewhere', limit: 1 } })).status).toBe(200);
+    expectOk(await api(s.url, API.tubeKick('actors'), { json: { bound: 10 } }));
+    const lastOf = async (id: number) => expectOk<JobHistoryDto>(await api(s.url, API.jobHistory(id))).events.at(-1)!;
+    const dashboard = { via: 'dashboard', user: null };
+    expect(await lastOf(byJob)).toMatchObject({ kind: 'kick', connection: 0, actor: dashboard });
+    expect(await lastOf(byTube)).toMatchObject({ kind: 'kick', actor: dashboard });
+    expect(await lastOf(moved)).toMatchObject({ kind: 'move', actor: dashboard });
+    expect(await lastOf(byClient)).toMatchObject({ kind: 'kick', actor: null });
   });
 
   it('keeps none with --history-events 0', async () => {

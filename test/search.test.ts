@@ -82,6 +82,32 @@ describe('GET /api/search', () => {
     expect((await search(s, { next: first.next ?? 'gone', limit: '1' })).status).toBe(404);
   });
 
+  it('shows where each job matched, in context, and with wholeWord finds 4711 but not 47117', async () => {
+    const s = await start([]);
+    const c = await tcp(s);
+    const padding = 'x'.repeat(200);
+    const [exact, longer, deep] = await buried(c, 'orders', [
+      'order 4711 failed: card declined',
+      'order 47117 shipped',
+      `{"log":"${padding} retry of ORDER 4711 gave up ${padding}"}`,
+    ]);
+    const all = expectOk<SearchPageDto>(await search(s, { q: '4711', tube: 'orders' }));
+    expect(all.jobs.map((j) => j.id)).toEqual([exact, longer, deep]);
+    expect(all.jobs[0]!.match).toEqual({ before: 'order ', text: '4711', after: ' failed: card declined' });
+    // Deep in a long body: the match and 60 characters either side, cut marks where the body goes on.
+    const deepMatch = all.jobs[2]!.match!;
+    expect(deepMatch.text).toBe('4711');
+    expect(deepMatch.before).toBe(`…${'x'.repeat(44)} retry of ORDER `);
+    expect(deepMatch.after).toBe(` gave up ${'x'.repeat(51)}…`);
+
+    const words = expectOk<SearchPageDto>(await search(s, { q: '4711', tube: 'orders', wholeWord: 'true' }));
+    expect(words.jobs.map((j) => j.id)).toEqual([exact, deep]);
+    const pattern = expectOk<SearchPageDto>(await search(s, { q: '47\\d+', regex: 'true', wholeWord: 'true', tube: 'orders' }));
+    expect(pattern.jobs.map((j) => j.match?.text)).toEqual(['4711', '47117', '4711']);
+    // No text: every job of the tube, and nothing to highlight.
+    expect(expectOk<SearchPageDto>(await search(s, { tube: 'orders' })).jobs.map((j) => j.match)).toEqual([null, null, null]);
+  });
+
   it('answers bad input with a clear 400', async () => {
     const s = await start();
     const queries: Record<string, string>[] = [

@@ -2,21 +2,7 @@
 import express, { type Router } from 'express';
 import { API } from '../../shared/api.js';
 import type { ClusterNodeDto } from '../../shared/dto.js';
-
-/**
- * What the dashboard reads of a node's lease record, as the cluster store keeps it (times in
- * epoch ms). Declared here, so that the dashboard imports no store.
- */
-export interface NodeRecord {
-  id: number;
-  address: string;
-  version: string;
-  started_at: number;
-  heartbeat_at: number;
-  lease_until: number;
-  connections: number;
-  gone_at: number | null;
-}
+import type { NodeRecord } from '../operations/cluster-nodes.js';
 
 /** What the dashboard needs of a cluster node. */
 export interface AdminCluster {

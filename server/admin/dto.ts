@@ -1,3 +1,4 @@
+import { MAX_PAUSE_SECONDS } from '../../shared/limits.js';
 import type {
   BodyDto,
   ConnectionDto,
@@ -37,6 +38,7 @@ export function tubeDto(tube: TubeCounts, now: number): TubeDto {
     cmdPauseTube: tube.pauses,
     pauseSeconds: seconds(tube.pauseMs),
     pauseTimeLeftSeconds: pauseTimeLeft(tube, now),
+    pausedUntilResumed: tube.pauseMs >= MAX_PAUSE_SECONDS * 1000 && tube.unpauseAt > now,
     nextReadyAgeSeconds: tube.nextReadyCreatedAt === 0 ? 0 : Math.max(0, Math.floor((now - tube.nextReadyCreatedAt) / 1000)),
     deadLetterAfter: tube.deadLetterAfter,
     ownDeadLetterAfter: tube.ownSettings?.deadLetterAfter ?? null,
@@ -130,7 +132,8 @@ export function connectionDto(session: SessionView, now: number): ConnectionDto 
 }
 
 /** A Gearman job as the dashboard shows it: its data and unique id made safe for JSON like a body. */
-export function gearmanJobDto(job: GearmanJobRecord, now = Date.now()): GearmanJobDto {
+/** `now`: epoch ms, the clock the jobs' creation times were read from. */
+export function gearmanJobDto(job: GearmanJobRecord, now: number): GearmanJobDto {
   const unique = bodyDto(job.unique);
   return {
     handle: job.handle,
@@ -139,7 +142,7 @@ export function gearmanJobDto(job: GearmanJobRecord, now = Date.now()): GearmanJ
     state: job.state,
     priority: job.priority,
     runAt: job.runAt,
-    ageSeconds: seconds(now - job.createdAt),
+    ageSeconds: Math.max(0, seconds(now - job.createdAt)),
     grabs: job.grabs,
     status: job.status,
     body: bodyDto(job.data),

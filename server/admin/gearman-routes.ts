@@ -1,3 +1,4 @@
+import { actorOf } from './actor.js';
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { API, type BulkResponse } from '../../shared/api.js';
@@ -47,6 +48,7 @@ function gearmanFilter(q: { q: string; regex: boolean; ignoreCase?: boolean; fun
     text: q.q,
     regex: q.regex,
     ignoreCase: q.ignoreCase ?? !q.regex,
+    wholeWord: false,
     tube: q.function ?? null,
     state: q.state === undefined ? null : ENGINE_STATES[q.state],
   };
@@ -75,8 +77,9 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
         q.next !== undefined
           ? await searches.continue(q.next, q.limit, signal)
           : await searches.start(gearmanFilter(q), q.limit, signal);
-      const now = Date.now();
-      res.json({ ...page, jobs: (await view.records(page.jobs)).map((j) => gearmanJobDto(j, now)) } satisfies GearmanSearchPageDto);
+      const now = ops.now();
+      const { matches: _matches, ...rest } = page;
+      res.json({ ...rest, jobs: (await view.records(page.jobs)).map((j) => gearmanJobDto(j, now)) } satisfies GearmanSearchPageDto);
     }),
   );
 
@@ -91,7 +94,7 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
       let total: number;
       if (r.handles !== undefined) {
         total = r.handles.length;
-        count = await actInSlices(r.handles, async (handle) => (await view.cancel(handle)).ok);
+        count = await actInSlices(r.handles, async (handle) => (await view.cancel(handle, actorOf(req))).ok);
       } else {
         const found = await searches.all(gearmanFilter(r.search!), MAX_BULK, signal);
         if (signal.aborted) return; // nobody waits: a selection cut short is not acted on
@@ -99,7 +102,7 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
         total = found.ids.length;
         // A running job is refused by the store (JOB_RESERVED) and counted as skipped; one that no
         // longer matches is left alone.
-        count = await actInSlices(found.ids, async (id) => (await found.stillMatches(id)) && (await ops.delete(id)).ok);
+        count = await actInSlices(found.ids, async (id) => (await found.stillMatches(id)) && (await ops.delete(id, actorOf(req))).ok);
       }
       onActivity();
       // Answered once the deletes are durable, as every change through the API is.
@@ -119,7 +122,8 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
       const q = parseOrThrow(listQuery, req.query);
       const page = await view.jobs(q.function, q.state, q.limit, q.cursor ?? null);
       if (page === undefined) throw new ApiError(404, 'NOT_FOUND', `no Gearman function named ${q.function}`);
-      res.json({ jobs: page.jobs.map(gearmanJobDto), next: page.next });
+      const now = ops.now();
+      res.json({ jobs: page.jobs.map((j) => gearmanJobDto(j, now)), next: page.next });
     }),
   );
 
@@ -128,7 +132,7 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
     route(async (req, res) => {
       const job = await view.job(parseOrThrow(handleParam, String(req.params.handle)));
       if (job === undefined) throw new ApiError(404, 'NOT_FOUND', 'no such Gearman job');
-      res.json(gearmanJobDto(job));
+      res.json(gearmanJobDto(job, ops.now()));
     }),
   );
 
@@ -144,7 +148,7 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
   router.delete(
     '/api/gearman/jobs/:handle',
     route(async (req, res) => {
-      const result = await view.cancel(parseOrThrow(handleParam, String(req.params.handle)));
+      const result = await view.cancel(parseOrThrow(handleParam, String(req.params.handle)), actorOf(req));
       if (!result.ok) {
         if (result.code === 'JOB_RESERVED') throw new ApiError(409, 'JOB_RUNNING', 'a worker is running this job; it can be cancelled only while queued');
         throw engineError(result.code);

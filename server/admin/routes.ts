@@ -1,8 +1,9 @@
+import { actorOf } from './actor.js';
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { API, type BulkResponse, type CountResponse } from '../../shared/api.js';
 import type { AdminConfigDto, NextJobDto, SearchPageDto } from '../../shared/dto.js';
-import { MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } from '../../shared/limits.js';
+import { MAX_PAUSE_SECONDS, MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } from '../../shared/limits.js';
 import type { Operations, Pending, Result } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
@@ -80,7 +81,12 @@ const editSchema = z
   })
   .transform(toMilliseconds);
 const kickSchema = z.strictObject({ bound: z.number().int().min(0).max(MAX_U32) });
-const pauseSchema = z.strictObject({ seconds: u32 });
+const pauseSchema = z.union([z.strictObject({ seconds: u32 }), z.strictObject({ untilResumed: z.literal(true) })]);
+
+/** A pause request's length in ms: "until resumed" is the longest pause the protocol allows. */
+function pauseMsOf(request: z.infer<typeof pauseSchema>): number {
+  return ('untilResumed' in request ? MAX_PAUSE_SECONDS : request.seconds) * 1000;
+}
 const settingsSchema = z.strictObject({ deadLetterAfter: u32.nullable() });
 const moveSchema = z.strictObject({
   to: tubeName,
@@ -106,6 +112,7 @@ const searchQuery = z.object({
   regex: queryFlag.default(false),
   /** Plain text ignores case unless told; a pattern respects it unless told ((?i) works too). */
   ignoreCase: queryFlag.optional(),
+  wholeWord: queryFlag.default(false),
   limit: z.coerce.number().int().min(1).max(MAX_PAGE).default(50),
   next: z.string().max(32).optional(),
 });
@@ -114,7 +121,7 @@ const bulkSchema = z
     action: z.enum(['kick', 'delete', 'move']),
     to: tubeName.optional(),
     ids: z.array(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)).min(1).max(MAX_BULK).optional(),
-    search: z.strictObject({ ...searchFields, regex: z.boolean().default(false), ignoreCase: z.boolean().optional() }).optional(),
+    search: z.strictObject({ ...searchFields, regex: z.boolean().default(false), ignoreCase: z.boolean().optional(), wholeWord: z.boolean().optional() }).optional(),
   })
   .refine((b) => (b.ids === undefined) !== (b.search === undefined), 'give ids or search, not both')
   .refine((b) => (b.action === 'move') === (b.to !== undefined), 'to: a move needs it, and only a move takes it');
@@ -128,8 +135,8 @@ const isBase64 = (text: string): boolean =>
 const jobId = z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 
 /** A search's filter from the request: plain text ignores case unless asked not to. */
-function searchFilter(q: { q: string; regex: boolean; ignoreCase?: boolean; tube?: string; state?: SearchFilter['state'] }): SearchFilter {
-  return { text: q.q, regex: q.regex, ignoreCase: q.ignoreCase ?? !q.regex, tube: q.tube ?? null, state: q.state ?? null };
+function searchFilter(q: { q: string; regex: boolean; ignoreCase?: boolean; wholeWord?: boolean; tube?: string; state?: SearchFilter['state'] }): SearchFilter {
+  return { text: q.q, regex: q.regex, ignoreCase: q.ignoreCase ?? !q.regex, wholeWord: q.wholeWord ?? false, tube: q.tube ?? null, state: q.state ?? null };
 }
 
 /** The value of a successful result, or the HTTP error for its failure. */
@@ -256,7 +263,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
   router.delete(
     '/api/jobs/:id',
     route(async (req, res) => {
-      valueOf(await ops.delete(parse(jobId, req.params.id)));
+      valueOf(await ops.delete(parse(jobId, req.params.id), actorOf(req)));
       await changed();
       res.status(204).end();
     }),
@@ -265,7 +272,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
   router.post(
     '/api/jobs/:id/kick',
     route(async (req, res) => {
-      const job = valueOf(await ops.kickJob(parse(jobId, req.params.id)));
+      const job = valueOf(await ops.kickJob(parse(jobId, req.params.id), actorOf(req)));
       await changed();
       res.json(jobDto(job, ops.now()));
     }),
@@ -285,7 +292,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
           delayMs: r.delayMs,
           tube: r.tube,
           kick: r.kick,
-        }),
+        }, actorOf(req)),
       );
       await changed();
       res.json(jobDto(job, ops.now()));
@@ -298,7 +305,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     route(async (req, res) => {
       const name = await existingTube(req);
       const { bound } = parse(kickSchema, req.body);
-      const count = valueOf(await ops.kick(name, bound));
+      const count = valueOf(await ops.kick(name, bound, actorOf(req)));
       await changed();
       res.json({ count } satisfies CountResponse);
     }),
@@ -309,8 +316,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     json,
     route(async (req, res) => {
       const name = tubeParam(req);
-      const { seconds } = parse(pauseSchema, req.body);
-      const tube = valueOf(await ops.pauseTube(name, seconds * 1000));
+      const tube = valueOf(await ops.pauseTube(name, pauseMsOf(parse(pauseSchema, req.body))));
       await changed();
       res.json(tubeDto(tube, ops.now()));
     }),
@@ -341,7 +347,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
       let count = 0;
       // Tube by tube, each in slices as a kick is: other clients are served all along.
       for (const name of await ops.tubeNames()) {
-        const r = await ops.kick(name, bound);
+        const r = await ops.kick(name, bound, actorOf(req));
         if (r.ok) count += r.value;
       }
       await changed();
@@ -353,9 +359,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     API.allTubesPause,
     json,
     route(async (req, res) => {
-      const { seconds } = parse(pauseSchema, req.body);
+      const pauseMs = pauseMsOf(parse(pauseSchema, req.body));
       let count = 0;
-      for (const name of await ops.tubeNames()) if ((await ops.pauseTube(name, seconds * 1000)).ok) count++;
+      for (const name of await ops.tubeNames()) if ((await ops.pauseTube(name, pauseMs)).ok) count++;
       await changed();
       res.json({ count } satisfies CountResponse);
     }),
@@ -366,7 +372,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     route(async (req, res) => {
       const name = await existingTube(req);
       const { state } = parse(clearQuery, req.query);
-      const count = valueOf(await ops.clear(name, state));
+      const count = valueOf(await ops.clear(name, state, actorOf(req)));
       await changed();
       res.json({ count } satisfies CountResponse);
     }),
@@ -379,7 +385,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
       const name = await existingTube(req);
       const r = parse(moveSchema, req.body);
       if (r.to === name) throw new ApiError(400, 'BAD_REQUEST', 'to: the same tube');
-      const count = valueOf(await ops.move(name, r.state, r.to, r.limit));
+      const count = valueOf(await ops.move(name, r.state, r.to, r.limit, actorOf(req)));
       await changed();
       res.json({ count } satisfies CountResponse);
     }),
@@ -397,7 +403,8 @@ export function apiRoutes(ctx: RoutesContext): Router {
           ? await searches.continue(q.next, q.limit, signal)
           : await searches.start(searchFilter(q), q.limit, signal);
       const now = ops.now();
-      res.json({ ...page, jobs: page.jobs.map((j) => jobSummaryDto(j, now)) } satisfies SearchPageDto);
+      const { matches, ...rest } = page;
+      res.json({ ...rest, jobs: page.jobs.map((j, i) => ({ ...jobSummaryDto(j, now), match: matches[i] ?? null })) } satisfies SearchPageDto);
     }),
   );
 
@@ -423,12 +430,13 @@ export function apiRoutes(ctx: RoutesContext): Router {
         // Nobody waits for the answer any more: a selection cut short is not acted on at all.
         if (signal.aborted) return;
       }
+      const by = actorOf(req);
       const act =
         r.action === 'kick'
-          ? (id: number) => ops.kickJob(id)
+          ? (id: number) => ops.kickJob(id, by)
           : r.action === 'delete'
-            ? (id: number) => ops.delete(id)
-            : (id: number) => ops.editJob(id, { tube: r.to! });
+            ? (id: number) => ops.delete(id, by)
+            : (id: number) => ops.editJob(id, { tube: r.to! }, by);
       const count = await actInSlices(ids, async (id) => {
         // A job edited or moved since the search found it is left alone; so is one already in the target tube.
         if (!(await stillMatches(id))) return false;

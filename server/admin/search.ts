@@ -1,3 +1,4 @@
+import type { SearchMatchDto } from '../../shared/dto.js';
 import { randomBytes } from 'node:crypto';
 import { RE2JS } from 're2js';
 import { whenReady, type JobScan, type JobSnapshot, type JobState, type JobView, type Operations, type Pending } from '../operations/operations.js';
@@ -36,20 +37,60 @@ export interface SearchFilter {
   regex: boolean;
   /** Case-insensitive (the default for plain text). */
   ignoreCase: boolean;
+  /** Only where the text stands as a whole word: "4711" does not match in "47117". */
+  wholeWord: boolean;
   tube: string | null;
   state: JobState | null;
 }
 
-/** Compiles a filter's text once; a bad pattern is the client's error (400), said in RE2's words. */
-export function bodyMatcher(filter: Pick<SearchFilter, 'text' | 'regex' | 'ignoreCase'>): (body: Buffer) => boolean {
-  if (filter.text === '') return () => true;
-  let re: RE2JS;
+type TextFilter = Pick<SearchFilter, 'text' | 'regex' | 'ignoreCase' | 'wholeWord'>;
+
+/** Compiles a filter's text once (null: empty text, matches all); a bad pattern is the client's error (400), said in RE2's words. */
+function compileFilter(filter: TextFilter): RE2JS | null {
+  if (filter.text === '') return null;
+  const pattern = filter.regex ? `(?:${filter.text})` : RE2JS.quote(filter.text);
   try {
-    re = RE2JS.compile(filter.regex ? filter.text : RE2JS.quote(filter.text), filter.ignoreCase ? RE2JS.CASE_INSENSITIVE : 0);
+    // \b is RE2's ASCII word boundary: between a letter, digit or _ and anything else.
+    return RE2JS.compile(filter.wholeWord ? `\\b${pattern}\\b` : pattern, filter.ignoreCase ? RE2JS.CASE_INSENSITIVE : 0);
   } catch (err) {
     throw new ApiError(400, 'BAD_REQUEST', `q: not a valid regular expression: ${(err as Error).message}`);
   }
-  return (body) => re.test(body.toString('utf8', 0, Math.min(body.length, SEARCH_BYTES_PER_BODY)));
+}
+
+/** The part of a body a search reads, as text. */
+function searchedText(body: Buffer): string {
+  return body.toString('utf8', 0, Math.min(body.length, SEARCH_BYTES_PER_BODY));
+}
+
+export function bodyMatcher(filter: TextFilter): (body: Buffer) => boolean {
+  const re = compileFilter(filter);
+  return re === null ? () => true : (body) => re.test(searchedText(body));
+}
+
+/** Characters of context shown on each side of a match. */
+export const MATCH_CONTEXT_CHARS = 60;
+
+/**
+ * Where `filter` first matches in a body, with the text around it (null: no text to match, or
+ * no match in the part searched). `before` starts and `after` ends at most MATCH_CONTEXT_CHARS away.
+ */
+export function matchFinder(filter: TextFilter): (body: Buffer) => SearchMatchDto | null {
+  const re = compileFilter(filter);
+  return (body) => {
+    if (re === null) return null;
+    const text = searchedText(body);
+    const m = re.matcher(text);
+    if (!m.find()) return null;
+    const start = m.start();
+    const end = m.end();
+    const from = Math.max(0, start - MATCH_CONTEXT_CHARS);
+    const to = Math.min(text.length, end + MATCH_CONTEXT_CHARS);
+    return {
+      before: (from > 0 ? '…' : '') + text.slice(from, start),
+      text: text.slice(start, end),
+      after: text.slice(end, to) + (to < text.length ? '…' : ''),
+    };
+  };
 }
 
 /** Pages and bulk selections walking right now, over every store. */
@@ -65,6 +106,8 @@ export interface SearchPage {
   matched: number;
   /** Every job has been looked at: `matched` is the final count (pages may still be left to fetch). */
   complete: boolean;
+  /** Where each job of `jobs` matches (same index). */
+  matches: (SearchMatchDto | null)[];
 }
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -83,6 +126,9 @@ class Search {
   matched = 0;
   lastUsed = Date.now();
 
+  /** Where a found job matches, for the page that shows it. */
+  readonly findMatch: (body: Buffer) => SearchMatchDto | null;
+
   constructor(
     readonly token: string,
     private readonly scan: JobScan,
@@ -90,6 +136,8 @@ class Search {
     private readonly searched: BodyPart,
   ) {
     this.matches = bodyMatcher(filter);
+    const find = matchFinder(filter);
+    this.findMatch = (body) => find(searched(body));
   }
 
   get fetching(): boolean {
@@ -217,13 +265,17 @@ export class Searches {
 
   private async pageOf(search: Search, limit: number, signal: AbortSignal): Promise<SearchPage> {
     const jobs: JobSnapshot[] = [];
+    const matches: (SearchMatchDto | null)[] = [];
     for (const id of await search.page(limit, signal)) {
       // As it is now: a job changed since it was found is shown only if it still matches.
       const job = await this.ops.job(id);
-      if (job !== undefined && search.stillMatches(job, job.body)) jobs.push(job);
+      if (job !== undefined && search.stillMatches(job, job.body)) {
+        jobs.push(job);
+        matches.push(search.findMatch(job.body));
+      }
     }
     if (search.finished) this.open.delete(search.token);
-    return { jobs, next: search.finished ? null : search.token, scanned: search.scanned, matched: search.matched, complete: search.walked };
+    return { jobs, matches, next: search.finished ? null : search.token, scanned: search.scanned, matched: search.matched, complete: search.walked };
   }
 
   private expire(): void {

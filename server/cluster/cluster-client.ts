@@ -419,10 +419,10 @@ export class ClusterClient implements ClientOperations {
     }
     for (const id of this.held.keys()) this.store.untaken(id);
     this.held.clear();
-    // It stops waiting before it gives back what it holds: a job it both waits on and runs (a
-    // connection that is client and worker at once) is then ready with nobody waiting, and the
-    // next take drops it. Given back first, another worker could take it in between, still
-    // waited on, and run it for nobody.
+    // The jobs it waited on first, then the ones it held: a foreground job it both waited on and
+    // ran (Gearman's client and worker on one connection) comes back to the queue with nobody
+    // waiting, so the next take drops it. The other way round, a worker elsewhere could take it
+    // in between, still seeing this client wait, and run it for nobody.
     if (this.waited) {
       // A submit still in flight records this client as waiting when it commits: after it.
       await Promise.allSettled([...this.submitting]);

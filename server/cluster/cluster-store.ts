@@ -676,6 +676,8 @@ export class ClusterStore implements Operations, RealmMember {
         connection: r.node === null ? 0 : r.conn,
         peer: here !== undefined ? here.peer : r.node === null ? '' : `node ${r.node}`,
         note: r.note,
+        // The history table does not keep who in the dashboard made a change (yet).
+        actor: null,
       };
     });
     return { id, events, capacity, recorded: count?.recorded ?? 0 };

@@ -12,6 +12,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { connectionConfig, run } from './pool.js';
 import type { Statement } from './sql.js';
+import type { NodeRecord } from '../operations/cluster-nodes.js';
 
 /** Heartbeats per lease: a node may miss a few (a slow database) before others give up on it. */
 const HEARTBEATS_PER_LEASE = 5;
@@ -52,16 +53,8 @@ const SQL = {
   ),
 };
 
-export interface NodeRow {
-  id: number;
-  address: string;
-  version: string;
-  started_at: number;
-  heartbeat_at: number;
-  lease_until: number;
-  connections: number;
-  gone_at: number | null;
-}
+/** A node's row in beanpole_nodes. */
+export type NodeRow = NodeRecord;
 
 export interface NodeLeaseOptions {
   pool: pg.Pool;

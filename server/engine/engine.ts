@@ -1,4 +1,5 @@
 import { DEADLINE_SOON_MARGIN_MS, DEFAULT_TUBE, URGENT_BELOW } from '../../shared/limits.js';
+import type { HistoryActor } from '../../shared/history.js';
 import type { Clock } from './clock.js';
 import { BodyStore } from './body-store.js';
 import { EngineEvents } from './events.js';
@@ -692,7 +693,8 @@ export class Engine {
   }
 
   /** Deletes a job that is ready, delayed, buried, or reserved by `session`. */
-  delete(session: Session | null, id: number): Result<Job> {
+  /** `actor`: the dashboard user behind a delete no session made (null: the server itself). */
+  delete(session: Session | null, id: number, actor: HistoryActor | null = null): Result<Job> {
     const job = this.jobs.get(id);
     if (job === undefined || (job.state === 'reserved' && !this.hasReserved(session, job))) return fail('NOT_FOUND');
     if (!this.journalOf(job).delete(job)) return fail('INTERNAL_ERROR');
@@ -704,7 +706,7 @@ export class Engine {
     } else {
       this.detach(job);
     }
-    this.history.record(id, this.clock.now(), 'delete', session?.id ?? 0, session?.peer ?? '');
+    this.history.record(id, this.clock.now(), 'delete', session?.id ?? 0, session?.peer ?? '', '', actor);
     this.dropJob(job, from);
     return ok(job);
   }
@@ -794,12 +796,12 @@ export class Engine {
    * call it in bounded slices so a huge kick never stalls other clients. Stops early when the
    * journal cannot record more.
    */
-  kickSome(tube: Tube, kind: KickKind, max: number): number {
+  kickSome(tube: Tube, kind: KickKind, max: number, actor: HistoryActor | null = null): number {
     let n = 0;
     while (n < max) {
       const job = kind === 'buried' ? tube.firstBuried() : tube.delayed.peek();
       if (job === undefined || !this.journalOf(job).canUpdate(1)) break;
-      this.kickOne(job);
+      this.kickOne(job, actor);
       n++;
     }
     return n;
@@ -810,19 +812,19 @@ export class Engine {
     return this.kickSome(tube, this.kickKind(tube), bound);
   }
 
-  kickJob(id: number): Result<Job> {
+  kickJob(id: number, actor: HistoryActor | null = null): Result<Job> {
     const job = this.jobs.get(id);
     if (job === undefined || (job.state !== 'buried' && job.state !== 'delayed')) return fail('NOT_FOUND');
     if (!this.journalOf(job).canUpdate(1)) return fail('INTERNAL_ERROR');
-    this.kickOne(job);
+    this.kickOne(job, actor);
     return ok(job);
   }
 
-  private kickOne(job: Job): void {
+  private kickOne(job: Job, actor: HistoryActor | null): void {
     const from = job.state;
     this.detach(job);
     job.kicks++;
-    this.history.record(job.id, this.clock.now(), 'kick', 0, '');
+    this.history.record(job.id, this.clock.now(), 'kick', 0, '', '', actor);
     // A kick gives the job a fresh start under the dead-letter rule.
     job.strikes = 0;
     job.buryCause = 0;
@@ -871,7 +873,7 @@ export class Engine {
    * NOT_FOUND, JOB_RESERVED (a worker holds it), OUT_OF_MEMORY (the body budget, or no binlog
    * room) and changes nothing then.
    */
-  editJob(id: number, edit: JobEdit): Result<Job> {
+  editJob(id: number, edit: JobEdit, actor: HistoryActor | null = null): Result<Job> {
     const job = this.jobs.get(id);
     if (job === undefined) return fail('NOT_FOUND');
     if (job.state === 'reserved') return fail('JOB_RESERVED');
@@ -900,8 +902,8 @@ export class Engine {
     // Recorded before the job is queued again: a waiting worker may reserve it at once.
     const now = this.clock.now();
     const changed = editedFields(edit, moving);
-    if (changed !== '') this.history.record(id, now, 'edit', 0, '', changed);
-    if (moving) this.history.record(id, now, 'move', 0, '', oldTube.name);
+    if (changed !== '') this.history.record(id, now, 'edit', 0, '', changed, actor);
+    if (moving) this.history.record(id, now, 'move', 0, '', oldTube.name, actor);
     if (from === 'buried') {
       if (moving) {
         job.buriedSeq = ++this.lastBuriedSeq;
@@ -929,11 +931,11 @@ export class Engine {
    * counted in the tube's cmd-delete). Front doors call it in slices. Returns how many went;
    * fewer than asked when the state ran out or the journal could not record more.
    */
-  clearSome(tube: Tube, state: KickKind | 'ready', max: number): number {
+  clearSome(tube: Tube, state: KickKind | 'ready', max: number, actor: HistoryActor | null = null): number {
     let n = 0;
     while (n < max) {
       const job = state === 'ready' ? tube.ready.peek() : state === 'delayed' ? tube.delayed.peek() : tube.firstBuried();
-      if (job === undefined || !this.delete(null, job.id).ok) break;
+      if (job === undefined || !this.delete(null, job.id, actor).ok) break;
       n++;
     }
     return n;

@@ -8,7 +8,7 @@
  * paid by the dashboard's job page only.
  */
 
-import { HISTORY_KINDS, type HistoryKind, type JobEventDto } from '../../shared/history.js';
+import { HISTORY_KINDS, type HistoryActor, type HistoryKind, type JobEventDto } from '../../shared/history.js';
 
 export { HISTORY_KINDS, type HistoryKind };
 const KIND_CODE = Object.fromEntries(HISTORY_KINDS.map((k, i) => [k, i])) as Record<HistoryKind, number>;
@@ -29,6 +29,8 @@ export class JobHistory {
   private readonly kinds: Uint8Array;
   private readonly peers: string[];
   private readonly notes: string[];
+  /** One shared reference per event (most are null): who in the dashboard made it. */
+  private readonly actors: (HistoryActor | null)[];
   /** Where the next event goes; events ever recorded is `written`. */
   private next = 0;
   private written = 0;
@@ -40,6 +42,7 @@ export class JobHistory {
     this.kinds = new Uint8Array(capacity);
     this.peers = new Array<string>(capacity).fill('');
     this.notes = new Array<string>(capacity).fill('');
+    this.actors = new Array<HistoryActor | null>(capacity).fill(null);
   }
 
   /** Events recorded since start (the ring holds the last `capacity` of them). */
@@ -47,7 +50,7 @@ export class JobHistory {
     return this.written;
   }
 
-  record(id: number, at: number, kind: HistoryKind, connection: number, peer: string, note = ''): void {
+  record(id: number, at: number, kind: HistoryKind, connection: number, peer: string, note = '', actor: HistoryActor | null = null): void {
     if (this.capacity === 0) return;
     const i = this.next;
     this.ids[i] = id;
@@ -56,6 +59,7 @@ export class JobHistory {
     this.connections[i] = connection;
     this.peers[i] = peer;
     this.notes[i] = note;
+    this.actors[i] = actor;
     this.next = i + 1 === this.capacity ? 0 : i + 1;
     this.written++;
   }
@@ -73,6 +77,7 @@ export class JobHistory {
           connection: this.connections[i]!,
           peer: this.peers[i]!,
           note: this.notes[i]!,
+          actor: this.actors[i] ?? null,
         });
       }
       i = i + 1 === this.capacity ? 0 : i + 1;

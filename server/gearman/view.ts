@@ -1,4 +1,4 @@
-import type { JobHistoryDto } from '../../shared/history.js';
+import type { HistoryActor, JobHistoryDto } from '../../shared/history.js';
 import type { GearmanJobState, GearmanSnapshotDto } from '../../shared/dto.js';
 import { whenReady, type JobSnapshot, type JobState, type Operations, type Pending, type Result } from '../operations/operations.js';
 import { dataOf, uniqueEnd } from './job-body.js';
@@ -68,10 +68,10 @@ export class GearmanView {
   }
 
   /** Deletes a queued or scheduled job: NOT_FOUND, or JOB_RESERVED while a worker runs it. */
-  cancel(handle: string): Pending<Result<void>> {
+  cancel(handle: string, by?: HistoryActor): Pending<Result<void>> {
     const id = this.registry.handles.idOf(handle);
     if (id === null) return { ok: false, code: 'NOT_FOUND' };
-    return this.ops.delete(id);
+    return this.ops.delete(id, by);
   }
 
   /** Jobs of the Gearman store as the dashboard shows them, each with its last WORK_STATUS. */

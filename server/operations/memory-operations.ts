@@ -1,4 +1,4 @@
-import type { JobHistoryDto } from '../../shared/history.js';
+import type { HistoryActor, JobHistoryDto } from '../../shared/history.js';
 import { bodyStamp } from '../engine/body-store.js';
 import type { Engine, Job, PutRequest, Session, Tube } from '../engine/engine.js';
 import { BURY_CAUSES, TRANSIENT_FILE } from '../engine/job.js';
@@ -227,25 +227,25 @@ export class MemoryOperations implements Operations {
     return ok(this.snapshot(result.value));
   }
 
-  delete(id: number): Result<void> {
+  delete(id: number, by: HistoryActor | null = null): Result<void> {
     const engine = this.engine;
     if (engine.job(id)?.state === 'reserved') return fail('JOB_RESERVED');
     engine.count('delete');
-    const result = engine.delete(null, id);
+    const result = engine.delete(null, id, by);
     return result.ok ? OK_VOID : fail(result.code);
   }
 
-  kickJob(id: number): Result<JobSnapshot> {
+  kickJob(id: number, by: HistoryActor | null = null): Result<JobSnapshot> {
     this.engine.count('kick-job');
-    const result = this.engine.kickJob(id);
+    const result = this.engine.kickJob(id, by);
     return result.ok ? ok(this.snapshot(result.value)) : fail(result.code);
   }
 
-  kick(tubeName: string, bound: number): Pending<Result<number>> {
+  kick(tubeName: string, bound: number, by: HistoryActor | null = null): Pending<Result<number>> {
     const tube = this.engine.tube(tubeName);
     if (tube === undefined) return fail('NOT_FOUND');
     this.engine.count('kick');
-    return okCount(kickSliced(this.engine, tube, bound, this.onActivity));
+    return okCount(kickSliced(this.engine, tube, bound, this.onActivity, by));
   }
 
   pauseTube(tubeName: string, delayMs: number): Result<TubeCounts> {
@@ -269,34 +269,34 @@ export class MemoryOperations implements Operations {
     return tubeCounts(tube, this.engine.ownTubeSettings(tube.name));
   }
 
-  editJob(id: number, change: JobChange): Result<JobSnapshot> {
+  editJob(id: number, change: JobChange, by: HistoryActor | null = null): Result<JobSnapshot> {
     const engine = this.engine;
     const { kick, ...edit } = change;
     if (edit.ttrMs !== undefined) edit.ttrMs = ttrWithFloor(edit.ttrMs);
-    const result = engine.editJob(id, edit);
+    const result = engine.editJob(id, edit, by);
     if (!result.ok) return fail(result.code);
     const job = result.value;
     if (kick === true && (job.state === 'buried' || job.state === 'delayed')) {
       engine.count('kick-job');
-      const kicked = engine.kickJob(id);
+      const kicked = engine.kickJob(id, by);
       if (!kicked.ok) return fail(kicked.code);
     }
     return ok(this.snapshot(job));
   }
 
-  clear(tubeName: string, state: QueuedState): Pending<Result<number>> {
+  clear(tubeName: string, state: QueuedState, by: HistoryActor | null = null): Pending<Result<number>> {
     const engine = this.engine;
     const tube = engine.tube(tubeName);
     if (tube === undefined) return fail('NOT_FOUND');
     const step = (max: number): number => {
-      const n = engine.clearSome(tube, state, max);
+      const n = engine.clearSome(tube, state, max, by);
       engine.count('delete', n);
       return n;
     };
     return okCount(sliced(Number.POSITIVE_INFINITY, step, this.onActivity));
   }
 
-  move(tubeName: string, state: QueuedState, to: string, limit: number): Pending<Result<number>> {
+  move(tubeName: string, state: QueuedState, to: string, limit: number, by: HistoryActor | null = null): Pending<Result<number>> {
     const engine = this.engine;
     const from = engine.tube(tubeName);
     if (from === undefined) return fail('NOT_FOUND');
@@ -309,7 +309,7 @@ export class MemoryOperations implements Operations {
       while (n < max) {
         const job = state === 'ready' ? from.ready.peek() : state === 'delayed' ? from.delayed.peek() : from.firstBuried();
         if (job === undefined) break;
-        const result = engine.editJob(job.id, { tube: to });
+        const result = engine.editJob(job.id, { tube: to }, by);
         if (!result.ok) {
           if (moved + n === 0) firstFailure = fail(result.code);
           break;
@@ -522,9 +522,9 @@ function okCount(count: Pending<number>): Pending<Result<number>> {
 }
 
 /** A kick of the tube's buried jobs, or of its delayed ones when none is buried. */
-function kickSliced(engine: Engine, tube: Tube, bound: number, onActivity: () => void): Pending<number> {
+function kickSliced(engine: Engine, tube: Tube, bound: number, onActivity: () => void, by: HistoryActor | null = null): Pending<number> {
   const kind = engine.kickKind(tube);
-  return sliced(bound, (max) => engine.kickSome(tube, kind, max), onActivity);
+  return sliced(bound, (max) => engine.kickSome(tube, kind, max, by), onActivity);
 }
 
 /** Jobs queued in `tube` (ready and delayed), for a submit's queue limit. */

@@ -9,7 +9,7 @@
  * in command order either way.
  */
 import type { BuryCause } from '../../shared/bury-cause.js';
-import type { JobHistoryDto } from '../../shared/history.js';
+import type { HistoryActor, JobHistoryDto } from '../../shared/history.js';
 import type { Durability, TubeSettings } from '../engine/journal.js';
 import type { FailureCode, Result } from '../engine/results.js';
 import type { CountedCommand } from '../engine/stats.js';
@@ -413,23 +413,27 @@ export interface Operations {
 
   /** Puts into `tube`, created if needed (and dropped again if the put fails). Counts `put`. */
   put(tube: string, job: NewJob): Pending<Result<JobSnapshot>>;
-  /** Deletes a job no worker holds: JOB_RESERVED when one does. Counts `delete`. */
-  delete(id: number): Pending<Result<void>>;
+  /**
+   * Deletes a job no worker holds: JOB_RESERVED when one does. Counts `delete`. `by` (here and
+   * below): the dashboard user behind the change, said in the job's history (a cluster's history
+   * does not keep it yet).
+   */
+  delete(id: number, by?: HistoryActor): Pending<Result<void>>;
   /** Counts `kick-job`. */
-  kickJob(id: number): Pending<Result<JobSnapshot>>;
+  kickJob(id: number, by?: HistoryActor): Pending<Result<JobSnapshot>>;
   /** Kicks up to `bound` jobs of `tube` (buried ones, or delayed when none is buried), in slices. Counts `kick`. */
-  kick(tube: string, bound: number): Pending<Result<number>>;
+  kick(tube: string, bound: number, by?: HistoryActor): Pending<Result<number>>;
   /** Counts `pause-tube`. */
   pauseTube(tube: string, delayMs: number): Pending<Result<TubeCounts>>;
   tubeSettings(tube: string): Pending<TubeSettingsView>;
   /** Sets (null: clears) a tube's own settings, recorded in the binlog; the tube need not exist. */
   setTubeSettings(tube: string, settings: TubeSettings | null): Pending<Result<TubeSettingsView>>;
   /** Counts `kick-job` when it kicks. */
-  editJob(id: number, change: JobChange): Pending<Result<JobSnapshot>>;
+  editJob(id: number, change: JobChange, by?: HistoryActor): Pending<Result<JobSnapshot>>;
   /** Deletes every job of `tube` in `state`, in slices; returns how many went. Counts a `delete` each. */
-  clear(tube: string, state: QueuedState): Pending<Result<number>>;
+  clear(tube: string, state: QueuedState, by?: HistoryActor): Pending<Result<number>>;
   /** Moves up to `limit` jobs of `tube` in `state` to tube `to`, keeping ids and counters; in slices. */
-  move(tube: string, state: QueuedState, to: string, limit: number): Pending<Result<number>>;
+  move(tube: string, state: QueuedState, to: string, limit: number, by?: HistoryActor): Pending<Result<number>>;
 
   /** Tells `watcher` of job `id`'s updates until it is deleted; false when there is no such job. */
   attachWatcher(id: number, watcher: JobWatcher): boolean;

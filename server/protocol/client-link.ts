@@ -72,12 +72,9 @@ export class ClientLink {
   private flushQueued = false;
   /** Replies wait for the client's next input (holdForInput), or for holdTimer. */
   private holding = false;
+  /** The next input came: the hold ends once the answers to it are made (an answer may come later). */
+  private releaseAfterAnswer = false;
   private holdTimer: NodeJS.Timeout | null = null;
-  /**
-   * The input that ended a hold is answered later (a store that is a database): the held
-   * replies wait for its answers too, and leave with them.
-   */
-  private holdingForAnswer = false;
   /** The parser was paused because too many replies wait to be sent. */
   private pausedForOutput = false;
   private endWhenFlushed = false;
@@ -309,36 +306,36 @@ export class ClientLink {
    * that has just reported a job's result sends its next GRAB_JOB at once; waiting for it lets
    * both answers leave in one write, as they do from gearmand, whose replies leave a moment
    * later. node-gearman, as client and worker on one connection, closes when the result arrives
-   * and reconnects when the GRAB_JOB's answer comes after it. When the store answers that
-   * input later (a database), the held replies wait for its answer and leave with it.
+   * and reconnects when the GRAB_JOB's answer comes after it.
    */
   holdForInput(hold: boolean): void {
-    if (this.holding && !hold) this.holdingForAnswer = true;
-    this.holding = hold;
+    if (hold) {
+      this.holding = true;
+      this.releaseAfterAnswer = false;
+    } else if (this.holding) {
+      // Until this command is answered: with a database, its answer comes later.
+      this.releaseAfterAnswer = true;
+    }
   }
 
   private readonly releaseHold = (): void => {
     this.holdTimer = null;
     this.holding = false;
+    this.releaseAfterAnswer = false;
     if (!this.finished) this.flushAtTickEnd();
   };
 
   /** False (and a timer armed) while replies wait for the client's next input. */
   private mayFlush(): boolean {
     if (this.holding) {
-      // The wait starts once the store has answered the result (a database may take a while):
-      // the client's next request comes only after our ACK of it, whatever the store does.
+      // The wait starts once the store has answered (a database may take a while): the client's
+      // next request comes only after our ACK of the last one, whatever the store does.
       if (this.inFlight === 0) this.holdTimer ??= setTimeout(this.releaseHold, HOLD_FOR_INPUT_MS);
       return false;
     }
     if (this.holdTimer !== null) {
       clearTimeout(this.holdTimer);
       this.holdTimer = null;
-    }
-    if (this.holdingForAnswer) {
-      // The settle of the awaited answer flushes them (or the connection closes on its error).
-      if (this.inFlight > 0) return false;
-      this.holdingForAnswer = false;
     }
     return true;
   }
@@ -378,6 +375,10 @@ export class ClientLink {
       return;
     } finally {
       this.handling = false;
+      if (this.releaseAfterAnswer && this.inFlight === 0 && this.inOrder.length === 0) {
+        this.releaseAfterAnswer = false;
+        this.holding = false;
+      }
       if (answered) this.flushAtTickEnd();
       else if (this.mayFlush()) this.out.flush();
     }
@@ -392,7 +393,7 @@ export class ClientLink {
     if (this.finished) return;
     this.finished = true;
     this.holding = false;
-    this.holdingForAnswer = false;
+    this.releaseAfterAnswer = false;
     const closing = this.owner.ended();
     // Our side closes once the session's jobs are given back: a client that sees the close and
     // asks again on another connection finds them ready, as with beanstalkd.

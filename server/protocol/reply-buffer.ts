@@ -83,15 +83,8 @@ export class ReplyBuffer {
   packet(type: number, parts: readonly PacketPart[]): void {
     let size = parts.length > 0 ? parts.length - 1 : 0;
     for (const p of parts) size += typeof p === 'string' ? p.length : Buffer.isBuffer(p) ? p.length : p[2] - p[1];
-    const at = this.reserve(12 + size);
+    let p = this.packetHeader(type, size);
     const slab = this.slab;
-    slab[at] = 0;
-    slab[at + 1] = 0x52; // R
-    slab[at + 2] = 0x45; // E
-    slab[at + 3] = 0x53; // S
-    slab.writeUInt32BE(type, at + 4);
-    slab.writeUInt32BE(size, at + 8);
-    let p = at + 12;
     for (let i = 0; i < parts.length; i++) {
       if (i > 0) slab[p++] = 0;
       const part = parts[i]!;

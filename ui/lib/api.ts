@@ -124,12 +124,13 @@ async function discard(method: Method, path: string, body?: unknown): Promise<vo
   await response.arrayBuffer();
 }
 
-/** A search's query string: `regex` and `ignoreCase` as the API's flags. */
+/** A search's query string: `regex`, `ignoreCase` and `wholeWord` as the API's flags. */
 function searchQuery(spec: SearchSpec, limit: number): Record<string, string | number | undefined> {
   return {
     q: spec.q,
     regex: spec.regex === true ? 'true' : undefined,
     ignoreCase: spec.ignoreCase === undefined ? undefined : String(spec.ignoreCase),
+    wholeWord: spec.wholeWord === true ? 'true' : undefined,
     tube: spec.tube,
     state: spec.state,
     limit,

@@ -24,22 +24,32 @@ export function formatBytes(bytes: number): string {
   return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
 }
 
-/** 93784 -> "1d 2h 3m 4s"; 0 -> "0s". */
-export function formatDuration(totalSeconds: number): string {
+/**
+ * 93784 -> "1d 2h 3m 4s"; 0 -> "0s". `units` keeps that many units from the largest one present,
+ * cutting (not rounding) the rest: 7199 with 2 units is "1h 59m", 3605 is "1h" (never "1h 5s").
+ */
+export function formatDuration(totalSeconds: number, { units = 4 }: { units?: number } = {}): string {
   let seconds = Math.max(0, Math.floor(totalSeconds));
-  const days = Math.floor(seconds / 86400);
-  seconds -= days * 86400;
-  const hours = Math.floor(seconds / 3600);
-  seconds -= hours * 3600;
-  const minutes = Math.floor(seconds / 60);
-  seconds -= minutes * 60;
-  const parts: string[] = [];
-  if (days > 0) parts.push(`${days}d`);
-  if (hours > 0) parts.push(`${hours}h`);
-  if (minutes > 0) parts.push(`${minutes}m`);
-  if (seconds > 0 || parts.length === 0) parts.push(`${seconds}s`);
-  return parts.join(' ');
+  const amounts: [number, string][] = [];
+  for (const [size, suffix] of DURATION_UNITS) {
+    amounts.push([Math.floor(seconds / size), suffix]);
+    seconds %= size;
+  }
+  const first = amounts.findIndex(([amount]) => amount > 0);
+  if (first === -1) return '0s';
+  return amounts
+    .slice(first, first + units)
+    .filter(([amount]) => amount > 0)
+    .map(([amount, suffix]) => `${amount}${suffix}`)
+    .join(' ');
 }
+
+const DURATION_UNITS: readonly (readonly [number, string])[] = [
+  [86400, 'd'],
+  [3600, 'h'],
+  [60, 'm'],
+  [1, 's'],
+];
 
 /** A stats value of unknown type as text. */
 export function formatStat(value: number | string | boolean | undefined): string {

@@ -18,7 +18,7 @@ export type Route =
   | { page: 'search'; spec: SearchSpec }
   | { page: 'servers' }
   | { page: 'nodes' }
-  | { page: 'server'; id: number }
+  | { page: 'server'; id: number; tube: string | null }
   | { page: 'gearman' }
   | { page: 'gearman-function'; name: string; state: GearmanJobState }
   | { page: 'not-found'; path: string };
@@ -58,7 +58,7 @@ export function parseRoute(pathname: string, search: string): Route {
   if (path === '/nodes') return { page: 'nodes' };
   if (path.startsWith('/servers/')) {
     const id = Number(path.slice('/servers/'.length));
-    if (Number.isInteger(id) && id >= 1 && id <= 1_000_000) return { page: 'server', id };
+    if (Number.isInteger(id) && id >= 1 && id <= 1_000_000) return { page: 'server', id, tube: query.get('tube') || null };
   }
   if (path === '/gearman') return { page: 'gearman' };
   if (path.startsWith('/gearman/functions/')) {
@@ -93,9 +93,10 @@ export function gearmanFunctionHref(name: string, state?: GearmanJobState): stri
   return state === undefined || state === 'queued' ? base : `${base}?state=${state}`;
 }
 
-/** A search as the URL carries it (`/search?q=…&regex=1&tube=…&state=…`). */
+/** A search as the URL carries it (`/search?q=…&regex=1&word=1&tube=…&state=…`). */
 function searchSpecOf(query: URLSearchParams): SearchSpec {
   const spec: SearchSpec = { q: query.get('q') ?? '', regex: query.get('regex') === '1' };
+  if (query.get('word') === '1') spec.wholeWord = true;
   const tube = query.get('tube');
   const state = query.get('state');
   if (tube !== null && tube !== '') spec.tube = tube;
@@ -107,10 +108,17 @@ export function searchHref(spec: SearchSpec): string {
   const query = new URLSearchParams();
   if (spec.q !== undefined && spec.q !== '') query.set('q', spec.q);
   if (spec.regex === true) query.set('regex', '1');
+  if (spec.wholeWord === true) query.set('word', '1');
   if (spec.tube !== undefined) query.set('tube', spec.tube);
   if (spec.state !== undefined) query.set('state', spec.state);
   const text = query.toString();
   return withBase(text === '' ? '/search' : `/search?${text}`);
+}
+
+/** URL of an attached server's page, with one of its tubes chosen (`?tube=`). */
+export function serverHref(id: number, tube?: string | null): string {
+  const base = withBase(`/servers/${id}`);
+  return tube === undefined || tube === null ? base : `${base}?tube=${encodeURIComponent(tube)}`;
 }
 
 export function jobHref(id: number): string {
@@ -143,7 +151,7 @@ export function routeTitle(route: Route): string {
     case 'nodes':
       return 'Cluster nodes';
     case 'server':
-      return `Server ${route.id}`;
+      return route.tube === null ? `Server ${route.id}` : `Server ${route.id} ${route.tube}`;
     case 'gearman':
       return 'Gearman';
     case 'gearman-function':

@@ -338,28 +338,11 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   /** STATUS_RES_UNIQUE: as STATUS_RES, keyed by the unique id, and the count of clients waiting. */
   private uniqueStatusReply(unique: Buffer, answer: UniqueStatus): void {
-    this.send(
-      encodePacket(PACKET.STATUS_RES_UNIQUE, [
-        unique,
-        answer.known ? '1' : '0',
-        answer.running ? '1' : '0',
-        answer.status?.numerator ?? '0',
-        answer.status?.denominator ?? '0',
-        String(answer.clients),
-      ]),
-    );
+    this.send(encodePacket(PACKET.STATUS_RES_UNIQUE, [unique, ...statusFields(answer), String(answer.clients)]));
   }
 
   private statusReply(handle: Buffer, answer: JobStatus): void {
-    this.send(
-      encodePacket(PACKET.STATUS_RES, [
-        handle,
-        answer.known ? '1' : '0',
-        answer.running ? '1' : '0',
-        answer.status?.numerator ?? '0',
-        answer.status?.denominator ?? '0',
-      ]),
-    );
+    this.send(encodePacket(PACKET.STATUS_RES, [handle, ...statusFields(answer)]));
   }
 
   // ---- replies (bound once per connection) -----------------------------------------------------
@@ -450,6 +433,11 @@ const SUBMIT_ERRORS: Partial<Record<SubmitRefusal, GearmanError>> = {
 };
 const UNKNOWN_JOB: JobStatus = { known: false, running: false, status: undefined };
 const NO_BODY = Buffer.alloc(0);
+
+/** STATUS_RES's known, running, numerator and denominator (digits; 0 when unknown). */
+function statusFields(answer: JobStatus): (string | Buffer)[] {
+  return [answer.known ? '1' : '0', answer.running ? '1' : '0', answer.status?.numerator ?? '0', answer.status?.denominator ?? '0'];
+}
 
 /** Whether `buf` starts with the bytes of `prefix` (a short name: a loop beats a native compare). */
 function startsWith(buf: Buffer, prefix: Buffer): boolean {

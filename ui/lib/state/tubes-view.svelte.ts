@@ -44,7 +44,7 @@ export const TUBE_COLUMNS: readonly TubeColumnInfo[] = [
   { key: 'outRate', label: 'Out/s', countId: 'out-rate', value: (t) => tubeRate(t.name, 'out', Date.now()) },
   { key: 'waited', label: 'Next waited', countId: 'waited', value: (t) => (t.ready > 0 ? t.nextReadyAgeSeconds : 0) },
   { key: 'oldest', label: 'Oldest ready', countId: 'oldest', value: (t) => tubeHealth.oldestReadyAge(t.name, t.ready, Date.now()) ?? 0 },
-  { key: 'total', label: 'Total jobs', countId: 'total', value: (t) => t.totalJobs },
+  { key: 'total', label: 'Total since start', countId: 'total', value: (t) => t.totalJobs },
 ];
 
 export type SortDirection = 'asc' | 'desc';
