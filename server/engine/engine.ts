@@ -377,8 +377,9 @@ export class Engine {
       const recorded = this.journalOf(job).canUpdate(1);
       this.removeReserved(session, job);
       // Recorded before the job is ready: a waiting worker may take it at once, and reserve after.
-      this.history.record(job.id, this.clock.now(), 'disconnect', session.id, session.peer);
-      if (this.failedTooOften(job, this.clock.now(), 'disconnect')) continue;
+      const now = this.clock.now();
+      this.history.record(job.id, now, 'disconnect', session.id, session.peer);
+      if (this.failedTooOften(job, now, 'disconnect')) continue;
       this.enqueueReady(job, 'reserved');
       if (recorded) this.journalOf(job).update(job);
     }
@@ -692,8 +693,10 @@ export class Engine {
     return ok(job);
   }
 
-  /** Deletes a job that is ready, delayed, buried, or reserved by `session`. */
-  /** `actor`: the dashboard user behind a delete no session made (null: the server itself). */
+  /**
+   * Deletes a job that is ready, delayed, buried, or reserved by `session`. `actor`: the
+   * dashboard user behind a delete no session made (null: the server itself).
+   */
   delete(session: Session | null, id: number, actor: HistoryActor | null = null): Result<Job> {
     const job = this.jobs.get(id);
     if (job === undefined || (job.state === 'reserved' && !this.hasReserved(session, job))) return fail('NOT_FOUND');

@@ -12,7 +12,6 @@ import {
   type Pending,
   type ReserveOutcome,
   type Result,
-  type TubeCounts,
 } from '../operations/operations.js';
 import { MAX_FUNCTIONS_PER_WORKER } from './limits.js';
 import type { GearmanRegistry, JobStatus, UniqueStatus, WorkStatus } from './registry.js';

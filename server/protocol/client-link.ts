@@ -394,6 +394,8 @@ export class ClientLink {
     this.finished = true;
     this.holding = false;
     this.releaseAfterAnswer = false;
+    if (this.holdTimer !== null) clearTimeout(this.holdTimer);
+    this.holdTimer = null;
     const closing = this.owner.ended();
     // Our side closes once the session's jobs are given back: a client that sees the close and
     // asks again on another connection finds them ready, as with beanstalkd.
