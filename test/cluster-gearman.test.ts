@@ -266,10 +266,10 @@ describe.skipIf(pgUrl === null)('Gearman in cluster mode', () => {
     const lease = ['--cluster-lease-ms', '1000'];
     const [a, b, c] = await Promise.all([node(url, lease), node(url, lease), node(url, lease)]);
     const handle = await submit(await connect(a.port), PACKET.SUBMIT_JOB_BG, 'durable', 'u-1', 'payload');
-    a.server.process.kill('SIGKILL');
+    a.server.signal('SIGKILL');
     const held = await worker(b.port, 'durable');
     expect(await grab(held)).toEqual([PACKET.JOB_ASSIGN, handle, 'durable', 'payload']);
-    b.server.process.kill('SIGKILL');
+    b.server.signal('SIGKILL');
     const w = await worker(c.port, 'durable');
     w.request(PACKET.GRAB_JOB);
     expect((await w.packet()).type).toBe(PACKET.NO_JOB);

@@ -174,10 +174,15 @@ export async function startProcessServer(
     child.stderr!.setEncoding('utf8');
     child.stderr!.on('data', (d: string) => (err += d));
     let exited = false;
+    let stopping = false;
+    let listened = false;
     const exitPromise = new Promise<void>((resolve) =>
-      child.once('exit', () => {
+      child.once('exit', (code, signal) => {
         exited = true;
         if (port !== null) portsInUse.delete(port);
+        // A server that dies on its own while a test uses it shows up in that test as a closed
+        // connection; its own words say why.
+        if (listened && !stopping) console.error(`${kind} (pid ${child.pid}, ${argv.join(' ')}) exited by itself: code ${code}, signal ${signal}\n${err.slice(-4000)}`);
         resolve();
       }),
     );
@@ -191,15 +196,18 @@ export async function startProcessServer(
       child.kill('SIGKILL');
       throw new Error(`${kind} did not start listening (${argv.join(' ')}): ${err}`);
     }
+    listened = true;
     return {
       kind,
       address,
       process: child,
       stderr: () => err,
       signal: (sig) => {
+        stopping = true;
         if (!exited) child.kill(sig);
       },
       stop: async () => {
+        stopping = true;
         if (exited) return;
         child.kill('SIGTERM');
         const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
