@@ -5,8 +5,8 @@
  * (expiry, and DEADLINE_SOON while it waits) and its reserve timeout.
  */
 import { DEADLINE_SOON_MARGIN_MS, DEFAULT_TUBE } from '../../shared/limits.js';
-import { OrderedSet } from '../engine/ordered-set.js';
-import { fail, ok } from '../engine/results.js';
+import { OrderedSet } from '../common/ordered-set.js';
+import { fail, ok } from '../common/result.js';
 import { Rotation } from '../engine/rotation.js';
 import type {
   ClientDelegate,
@@ -176,7 +176,7 @@ export class ClusterClient implements ClientOperations {
     return result;
   }
 
-  async reserve(timeoutMs: number | null): Promise<ReserveOutcome> {
+  async reserve(timeoutMs: number | null): Promise<ReserveOutcome<JobBytes>> {
     this.settleAdmitted();
     this.stopWaiting();
     this.worker = true;

@@ -18,7 +18,7 @@ import { HISTORY_KINDS, type JobHistoryDto } from '../../shared/history.js';
 import { MAX_EVENTS_READ } from '../engine/history.js';
 import { DEFAULT_TUBE } from '../../shared/limits.js';
 import { immediateDurability } from '../engine/journal.js';
-import { fail, ok } from '../engine/results.js';
+import { fail, ok } from '../common/result.js';
 import { COUNTED_COMMANDS } from '../engine/stats.js';
 import type {
   ClientDelegate,
@@ -867,7 +867,7 @@ export class ClusterStore implements Operations, RealmMember {
     return ok(undefined);
   }
 
-  async listJobs(tube: string, state: JobState, limit: number, cursor: string | null): Promise<JobPage | undefined> {
+  async listJobs(tube: string, state: JobState, limit: number, cursor: string | null): Promise<JobPage<JobSnapshot> | undefined> {
     if ((await this.tube(tube)) === undefined) return undefined;
     const [a, b] = parseCursor(cursor);
     const statement =

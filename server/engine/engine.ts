@@ -9,8 +9,8 @@ import { JobIndex } from './job-index.js';
 import { JOB_RECORD_HEAP_BYTES, TUBE_RECORD_HEAP_BYTES } from './record-costs.js';
 import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, deadlineLess, readyLess, type JobImage, type JobState } from './job.js';
 import { nullJournal, type Journal, type TubeSettings } from './journal.js';
-import { OrderedSet } from './ordered-set.js';
-import { fail, ok, type ReserveOutcome, type Result } from './results.js';
+import { OrderedSet } from '../common/ordered-set.js';
+import { fail, ok, type ReserveOutcome, type Result } from '../common/result.js';
 import { Rotation } from './rotation.js';
 import { Session, type SessionDelegate } from './session.js';
 import { SWITCH_AFTER_MS, TimeBase } from './time-base.js';
@@ -620,7 +620,7 @@ export class Engine {
   }
 
   /** Blocks `session` for a job from its watched tubes. `timeoutMs` null waits forever. */
-  reserve(session: Session, timeoutMs: number | null): ReserveOutcome {
+  reserve(session: Session, timeoutMs: number | null): ReserveOutcome<Job> {
     if (session.waiting) this.stopWaiting(session); // only a wake-only wait can be in progress
     this.markWorker(session);
     const now = this.clock.now();

@@ -207,7 +207,7 @@ export class GearmanSession {
     return isPending(outcome) ? outcome.then((o) => this.taken(o)) : this.taken(outcome);
   }
 
-  private taken(outcome: ReserveOutcome): Pending<JobBytes | null> {
+  private taken(outcome: ReserveOutcome<JobBytes>): Pending<JobBytes | null> {
     if (outcome.kind !== 'reserved') return null;
     const job = outcome.job;
     const abandoned = this.registry.abandoned(job.id);

@@ -3,7 +3,7 @@ import { bodyStamp } from '../engine/body-store.js';
 import type { Engine, Job, PutRequest, Session, Tube } from '../engine/engine.js';
 import { BURY_CAUSES, TRANSIENT_FILE } from '../engine/job.js';
 import { cursorOf, listJobs } from '../engine/job-pages.js';
-import { fail, ok } from '../engine/results.js';
+import { fail, ok } from '../common/result.js';
 import type {
   ClientDelegate,
   ClientOperations,
@@ -195,7 +195,7 @@ export class MemoryOperations implements Operations {
     return fail('NOT_FOUND');
   }
 
-  listJobs(tubeName: string, state: JobState, limit: number, cursor: string | null): JobPage | undefined {
+  listJobs(tubeName: string, state: JobState, limit: number, cursor: string | null): JobPage<JobSnapshot> | undefined {
     const tube = this.engine.tube(tubeName);
     if (tube === undefined) return undefined;
     const page = listJobs(this.engine, tube, state, limit, cursor);
@@ -437,7 +437,7 @@ class MemoryClient implements ClientOperations {
     return result;
   }
 
-  reserve(timeoutMs: number | null): ReserveOutcome {
+  reserve(timeoutMs: number | null): ReserveOutcome<JobBytes> {
     // The engine's outcome has the same shape, with its job record as the JobBytes.
     return this.engine.reserve(this.session, timeoutMs);
   }

@@ -9,13 +9,15 @@
  * in command order either way.
  */
 import type { BuryCause } from '../../shared/bury-cause.js';
+import type { JobState } from '../../shared/dto.js';
 import type { HistoryActor, JobHistoryDto } from '../../shared/history.js';
 import type { Durability, TubeSettings } from '../engine/journal.js';
-import type { FailureCode, Result } from '../engine/results.js';
+import type { JobPage } from '../common/job-page.js';
+import type { FailureCode, ReserveOutcome, Result } from '../common/result.js';
 import type { CountedCommand } from '../engine/stats.js';
 import type { JobUpdate, JobWatcher } from '../engine/watchers.js';
 
-export type { BuryCause, Durability, FailureCode, Result, JobUpdate, JobWatcher, TubeSettings };
+export type { BuryCause, Durability, JobPage, JobState, FailureCode, ReserveOutcome, Result, JobUpdate, JobWatcher, TubeSettings };
 
 /** A value now, or later when the store is asynchronous. */
 export type Pending<T> = T | Promise<T>;
@@ -30,7 +32,6 @@ export function whenReady<T, R>(value: Pending<T>, fn: (value: T) => Pending<R>)
   return isPending(value) ? value.then(fn) : fn(value);
 }
 
-export type JobState = 'ready' | 'reserved' | 'delayed' | 'buried';
 /** The states a bulk action (kick, clear, move) can act on. */
 export type QueuedState = 'ready' | 'delayed' | 'buried';
 
@@ -208,11 +209,6 @@ export interface JobScan {
   next(max: number, visit: (view: JobView, body: Buffer) => boolean): Pending<boolean>;
 }
 
-/** One page of a tube's jobs in one state, and the cursor of the next page (null: no more). */
-export interface JobPage {
-  jobs: JobSnapshot[];
-  next: string | null;
-}
 
 /**
  * What a new job needs; durations in ms. The TTR floor is applied behind this interface. A
@@ -255,12 +251,6 @@ export interface JobChange {
   kick?: boolean;
 }
 
-/** What a reserve produced. `waiting`: the client's delegate is told later. */
-export type ReserveOutcome =
-  | { kind: 'reserved'; job: JobBytes }
-  | { kind: 'deadline-soon' }
-  | { kind: 'timed-out' }
-  | { kind: 'waiting' };
 
 export interface ConnectOptions {
   watchNothing?: boolean;
@@ -308,7 +298,7 @@ export interface ClientOperations {
    */
   submit(tube: string, job: NewJob): Pending<Result<JobBytes>>;
   /** `timeoutMs` null waits for ever. */
-  reserve(timeoutMs: number | null): Pending<ReserveOutcome>;
+  reserve(timeoutMs: number | null): Pending<ReserveOutcome<JobBytes>>;
   reserveJob(id: number): Pending<Result<JobBytes>>;
   delete(id: number): Pending<Result<void>>;
   release(id: number, priority: number, delayMs: number): Pending<Result<ReleaseOutcome>>;
@@ -401,7 +391,7 @@ export interface Operations {
    * A page of `tube`'s jobs in `state`, in queue order; `cursor` from the previous page.
    * Undefined when there is no such tube.
    */
-  listJobs(tube: string, state: JobState, limit: number, cursor: string | null): Pending<JobPage | undefined>;
+  listJobs(tube: string, state: JobState, limit: number, cursor: string | null): Pending<JobPage<JobSnapshot> | undefined>;
   /** The id of the job after `id` in its tube's list for its state (the next one to triage), or null. */
   nextInList(id: number): Pending<number | null>;
   /**

@@ -272,7 +272,7 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
     else this.sendJob(WORD.FOUND, job);
   };
 
-  private readonly onReserve = (outcome: ReserveOutcome): void => {
+  private readonly onReserve = (outcome: ReserveOutcome<JobBytes>): void => {
     switch (outcome.kind) {
       case 'reserved':
         return this.sendJob(WORD.RESERVED, outcome.job);

@@ -7,7 +7,7 @@ import { nextCronTime, parseCronTime } from '../../gearman/schedule.js';
 import { GearmanSession, type SessionNews, type SubmitAnswer, type SubmitRefusal, type Submission } from '../../gearman/session.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
 import type { PacketPart } from '../reply-buffer.js';
-import { runAdminCommand, type AdminContext } from './admin.js';
+import { runAdminCommand, type GearmanAdminContext } from './admin.js';
 import { encodePacket, packetName, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
 import { GearmanParser, type GearmanFrameHandler, type Magic } from './parser.js';
 import { NOOP, NO_JOB, OPTION_EXCEPTIONS, errorPacket, type GearmanError } from './replies.js';
@@ -23,7 +23,7 @@ const MAX_CLIENT_ID_BYTES = 64;
  */
 const ARGUMENT_ROOM = 1024;
 
-export interface GearmanContext extends LinkContext, AdminContext {
+export interface GearmanContext extends LinkContext, GearmanAdminContext {
   ops: Operations;
   registry: GearmanRegistry;
   /** --gearman-round-robin: a worker's functions are served in turn. */
