@@ -20,7 +20,7 @@ import type {
   SessionView,
   TubeName,
 } from '../operations/operations.js';
-import { ttrWithFloor } from '../operations/rules.js';
+import { mayIgnore, ttrWithFloor } from '../common/rules.js';
 import type { ClusterStore, ReservedRow } from './cluster-store.js';
 import { jobBytes } from './job-row.js';
 import { run } from './pool.js';
@@ -125,7 +125,7 @@ export class ClusterClient implements ClientOperations {
 
   ignore(tube: string): Result<number> {
     if (this.watched.has(tube)) {
-      if (this.watched.size === 1 && !this.mayWatchNothing) return fail('NOT_IGNORED');
+      if (!mayIgnore(this.watched.size, this.mayWatchNothing)) return fail('NOT_IGNORED');
       this.watched.delete(tube);
       this.rotation?.delete(tube);
       this.store.localTube(tube).watching--;

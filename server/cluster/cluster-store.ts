@@ -46,7 +46,8 @@ import type {
   TubeAges,
   TubeSettingsView,
 } from '../operations/operations.js';
-import { ttrWithFloor } from '../operations/rules.js';
+import { ttrWithFloor } from '../common/rules.js';
+import { tubeSettingsView } from '../operations/tube-settings-view.js';
 import { ClusterClient } from './cluster-client.js';
 import { jobBytes, jobSnapshot, type JobRow } from './job-row.js';
 import type { ClusterNode, RealmMember } from './cluster-node.js';
@@ -972,8 +973,7 @@ export class ClusterStore implements Operations, RealmMember {
   async tubeSettings(tube: string): Promise<TubeSettingsView> {
     const [row] = await run<{ dead_letter_after: number | null }>(this.pool, this.sql.tubeSettings, [tube]);
     const own = row?.dead_letter_after == null ? null : { deadLetterAfter: row.dead_letter_after };
-    const serverDefault = this.defaultDeadLetterAfter;
-    return { tube, deadLetterAfter: own?.deadLetterAfter ?? serverDefault, own, serverDefault: { deadLetterAfter: serverDefault } };
+    return tubeSettingsView(tube, own, this.defaultDeadLetterAfter);
   }
 
   async setTubeSettings(tube: string, settings: TubeSettings | null): Promise<Result<TubeSettingsView>> {

@@ -1,3 +1,4 @@
+import { mayIgnore } from '../common/rules.js';
 import { DEADLINE_SOON_MARGIN_MS, DEFAULT_TUBE, URGENT_BELOW } from '../../shared/limits.js';
 import type { HistoryActor } from '../../shared/history.js';
 import type { Clock } from './clock.js';
@@ -473,7 +474,7 @@ export class Engine {
   ignore(session: Session, name: string): Result<number> {
     const tube = this.tubesByName.get(name);
     if (tube === undefined || !session.watched.has(tube)) return ok(session.watched.size);
-    if (session.watched.size < 2 && !session.mayWatchNothing) return fail('NOT_IGNORED');
+    if (!mayIgnore(session.watched.size, session.mayWatchNothing)) return fail('NOT_IGNORED');
     session.watched.delete(tube);
     session.rotation?.delete(tube);
     tube.watching--;

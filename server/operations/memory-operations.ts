@@ -33,7 +33,8 @@ import type {
   TubeSettings,
   TubeSettingsView,
 } from './operations.js';
-import { ttrWithFloor } from './rules.js';
+import { ttrWithFloor } from '../common/rules.js';
+import { tubeSettingsView } from './tube-settings-view.js';
 import { SLICE, sliced } from './sliced.js';
 
 export interface MemoryOperationsOptions {
@@ -255,9 +256,7 @@ export class MemoryOperations implements Operations {
   }
 
   tubeSettings(tube: string): TubeSettingsView {
-    const own = this.engine.ownTubeSettings(tube);
-    const serverDefault = this.engine.defaultDeadLetterAfter;
-    return { tube, deadLetterAfter: own?.deadLetterAfter ?? serverDefault, own, serverDefault: { deadLetterAfter: serverDefault } };
+    return tubeSettingsView(tube, this.engine.ownTubeSettings(tube), this.engine.defaultDeadLetterAfter);
   }
 
   setTubeSettings(tube: string, settings: TubeSettings | null): Result<TubeSettingsView> {
