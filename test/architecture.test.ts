@@ -126,6 +126,46 @@ describe('module layering', () => {
     }
   });
 
+  it('every folder of server/ imports only the layers below it', () => {
+    // The house, bottom up. A new folder needs a row here, so nothing is added beside the design.
+    const TOP = 'server/*.ts';
+    const MAY_IMPORT: Record<string, readonly string[]> = {
+      shared: [],
+      'server/common': ['shared'],
+      'server/engine': ['server/common', 'shared'],
+      'server/operations': ['server/engine', 'server/common', 'shared'],
+      'server/persistence': ['server/engine', 'server/common', 'shared'],
+      'server/gearman': ['server/operations', 'server/common', 'shared'],
+      'server/cluster': ['server/gearman', 'server/operations', 'server/engine', 'server/common', 'shared'],
+      'server/protocol': ['server/gearman', 'server/operations', 'server/common', 'shared', TOP],
+      'server/admin': ['server/gearman', 'server/operations', 'server/common', 'shared', TOP],
+      'server/backends': ['server/cluster', 'server/persistence', 'server/gearman', 'server/operations', 'server/engine', 'server/common', 'shared', TOP],
+    };
+    const folderOf = (file: string): string => {
+      const parts = file.split('/');
+      if (parts[0] === 'shared') return 'shared';
+      return parts.length > 2 ? `${parts[0]}/${parts[1]}` : TOP;
+    };
+    for (const [file, edges] of graph) {
+      const from = folderOf(file);
+      if (from === TOP) continue; // main.ts wires everything; the other top-level files are checked below
+      const allowed = MAY_IMPORT[from];
+      expect(allowed, `${file}: a folder with no row in MAY_IMPORT`).toBeDefined();
+      for (const e of edges) {
+        const to = folderOf(e.to);
+        if (to !== from) expect(allowed, `${file} -> ${e.to}`).toContain(to);
+      }
+    }
+    // Top-level modules other than the composition root import no door, dashboard, store or backend.
+    for (const [file, edges] of graph) {
+      if (folderOf(file) !== TOP || file === 'server/main.ts') continue;
+      for (const e of edges) {
+        const to = folderOf(e.to);
+        expect(['server/protocol', 'server/admin', 'server/cluster', 'server/persistence', 'server/backends'], `${file} -> ${e.to}`).not.toContain(to);
+      }
+    }
+  });
+
   it('value imports have no cycles', () => {
     const state = new Map<string, 'visiting' | 'done'>();
     const cycles: string[] = [];

@@ -19,7 +19,8 @@ import compression from 'compression';
 import { ExternalServers } from './external.js';
 import type { MinuteHistory } from './minute-history.js';
 import { externalRoutes } from './external-routes.js';
-import { clusterRoutes, type AdminCluster } from './cluster-routes.js';
+import { clusterRoutes } from './cluster-routes.js';
+import type { ClusterNodes } from '../operations/cluster-nodes.js';
 import { apiRoutes } from './routes.js';
 import {
   allowedHostsOnly,
@@ -40,7 +41,6 @@ export interface AdminGearman {
   view: GearmanView;
   /** Its store's operations (for the counters in /metrics). */
   ops: Operations;
-  onActivity: () => void;
 }
 
 export interface AdminContext {
@@ -55,8 +55,7 @@ export interface AdminContext {
   /** Where the minute history is kept across restarts (with -b: DIR/stats-history), or null. */
   historyDir: string | null;
   /** Cluster mode: the nodes view; null for a server with jobs of its own. */
-  cluster: AdminCluster | null;
-  onActivity: () => void;
+  cluster: ClusterNodes | null;
 }
 
 /** The dashboard, attached to its HTTP server. */
@@ -101,13 +100,13 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
     res.json(config);
   });
   app.use('/api', requireToken(options.token), sameOriginForChanges(), readOnlyGuard(options.readOnly));
-  if (ctx.gearman !== null) app.use(gearmanRoutes(ctx.gearman.view, ctx.gearman.ops, ctx.gearman.onActivity));
+  if (ctx.gearman !== null) app.use(gearmanRoutes(ctx.gearman.view, ctx.gearman.ops));
   // Before apiRoutes, whose last handler answers 404 for any other /api path.
   const external = new ExternalServers();
   for (const address of options.attach) external.add(address, 'flag');
   app.use(externalRoutes(external));
   if (ctx.cluster !== null) app.use(clusterRoutes(ctx.cluster));
-  app.use(apiRoutes({ ops, info, config, minutes, onActivity: ctx.onActivity }));
+  app.use(apiRoutes({ ops, info, config, minutes }));
   const indexFile = path.join(ctx.uiDir, 'index.html');
   if (existsSync(indexFile)) {
     const page = withBasePath(readFileSync(indexFile, 'utf8'), options.basePath);

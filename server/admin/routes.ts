@@ -19,8 +19,6 @@ export interface RoutesContext {
   config: AdminConfigDto;
   /** The minute samples of the long charts. */
   minutes: MinuteHistory;
-  /** Called after a change, so the scheduler re-arms for new deadlines. */
-  onActivity: () => void;
 }
 
 const MAX_PAGE = 500;
@@ -155,7 +153,8 @@ export function apiRoutes(ctx: RoutesContext): Router {
   const json = express.json({ limit: Math.ceil(ops.maxJobSize * 1.4) + 64 * 1024, strict: true });
 
   const changed = (): Promise<void> => {
-    ctx.onActivity();
+    // The store re-arms its timers for the change's deadlines.
+    ops.onActivity();
     const { durability } = ops;
     return new Promise((resolve) => durability.whenDurable(durability.appendedSeq, resolve));
   };

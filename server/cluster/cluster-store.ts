@@ -724,6 +724,9 @@ export class ClusterStore implements Operations, RealmMember {
     };
   }
 
+  /** A database times its own deadlines (a delayed job's, a reservation's): nothing to re-arm. */
+  onActivity(): void {}
+
   async readyAges(nearShare: number): Promise<Map<string, TubeAges>> {
     const rows = await run<{ tube: string; oldest_ready: number | null; near_ttr: number }>(this.pool, this.sql.readyAges, [this.now(), nearShare]);
     return new Map(rows.map((r) => [r.tube, { oldestReadyCreatedAt: r.oldest_ready ?? Number.POSITIVE_INFINITY, nearTtr: r.near_ttr }]));

@@ -1,10 +1,11 @@
 import { isLoopback } from '../../host-name.js';
-import type { JobState, Operations } from '../../operations/operations.js';
+import type { JobState } from '../../operations/operations.js';
+import type { GearmanStore } from '../../gearman/store.js';
 import { uniqueEnd } from '../../gearman/job-body.js';
 import type { GearmanRegistry, QueueLimits } from '../../gearman/registry.js';
 
 export interface GearmanAdminContext {
-  ops: Operations;
+  ops: GearmanStore;
   registry: GearmanRegistry;
   version: string;
   pid: number;

@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
-import { isPending, type ClientDelegate, type JobBytes, type Operations, type Result } from '../../operations/operations.js';
+import { isPending, type ClientDelegate, type JobBytes, type Result } from '../../operations/operations.js';
+import type { GearmanStore } from '../../gearman/store.js';
 import { jobBody, uniqueEnd } from '../../gearman/job-body.js';
 import { MAX_FUNCTION_BYTES, MAX_UNIQUE_BYTES } from '../../gearman/limits.js';
 import type { GearmanRegistry, JobStatus, UniqueStatus, WorkStatus } from '../../gearman/registry.js';
@@ -24,7 +25,7 @@ const MAX_CLIENT_ID_BYTES = 64;
 const ARGUMENT_ROOM = 1024;
 
 export interface GearmanContext extends LinkContext, GearmanAdminContext {
-  ops: Operations;
+  ops: GearmanStore;
   registry: GearmanRegistry;
   /** --gearman-round-robin: a worker's functions are served in turn. */
   roundRobin: boolean;
@@ -80,7 +81,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   readonly session: GearmanSession;
   private readonly link: ClientLink;
   private readonly parser: GearmanParser;
-  private readonly ops: Operations;
+  private readonly ops: GearmanStore;
   private readonly registry: GearmanRegistry;
   private clientId = '-';
   private lastFunction: { bytes: Buffer; name: string } | null = null;
@@ -246,7 +247,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   ended(): void | Promise<void> {
     this.unlist();
     const closing = this.session.close();
-    this.ctx.onActivity();
+    this.ctx.ops.onActivity();
     if (closing instanceof Promise) return closing.catch((err: unknown) => this.ctx.log.error({ err }, 'ending a Gearman session failed'));
   }
 
