@@ -10,7 +10,6 @@ import { JobIndex } from './job-index.js';
 import { JOB_RECORD_HEAP_BYTES, TUBE_RECORD_HEAP_BYTES } from './record-costs.js';
 import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, readyLess, type JobImage, type JobState } from './job.js';
 import { nullJournal, type Journal, type TubeSettings } from './journal.js';
-import { OrderedSet } from '../common/ordered-set.js';
 import { fail, ok, type ReserveOutcome, type Result } from '../common/result.js';
 import { Rotation } from './rotation.js';
 import { Session, type SessionDelegate } from './session.js';
@@ -19,6 +18,7 @@ import { JobWatchers, type JobUpdate, type JobWatcher } from './watchers.js';
 import { ServerStats, type CountedCommand } from './stats.js';
 import { Tube } from './tube.js';
 import { MemoryBudget } from './budget.js';
+import { TubeRegistry } from './tube-registry.js';
 import { WIDE_SESSION_TUBES, WaitingSessions } from './waiting.js';
 import { JobQueues } from './queues.js';
 import { editedFields, type EngineOptions, type JobEdit, type KickKind, type PutRequest } from './requests.js';
@@ -48,28 +48,20 @@ export class Engine {
 
   private readonly clock: Clock;
   private readonly journal: Journal;
-  private readonly deadLetterAfter: number;
   private readonly dropAfterFailures: number;
   /** What happened to jobs lately, in one ring for all of them (history.ts). */
   readonly history: JobHistory;
-  /** Tubes' own settings, by name: they outlive the tube (a tube comes and goes with its jobs). */
-  private readonly tubeSettings = new Map<string, TubeSettings>();
   /** Largest body in bytes a job may have. */
   readonly maxJobSize: number;
   /** What one job costs in the record budget (bytes). */
   private readonly jobRecordBytes: number;
   private readonly budget: MemoryBudget;
-  private readonly tubesByName = new Map<string, Tube>();
-  /** Tubes in beanstalkd's list order (creation order with swap-remove). */
-  private readonly tubeOrder = new OrderedSet<Tube>();
+  /** The tubes, their settings and their pauses (tube-registry.ts). */
+  private readonly tubeRegistry: TubeRegistry;
   private readonly jobs = new JobIndex();
   private readonly bodies = new BodyStore();
   /** Walks the jobs while the body store is being compacted (null when it is not). */
   private compacting: IterableIterator<Job> | null = null;
-  private readonly pausedTubes = new IndexedHeap<Tube>(
-    (a, b) => a.unpauseAt < b.unpauseAt,
-    (t, i) => (t.pauseIndex = i),
-  );
   private readonly sessionTicks = new IndexedHeap<Session>(
     (a, b) => a.tickAt < b.tickAt,
     (s, i) => (s.tickIndex = i),
@@ -90,7 +82,6 @@ export class Engine {
     this.clock = options.clock;
     this.timeBase = new TimeBase(this.clock.now());
     this.journal = options.journal ?? nullJournal;
-    this.deadLetterAfter = options.deadLetterAfter ?? 0;
     this.dropAfterFailures = options.dropAfterFailures ?? 0;
     this.history = new JobHistory(options.historyEvents ?? DEFAULT_HISTORY_EVENTS);
     this.maxJobSize = options.maxJobSize ?? Number.POSITIVE_INFINITY;
@@ -116,7 +107,8 @@ export class Engine {
     );
     this.queues = new JobQueues(this.stats, this.events, this.waiting);
     this.startedAt = this.clock.now();
-    this.defaultTube = this.findOrCreateTube(DEFAULT_TUBE);
+    this.tubeRegistry = new TubeRegistry(this.timeBase, this.events, this.waiting, options.deadLetterAfter ?? 0);
+    this.defaultTube = this.tubeRegistry.createDefault(DEFAULT_TUBE);
   }
 
   now(): number {
@@ -126,35 +118,27 @@ export class Engine {
   // ---- tubes ---------------------------------------------------------------------------------
 
   tube(name: string): Tube | undefined {
-    return this.tubesByName.get(name);
+    return this.tubeRegistry.get(name);
   }
 
   /** All tubes in list-tubes order. */
   tubes(): readonly Tube[] {
-    return this.tubeOrder.values();
+    return this.tubeRegistry.list();
   }
 
   /** The tube named `name`, created if needed. The caller has validated the name. */
   findOrCreateTube(name: string): Tube {
-    let tube = this.tubesByName.get(name);
-    if (tube === undefined) {
-      tube = new Tube(name, this.timeBase);
-      tube.deadLetterAfter = this.tubeSettings.get(name)?.deadLetterAfter ?? this.deadLetterAfter;
-      this.tubesByName.set(name, tube);
-      this.tubeOrder.add(tube);
-      this.events.emit('tube:created', { tube });
-    }
-    return tube;
+    return this.tubeRegistry.findOrCreate(name);
   }
 
   /** The server-wide dead-letter limit (0: off). */
   get defaultDeadLetterAfter(): number {
-    return this.deadLetterAfter;
+    return this.tubeRegistry.defaultDeadLetterAfter;
   }
 
   /** A tube's own settings, or null when the server's defaults apply. The tube need not exist. */
   ownTubeSettings(name: string): TubeSettings | null {
-    return this.tubeSettings.get(name) ?? null;
+    return this.tubeRegistry.ownSettings(name);
   }
 
   /**
@@ -164,72 +148,23 @@ export class Engine {
    */
   setTubeSettings(name: string, settings: TubeSettings | null): Result<void> {
     if (!this.journal.setTubeSettings(name, settings)) return fail('INTERNAL_ERROR');
-    this.applyTubeSettings(name, settings);
+    this.tubeRegistry.applySettings(name, settings);
     return ok(undefined);
   }
 
   /** Recovery: a tube's settings record. */
   restoreTubeSettings(img: { tube: string; settings: TubeSettings | null }): void {
-    this.applyTubeSettings(img.tube, img.settings);
-  }
-
-  private applyTubeSettings(name: string, settings: TubeSettings | null): void {
-    if (settings === null) this.tubeSettings.delete(name);
-    else this.tubeSettings.set(name, { ...settings });
-    const tube = this.tubesByName.get(name);
-    if (tube !== undefined) tube.deadLetterAfter = settings?.deadLetterAfter ?? this.deadLetterAfter;
+    this.tubeRegistry.applySettings(img.tube, img.settings);
   }
 
   /** Pauses reservations from a tube for `delayMs` (0: for an instant, which wakes waiters). */
   pauseTube(name: string, delayMs: number): Result<Tube> {
-    const tube = this.tubesByName.get(name);
-    if (tube === undefined) return fail('NOT_FOUND');
-    const now = this.clock.now();
-    // protocol: a pause of 0 lasts one nanosecond, so waiting clients wake when it ends.
-    tube.pauseMs = delayMs === 0 ? 1e-6 : delayMs;
-    tube.unpauseAt = now + delayMs;
-    tube.cmdPause++;
-    if (tube.pauseIndex < 0) this.pausedTubes.push(tube);
-    else this.pausedTubes.update(tube.pauseIndex);
-    this.waiting.refreshAwaited(tube);
-    this.events.emit('tube:paused', { tube });
-    return ok(tube);
-  }
-
-  private unpause(tube: Tube): void {
-    tube.pauseMs = 0;
-    if (tube.pauseIndex >= 0) this.pausedTubes.removeAt(tube.pauseIndex);
-    this.events.emit('tube:paused', { tube });
-    this.waiting.refreshAwaited(tube);
-    if (tube.ready.size > 0) this.waiting.noteWideNews(tube);
-  }
-
-  /**
-   * Ends up to `budget` pauses that have run out by `now`, then serves waiters once, so they
-   * get the best job across every tube that opened (beanstalkd's process_queue unpauses all
-   * expired tubes before it picks a job). Returns how many pauses ended.
-   */
-  private endPauses(now: number, budget: number): number {
-    let n = 0;
-    for (let tube = this.pausedTubes.peek(); tube !== undefined && tube.unpauseAt <= now && n < budget; tube = this.pausedTubes.peek()) {
-      this.unpause(tube);
-      n++;
-    }
-    if (n > 0) this.waiting.processQueue();
-    return n;
+    return this.tubeRegistry.pause(name, delayMs, this.clock.now());
   }
 
   /** Removes `tube` if nothing uses, watches or holds it (for front doors that create tubes on the fly). */
   dropTubeIfUnused(tube: Tube): void {
-    this.maybeRemoveTube(tube);
-  }
-
-  private maybeRemoveTube(tube: Tube): void {
-    if (tube.using > 0 || tube.watching > 0 || tube.jobCount > 0 || tube === this.defaultTube) return;
-    this.tubesByName.delete(tube.name);
-    this.tubeOrder.delete(tube);
-    if (tube.pauseIndex >= 0) this.pausedTubes.removeAt(tube.pauseIndex);
-    this.events.emit('tube:removed', { tube });
+    this.tubeRegistry.removeIfUnused(tube);
   }
 
   // ---- sessions ------------------------------------------------------------------------------
@@ -282,10 +217,10 @@ export class Engine {
     for (let tube = session.watched.shift(); tube !== undefined; tube = session.watched.shift()) {
       tube.watching--;
       if (session.wide) tube.wideWatchers.delete(session);
-      this.maybeRemoveTube(tube);
+      this.tubeRegistry.removeIfUnused(tube);
     }
     session.used.using--;
-    this.maybeRemoveTube(session.used);
+    this.tubeRegistry.removeIfUnused(session.used);
     if (session.tickIndex >= 0) this.sessionTicks.removeAt(session.tickIndex);
     if (session.isProducer) this.stats.producers--;
     if (session.isWorker) this.stats.workers--;
@@ -327,7 +262,7 @@ export class Engine {
     old.using--;
     session.used = tube;
     tube.using++;
-    this.maybeRemoveTube(old);
+    this.tubeRegistry.removeIfUnused(old);
     return ok(tube);
   }
 
@@ -348,19 +283,19 @@ export class Engine {
    * answers use and watch with OUT_OF_MEMORY when it cannot make the tube.
    */
   hasRoomForTube(name: string): boolean {
-    return this.tubesByName.has(name) || this.budget.hasRoomForTube();
+    return this.tubeRegistry.has(name) || this.budget.hasRoomForTube();
   }
 
   /** Removes a tube from the watch list; the last watched tube cannot be ignored. */
   ignore(session: Session, name: string): Result<number> {
-    const tube = this.tubesByName.get(name);
+    const tube = this.tubeRegistry.get(name);
     if (tube === undefined || !session.watched.has(tube)) return ok(session.watched.size);
     if (!mayIgnore(session.watched.size, session.mayWatchNothing)) return fail('NOT_IGNORED');
     session.watched.delete(tube);
     session.rotation?.delete(tube);
     tube.watching--;
     this.waiting.ignored(session, tube);
-    this.maybeRemoveTube(tube);
+    this.tubeRegistry.removeIfUnused(tube);
     return ok(session.watched.size);
   }
 
@@ -419,7 +354,7 @@ export class Engine {
 
   /** What the job and tube records cost on the V8 heap (an estimate; see record-costs.ts). */
   get recordHeapBytes(): number {
-    return this.jobs.size * this.jobRecordBytes + this.tubesByName.size * TUBE_RECORD_HEAP_BYTES;
+    return this.jobs.size * this.jobRecordBytes + this.tubeRegistry.size * TUBE_RECORD_HEAP_BYTES;
   }
 
   /**
@@ -483,7 +418,7 @@ export class Engine {
     const now = this.clock.now();
     if (this.deadlineSoon(session, now) && !this.anyWatchedReady(session)) return { kind: 'deadline-soon' };
     // A pause that ran out before the scheduler's tick ends now; other waiters are served first.
-    this.endPauses(now, Number.POSITIVE_INFINITY);
+    this.tubeRegistry.endPauses(now, Number.POSITIVE_INFINITY);
     const best = this.bestReady(session, false);
     if (best !== undefined) {
       // protocol: beanstalkd always queues a reserving client as a waiter and takes it back
@@ -771,7 +706,7 @@ export class Engine {
     if (moving) {
       oldTube.touchState(from);
       if (this.events.has('job:moved')) this.events.emit('job:moved', { job, from: oldTube, state: from });
-      this.maybeRemoveTube(oldTube);
+      this.tubeRegistry.removeIfUnused(oldTube);
     }
     this.journalOf(job).rewrite(job, oldTubeBytes, oldBodyBytes);
     return ok(job);
@@ -847,7 +782,7 @@ export class Engine {
       this.stats.buried++;
     }
     // Tubes created for jobs that are all gone again are dropped.
-    for (const tube of [...this.tubeOrder.values()]) this.maybeRemoveTube(tube);
+    for (const tube of [...this.tubeRegistry.list()]) this.tubeRegistry.removeIfUnused(tube);
     if (nextId > this.nextJobId) this.nextJobId = nextId;
     return this.jobs.size;
   }
@@ -859,8 +794,8 @@ export class Engine {
     let next = Number.POSITIVE_INFINITY;
     const delayed = this.queues.firstDelayed();
     if (delayed !== undefined) next = delayed.deadlineAt;
-    const paused = this.pausedTubes.peek();
-    if (paused !== undefined && paused.unpauseAt < next) next = paused.unpauseAt;
+    const unpauseAt = this.tubeRegistry.nextUnpauseAt();
+    if (unpauseAt !== undefined && unpauseAt < next) next = unpauseAt;
     const session = this.sessionTicks.peek();
     if (session !== undefined && session.tickAt < next) next = session.tickAt;
     return next === Number.POSITIVE_INFINITY ? undefined : next;
@@ -877,12 +812,12 @@ export class Engine {
       this.queues.detach(job);
       this.queues.enqueueReady(job, 'delayed');
     }
-    const paused = this.pausedTubes.peek();
-    if (paused !== undefined && paused.unpauseAt <= now) {
+    const unpauseAt = this.tubeRegistry.nextUnpauseAt();
+    if (unpauseAt !== undefined && unpauseAt <= now) {
       if (work >= budget) return true;
-      work += this.endPauses(now, budget - work);
-      const next = this.pausedTubes.peek();
-      if (next !== undefined && next.unpauseAt <= now) return true;
+      work += this.tubeRegistry.endPauses(now, budget - work);
+      const next = this.tubeRegistry.nextUnpauseAt();
+      if (next !== undefined && next <= now) return true;
     }
     for (let s = this.sessionTicks.peek(); s !== undefined && s.tickAt <= now; s = this.sessionTicks.peek()) {
       if (work++ >= budget) return true;
@@ -1081,7 +1016,7 @@ export class Engine {
     job.tube.touchState(from);
     if (this.events.has('job:deleted')) this.events.emit('job:deleted', { job, from });
     if (this.watchers.any) this.watchers.end(job.id);
-    this.maybeRemoveTube(job.tube);
+    this.tubeRegistry.removeIfUnused(job.tube);
   }
 
 
