@@ -2,11 +2,9 @@ import { mayIgnore } from '../common/rules.js';
 import { DEADLINE_SOON_MARGIN_MS, DEFAULT_TUBE } from '../../shared/limits.js';
 import type { HistoryActor } from '../../shared/history.js';
 import type { Clock } from './clock.js';
-import { BodyStore } from './body-store.js';
 import { EngineEvents } from './events.js';
 import { IndexedHeap } from './heap.js';
 import { DEFAULT_HISTORY_EVENTS, JobHistory } from './history.js';
-import { JobIndex } from './job-index.js';
 import { JOB_RECORD_HEAP_BYTES, TUBE_RECORD_HEAP_BYTES } from './record-costs.js';
 import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, readyLess, type JobImage, type JobState } from './job.js';
 import { nullJournal, type Journal, type TubeSettings } from './journal.js';
@@ -19,14 +17,16 @@ import { ServerStats, type CountedCommand } from './stats.js';
 import { Tube } from './tube.js';
 import { MemoryBudget } from './budget.js';
 import { TubeRegistry } from './tube-registry.js';
+import { JobTable } from './job-table.js';
+import { Recovery } from './recovery.js';
+import { JobEditor } from './edits.js';
+import { FailureRules } from './failures.js';
 import { WIDE_SESSION_TUBES, WaitingSessions } from './waiting.js';
 import { JobQueues } from './queues.js';
-import { editedFields, type EngineOptions, type JobEdit, type KickKind, type PutRequest } from './requests.js';
+import { type EngineOptions, type JobEdit, type KickKind, type PutRequest } from './requests.js';
 
 export type { EngineOptions, JobEdit, KickKind, PutRequest };
 
-/** Jobs looked at per put while bodies are being compacted. */
-const COMPACTION_STEPS = 8;
 
 export { WIDE_SESSION_TUBES };
 
@@ -48,7 +48,6 @@ export class Engine {
 
   private readonly clock: Clock;
   private readonly journal: Journal;
-  private readonly dropAfterFailures: number;
   /** What happened to jobs lately, in one ring for all of them (history.ts). */
   readonly history: JobHistory;
   /** Largest body in bytes a job may have. */
@@ -58,10 +57,11 @@ export class Engine {
   private readonly budget: MemoryBudget;
   /** The tubes, their settings and their pauses (tube-registry.ts). */
   private readonly tubeRegistry: TubeRegistry;
-  private readonly jobs = new JobIndex();
-  private readonly bodies = new BodyStore();
-  /** Walks the jobs while the body store is being compacted (null when it is not). */
-  private compacting: IterableIterator<Job> | null = null;
+  /** Every job by id, with their bodies (job-table.ts). */
+  private readonly jobs = new JobTable();
+  private readonly recovery: Recovery;
+  private readonly editor: JobEditor;
+  private readonly failures: FailureRules;
   private readonly sessionTicks = new IndexedHeap<Session>(
     (a, b) => a.tickAt < b.tickAt,
     (s, i) => (s.tickIndex = i),
@@ -73,7 +73,6 @@ export class Engine {
   private readonly waiting: WaitingSessions;
   /** Who waits for news of a job (Gearman clients attached to a handle). */
   private readonly watchers = new JobWatchers();
-  private nextJobId = 1;
   private nextSessionId = 1;
   /** What every job's times are relative to (Job, keepTimesSmall). */
   private readonly timeBase: TimeBase;
@@ -82,7 +81,6 @@ export class Engine {
     this.clock = options.clock;
     this.timeBase = new TimeBase(this.clock.now());
     this.journal = options.journal ?? nullJournal;
-    this.dropAfterFailures = options.dropAfterFailures ?? 0;
     this.history = new JobHistory(options.historyEvents ?? DEFAULT_HISTORY_EVENTS);
     this.maxJobSize = options.maxJobSize ?? Number.POSITIVE_INFINITY;
     this.jobRecordBytes = options.jobRecordBytes ?? JOB_RECORD_HEAP_BYTES;
@@ -109,6 +107,16 @@ export class Engine {
     this.startedAt = this.clock.now();
     this.tubeRegistry = new TubeRegistry(this.timeBase, this.events, this.waiting, options.deadLetterAfter ?? 0);
     this.defaultTube = this.tubeRegistry.createDefault(DEFAULT_TUBE);
+    this.recovery = new Recovery(this.jobs, this.tubeRegistry, this.queues, this.stats);
+    const host = {
+      maxJobSize: this.maxJobSize,
+      hasRoomFor: (bytes: number) => this.hasRoomFor(bytes),
+      journalOf: (job: Job) => this.journalOf(job),
+      now: () => this.clock.now(),
+    };
+    this.editor = new JobEditor(host, this.jobs, this.tubeRegistry, this.queues, this.history, this.events, this.stats);
+    const failureHost = { journalOf: host.journalOf, drop: (job: Job, from: JobState) => this.dropJob(job, from) };
+    this.failures = new FailureRules(failureHost, this.queues, this.history, options.dropAfterFailures ?? 0);
   }
 
   now(): number {
@@ -208,7 +216,7 @@ export class Engine {
       // Recorded before the job is ready: a waiting worker may take it at once, and reserve after.
       const now = this.clock.now();
       this.history.record(job.id, now, 'disconnect', session.id, session.peer);
-      if (this.failedTooOften(job, now, 'disconnect')) continue;
+      if (this.failures.failedTooOften(job, now, 'disconnect')) continue;
       this.queues.enqueueReady(job, 'reserved');
       if (recorded) this.journalOf(job).update(job);
     }
@@ -339,17 +347,17 @@ export class Engine {
 
   /** The id the next put will get. */
   get nextId(): number {
-    return this.nextJobId;
+    return this.jobs.nextId;
   }
 
   /** Takes the next job id. beanstalkd takes it when the put line arrives, so a failed put uses one up. */
   allocateJobId(): number {
-    return this.nextJobId++;
+    return this.jobs.allocateId();
   }
 
   /** Bytes of all job bodies held. */
   get bodyBytes(): number {
-    return this.bodies.bytes;
+    return this.jobs.bodies.bytes;
   }
 
   /** What the job and tube records cost on the V8 heap (an estimate; see record-costs.ts). */
@@ -395,14 +403,14 @@ export class Engine {
       job.state = 'delayed';
       job.deadlineAt = now + request.delayMs;
     }
-    this.bodies.place(job, request.body, request.bodyOwned === true);
+    this.jobs.bodies.place(job, request.body, request.bodyOwned === true);
     if (request.transient === true) job.file = TRANSIENT_FILE;
     if (!this.journalOf(job).put(job)) {
-      this.bodies.release(job);
+      this.jobs.bodies.release(job);
       return fail('OUT_OF_MEMORY');
     }
-    this.compactBodies();
-    this.jobs.set(id, job);
+    this.jobs.compactSome();
+    this.jobs.add(job);
     this.stats.totalJobs++;
     job.tube.totalJobs++;
     this.history.record(id, now, 'put', request.by?.id ?? 0, request.by?.peer ?? '');
@@ -521,7 +529,7 @@ export class Engine {
     job.releases++;
     const now = this.clock.now();
     this.history.record(id, now, 'release', session.id, session.peer);
-    if (this.strike(job)) this.deadLetter(job, now, 'release');
+    if (this.failures.strike(job)) this.failures.deadLetter(job, now, 'release');
     else if (delayMs > 0) this.queues.enqueueDelayed(job, 'reserved', now + delayMs);
     else this.queues.enqueueReady(job, 'reserved');
     this.journalOf(job).update(job);
@@ -587,19 +595,11 @@ export class Engine {
   }
 
   /**
-   * Kicks up to `max` jobs of `kind` from `tube` to ready and returns how many moved. Front doors
-   * call it in bounded slices so a huge kick never stalls other clients. Stops early when the
-   * journal cannot record more.
+   * Kicks up to `max` jobs of `kind` from `tube` to ready and returns how many moved (edits.ts).
+   * Front doors call it in bounded slices so a huge kick never stalls other clients.
    */
   kickSome(tube: Tube, kind: KickKind, max: number, actor: HistoryActor | null = null): number {
-    let n = 0;
-    while (n < max) {
-      const job = kind === 'buried' ? tube.firstBuried() : tube.delayed.peek();
-      if (job === undefined || !this.journalOf(job).canUpdate(1)) break;
-      this.kickOne(job, actor);
-      n++;
-    }
-    return n;
+    return this.editor.kickSome(tube, kind, max, actor);
   }
 
   /** kick in one call: for callers with a small bound. */
@@ -608,23 +608,7 @@ export class Engine {
   }
 
   kickJob(id: number, actor: HistoryActor | null = null): Result<Job> {
-    const job = this.jobs.get(id);
-    if (job === undefined || (job.state !== 'buried' && job.state !== 'delayed')) return fail('NOT_FOUND');
-    if (!this.journalOf(job).canUpdate(1)) return fail('INTERNAL_ERROR');
-    this.kickOne(job, actor);
-    return ok(job);
-  }
-
-  private kickOne(job: Job, actor: HistoryActor | null): void {
-    const from = job.state;
-    this.queues.detach(job);
-    job.kicks++;
-    this.history.record(job.id, this.clock.now(), 'kick', 0, '', '', actor);
-    // A kick gives the job a fresh start under the dead-letter rule.
-    job.strikes = 0;
-    job.buryCause = 0;
-    this.queues.enqueueReady(job, from);
-    this.journalOf(job).update(job);
+    return this.editor.kickJob(id, actor);
   }
 
   // ---- news of a job (Gearman's WORK_* packets) ---------------------------------------------
@@ -654,62 +638,11 @@ export class Engine {
   // ---- edits (the dashboard) -----------------------------------------------------------------
 
   /**
-   * Changes a job in place, keeping its id and counters: body, priority, TTR, delay, tube. A
-   * buried job stays buried (a move puts it last in the new tube's buried list). Fails with
-   * NOT_FOUND, JOB_RESERVED (a worker holds it), OUT_OF_MEMORY (the body budget, or no binlog
-   * room) and changes nothing then.
+   * Changes a job no worker holds, in place (edits.ts): body, priority, TTR, delay, tube. Fails
+   * with NOT_FOUND, JOB_RESERVED, JOB_TOO_BIG or OUT_OF_MEMORY and changes nothing then.
    */
   editJob(id: number, edit: JobEdit, actor: HistoryActor | null = null): Result<Job> {
-    const job = this.jobs.get(id);
-    if (job === undefined) return fail('NOT_FOUND');
-    if (job.state === 'reserved') return fail('JOB_RESERVED');
-    const bodyLength = edit.body?.length ?? job.bodyLength;
-    // Only a new body is held to -z: a job kept from a run with a larger -z can still be edited.
-    if (edit.body !== undefined && edit.body.length > this.maxJobSize) return fail('JOB_TOO_BIG');
-    if (bodyLength > job.bodyLength && !this.hasRoomFor(bodyLength - job.bodyLength)) return fail('OUT_OF_MEMORY');
-    const tubeName = edit.tube ?? job.tube.name;
-    if (!this.journalOf(job).canRewrite(tubeName.length, bodyLength)) return fail('OUT_OF_MEMORY');
-    const oldTubeBytes = job.tube.name.length;
-    const oldBodyBytes = job.bodyLength;
-    const from = job.state;
-    const oldTube = job.tube;
-    const moving = tubeName !== oldTube.name;
-    const requeue = from !== 'buried' || moving;
-    if (requeue) this.queues.detach(job);
-    if (edit.body !== undefined) {
-      this.bodies.release(job);
-      this.bodies.place(job, edit.body);
-    }
-    if (edit.priority !== undefined) job.priority = edit.priority;
-    if (edit.ttrMs !== undefined) job.ttrMs = edit.ttrMs;
-    if (edit.delayMs !== undefined) job.delayMs = edit.delayMs;
-    // total-jobs stays with the tube the job was put into: it counts puts, not residents.
-    if (moving) job.tube = this.findOrCreateTube(tubeName);
-    // Recorded before the job is queued again: a waiting worker may reserve it at once.
-    const now = this.clock.now();
-    const changed = editedFields(edit, moving);
-    if (changed !== '') this.history.record(id, now, 'edit', 0, '', changed, actor);
-    if (moving) this.history.record(id, now, 'move', 0, '', oldTube.name, actor);
-    if (from === 'buried') {
-      if (moving) {
-        job.buriedSeq = this.queues.nextBuriedSeq();
-        job.tube.buried.push(job);
-        this.stats.buried++;
-      }
-      this.queues.changed(job, from);
-    } else if (edit.delayMs !== undefined ? edit.delayMs > 0 : from === 'delayed') {
-      const deadline = edit.delayMs !== undefined ? this.clock.now() + edit.delayMs : job.deadlineAt;
-      this.queues.enqueueDelayed(job, from, deadline);
-    } else {
-      this.queues.enqueueReady(job, from);
-    }
-    if (moving) {
-      oldTube.touchState(from);
-      if (this.events.has('job:moved')) this.events.emit('job:moved', { job, from: oldTube, state: from });
-      this.tubeRegistry.removeIfUnused(oldTube);
-    }
-    this.journalOf(job).rewrite(job, oldTubeBytes, oldBodyBytes);
-    return ok(job);
+    return this.editor.edit(id, edit, actor);
   }
 
   /**
@@ -727,64 +660,26 @@ export class Engine {
     return n;
   }
 
-  // ---- recovery ----------------------------------------------------------------------------
+  // ---- recovery (recovery.ts) ---------------------------------------------------------------
 
-  /**
-   * Recovery, before serving: adds a job as a binlog's full record describes it, replacing an
-   * earlier version. Restored jobs sit only in the id index until `finishRestore`.
-   */
+  /** Recovery, before serving: a binlog's full record of a job, replacing an earlier version. */
   restoreJob(img: JobImage, file: number): void {
-    this.restoreDelete(img.id);
-    const job = new Job(img.id, this.findOrCreateTube(img.tube), img.priority, img.delayMs, img.ttrMs, img.createdAt);
-    this.bodies.place(job, img.body);
-    this.restoreState(img, job);
-    job.file = file;
-    this.jobs.set(job.id, job);
+    this.recovery.job(img, file);
   }
 
   /** Recovery: a state record; one for an id with no full record is ignored. */
-  restoreState(img: Omit<JobImage, 'tube' | 'ttrMs' | 'createdAt' | 'body'>, job = this.jobs.get(img.id)): void {
-    if (job === undefined) return;
-    job.state = img.state;
-    job.priority = img.priority;
-    job.delayMs = img.delayMs;
-    job.deadlineAt = img.deadlineAt;
-    job.reserves = img.reserves;
-    job.setCounters(img);
+  restoreState(img: Omit<JobImage, 'tube' | 'ttrMs' | 'createdAt' | 'body'>): void {
+    this.recovery.state(img);
   }
 
   /** Recovery: a delete record. */
   restoreDelete(id: number): void {
-    const old = this.jobs.get(id);
-    if (old === undefined) return;
-    this.jobs.delete(id);
-    this.bodies.release(old);
+    this.recovery.delete(id);
   }
 
-  /**
-   * Recovery done: every restored job goes to its queue (delayed jobs keep their absolute
-   * deadline; buried jobs are ordered by when they were buried). Counts nothing in the
-   * cumulative stats. Later puts get ids above `nextId` and above every restored id.
-   * Returns the number of jobs.
-   */
+  /** Recovery done: every restored job goes to its queue; later ids are above `nextId`. Returns the number of jobs. */
   finishRestore(nextId: number): number {
-    const buried: Job[] = [];
-    for (const job of this.jobs.values()) {
-      if (job.id >= this.nextJobId) this.nextJobId = job.id + 1;
-      this.queues.sawBuriedSeq(job.buriedSeq);
-      if (job.state === 'buried') buried.push(job);
-      else if (job.state === 'delayed') this.queues.enqueueDelayed(job, null, job.deadlineAt);
-      else this.queues.enqueueReady(job, null);
-    }
-    buried.sort((a, b) => a.buriedSeq - b.buriedSeq || a.id - b.id);
-    for (const job of buried) {
-      job.tube.buried.push(job);
-      this.stats.buried++;
-    }
-    // Tubes created for jobs that are all gone again are dropped.
-    for (const tube of [...this.tubeRegistry.list()]) this.tubeRegistry.removeIfUnused(tube);
-    if (nextId > this.nextJobId) this.nextJobId = nextId;
-    return this.jobs.size;
+    return this.recovery.finish(nextId);
   }
 
   // ---- time ----------------------------------------------------------------------------------
@@ -837,8 +732,8 @@ export class Engine {
       const recorded = this.journalOf(job).canUpdate(1);
       this.removeReserved(session, job);
       this.history.record(job.id, now, 'timeout', session.id, session.peer);
-      if (this.strike(job)) this.deadLetter(job, now, 'timeout');
-      else if (this.failedTooOften(job, now, 'timeout')) continue;
+      if (this.failures.strike(job)) this.failures.deadLetter(job, now, 'timeout');
+      else if (this.failures.failedTooOften(job, now, 'timeout')) continue;
       else this.queues.enqueueReady(job, 'reserved');
       if (recorded) this.journalOf(job).update(job);
     }
@@ -967,34 +862,6 @@ export class Engine {
   }
 
   /**
-   * Counts a release or a timeout against the dead-letter rule; true when it reaches the tube's
-   * limit, so the job is to be buried instead of made ready.
-   */
-  private strike(job: Job): boolean {
-    job.strikes++;
-    const limit = job.tube.deadLetterAfter;
-    return limit > 0 && job.strikes >= limit;
-  }
-
-  /**
-   * A job that just left its holder (`why`) has failed as often as dropAfterFailures allows: it
-   * is dropped (true). A drop the journal cannot record leaves the job to be made ready (false).
-   */
-  private failedTooOften(job: Job, now: number, why: 'disconnect' | 'timeout'): boolean {
-    if (this.dropAfterFailures === 0 || job.reserves < this.dropAfterFailures) return false;
-    if (!this.journalOf(job).delete(job)) return false;
-    this.history.record(job.id, now, 'retries-exhausted', 0, '', `${job.reserves} ${why}`);
-    this.dropJob(job, 'reserved');
-    return true;
-  }
-
-  /** The dead-letter rule buries a reserved job at its release or timeout. */
-  private deadLetter(job: Job, now: number, at: 'release' | 'timeout'): void {
-    this.history.record(job.id, now, 'dead-letter', 0, '', at);
-    this.queues.bury(job, 'reserved', BURY_CAUSE_CODE[at === 'release' ? 'dead-letter-release' : 'dead-letter-timeout']);
-  }
-
-  /**
    * Moves the time base up to `now` once the clock has run SWITCH_AFTER_MS (3 days) past it, so
    * that new times keep fitting in a job's small fields to the millisecond (TimeBase). Creation
    * times stay with their era; the deadlines of delayed and reserved jobs are re-encoded, each
@@ -1004,14 +871,13 @@ export class Engine {
   private keepTimesSmall(now: number): void {
     const base = this.timeBase;
     if (now - base.ms < SWITCH_AFTER_MS) return;
-    const from = base.advance(now, this.nextJobId);
+    const from = base.advance(now, this.jobs.nextId);
     this.queues.delayingTubes.forEach((tube) => tube.delayed.forEach((job) => job.rebaseDeadline(from)));
     for (const session of this.sessions) session.reservedByDeadline.forEach((job) => job.rebaseDeadline(from));
   }
 
   private dropJob(job: Job, from: JobState): void {
-    this.jobs.delete(job.id);
-    this.bodies.release(job);
+    this.jobs.remove(job);
     job.tube.cmdDelete++;
     job.tube.touchState(from);
     if (this.events.has('job:deleted')) this.events.emit('job:deleted', { job, from });
@@ -1019,26 +885,6 @@ export class Engine {
     this.tubeRegistry.removeIfUnused(job.tube);
   }
 
-
-  /**
-   * A few steps of body compaction, run by each put while the store holds more dead than live
-   * bytes: live bodies in mostly dead slabs move to the current slab, so a few long-lived jobs
-   * cannot pin many slabs. One pass over the jobs per trigger; amortised O(1) per put.
-   */
-  private compactBodies(): void {
-    if (this.compacting === null) {
-      if (!this.bodies.needsCompaction) return;
-      this.compacting = this.jobs.values();
-    }
-    for (let n = 0; n < COMPACTION_STEPS; n++) {
-      const next = this.compacting.next();
-      if (next.done === true) {
-        this.compacting = null;
-        return;
-      }
-      if (this.bodies.isSparse(next.value)) this.bodies.move(next.value);
-    }
-  }
 
   /** The journal for `job`: none for a transient one. */
   private journalOf(job: Job): Journal {
