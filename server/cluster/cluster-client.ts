@@ -21,7 +21,8 @@ import type {
   TubeName,
 } from '../operations/operations.js';
 import { mayIgnore, ttrWithFloor } from '../common/rules.js';
-import type { ClusterStore, ReservedRow } from './cluster-store.js';
+import type { ReservedRow } from './batched.js';
+import type { ClientStore } from './client-store.js';
 import { jobBytes } from './job-row.js';
 import { run } from './pool.js';
 import { STATE } from './schema.js';
@@ -65,7 +66,7 @@ export class ClusterClient implements ClientOperations {
   private everReserved = false;
 
   constructor(
-    private readonly store: ClusterStore,
+    private readonly store: ClientStore<ClusterClient>,
     readonly id: number,
     readonly delegate: ClientDelegate,
     readonly peer: string,

@@ -20,6 +20,7 @@ import { DEFAULT_TUBE } from '../../shared/limits.js';
 import { immediateDurability } from '../engine/journal.js';
 import { fail, ok } from '../common/result.js';
 import { COUNTED_COMMANDS } from '../engine/stats.js';
+import { JobWatchers } from '../engine/watchers.js';
 import type {
   ClientDelegate,
   ClientOperations,
@@ -49,7 +50,8 @@ import type {
 import { ttrWithFloor } from '../common/rules.js';
 import { tubeSettingsView } from '../operations/tube-settings-view.js';
 import { ClusterClient } from './cluster-client.js';
-import { jobBytes, jobSnapshot, type JobRow } from './job-row.js';
+import type { ClientStore } from './client-store.js';
+import { cursorFor, jobBytes, jobSnapshot, parseCursor, zeroCounts, type CountsRow, type JobRow } from './job-row.js';
 import type { ClusterNode, RealmMember } from './cluster-node.js';
 import { run, type Queryable } from './pool.js';
 import { PutBatch } from './put-batch.js';
@@ -58,6 +60,10 @@ import { STATE } from './schema.js';
 import { clusterSql, type ClusterSql, type Statement } from './sql.js';
 import { TurnBatch } from './turn-batch.js';
 import { Wakeups, type WakeupHandlers } from './wakeups.js';
+import { BodyBudget } from './body-budget.js';
+import { deleteArrays, type DeletedRow, type DeleteRequest, type LocalTube, type ReservedRow, type ReserveRequest } from './batched.js';
+import { TableCare } from './table-care.js';
+import { ReserveDispatch } from './dispatch.js';
 
 /** Waiting reserves look again this often even without news (a lost notification). */
 const SAFETY_POLL_MS = 1000;
@@ -67,16 +73,6 @@ const OVERDUE_GRACE_MS = 1000;
 const TUBES_MAX_AGE_MS = 1000;
 /** setTimeout's longest delay; a later due time is timed again when this one fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-/** A node gathers the jobs table's statistics at most this often, once this share of its live rows changed... */
-const ANALYZE_EVERY_MS = 10_000;
-const ANALYZE_SHARE = 0.2;
-/** ...and vacuums it at most this often, once its dead rows are this share of the live ones... */
-const VACUUM_EVERY_MS = 1000;
-const VACUUM_SHARE = 0.1;
-/** The longest wait between a node's vacuums after they failed (a statement timeout). */
-const VACUUM_BACKOFF_MS = 10 * 60 * 1000;
-/** ...and in both cases at least this many rows. */
-const TIDY_MIN_ROWS = 1000;
 /** Jobs a bulk clear or move changes per statement. */
 const BULK_SLICE = 1000;
 
@@ -90,73 +86,7 @@ export interface ClusterStoreOptions {
   historyEvents: number;
 }
 
-/** Per-node facts about a tube: its clients on this node, and the commands counted here. */
-interface LocalTube {
-  using: number;
-  watching: number;
-  waiting: number;
-  deletes: number;
-  pauses: number;
-}
-
-/** A client's reserve, batched with the others of its turn. `hold`: ms, or -1 for the job's TTR. */
-export interface ReserveRequest {
-  tubes: string[];
-  conn: number;
-  hold: number;
-  /** False once the request is moot (an offer to a client that stopped waiting): left out. */
-  live: () => boolean;
-}
-
-/** A reservation just made: what the client needs to hold it (its token) and to answer RESERVED. */
-export interface ReservedRow {
-  id: number;
-  tube: string;
-  reserves: number;
-  due_at: number;
-  ttr_ms: number;
-  body: Buffer;
-  /** Gearman: a foreground job nobody waits for any more (always false in the beanstalkd realm). */
-  abandoned: boolean;
-}
-
-/** A client's delete, with the token it holds for the job (-1s when it holds none). */
-export interface DeleteRequest {
-  id: number;
-  node: number;
-  conn: number;
-  reserves: number;
-  client: number;
-}
-
-/** A job a client's delete removed. */
-export interface DeletedRow {
-  id: number;
-  tube: string;
-  client: number;
-  bytes: number;
-}
-
-/** The deleteMany statement's first five parameters: ids, then each request's token and client. */
-export function deleteArrays(requests: DeleteRequest[]): unknown[] {
-  return [
-    requests.map((r) => r.id),
-    requests.map((r) => r.node),
-    requests.map((r) => r.conn),
-    requests.map((r) => r.reserves),
-    requests.map((r) => r.client),
-  ];
-}
-
-interface CountsRow {
-  urgent: number;
-  ready: number;
-  reserved: number;
-  delayed: number;
-  buried: number;
-}
-
-export class ClusterStore implements Operations, RealmMember {
+export class ClusterStore implements Operations, RealmMember, ClientStore<ClusterClient> {
   readonly durability: Durability = immediateDurability;
   readonly maxJobSize: number;
   readonly pool: pg.Pool;
@@ -172,11 +102,8 @@ export class ClusterStore implements Operations, RealmMember {
   readonly startedAt: number;
   readonly now: () => number;
   private readonly puts: PutBatch;
-  /** Body bytes in the cluster when last read, and what this node put since (the budget check). */
-  private clusterBytes = 0;
-  private bytesSinceRead = 0;
-  /** Bytes added (and removed) by this node not yet written to its row of beanpole_node_bytes. */
-  private bytesUnwritten = 0;
+  private readonly bodyBudget: BodyBudget;
+  private readonly tables: TableCare;
   /** Reserves and deletes of one turn, from every client of this node, one statement each. */
   readonly reserves = new TurnBatch<ReserveRequest, ReservedRow | null>(
     (requests) => this.reserveMany(requests),
@@ -191,17 +118,12 @@ export class ClusterStore implements Operations, RealmMember {
   private readonly clients = new Map<number, ClusterClient>();
   private readonly localTubes = new Map<string, LocalTube>();
   /** Clients blocked in reserve (or asleep), oldest first. */
-  private readonly waiters = new Set<ClusterClient>();
   private nextClientId = 1;
   private isDraining = false;
   private readonly drainListeners = new Set<() => void>();
-  protected readonly watchers = new Map<number, Set<JobWatcher>>();
-  /** Tubes with news since the last dispatch (null: all of them). */
-  private news: Set<string> | null = new Set();
-  private dispatching = false;
-  private dispatchQueued = false;
-  /** Bumped on every wake-up: a reserve that found nothing compares it to see whether it missed one. */
-  wakeGeneration = 0;
+  protected readonly watchers = new JobWatchers();
+  /** This node's waiting clients and the news that wakes them (dispatch.ts). */
+  private readonly dispatch: ReserveDispatch<ClusterClient>;
   private dueTimer: NodeJS.Timeout | null = null;
   private dueAt = Number.POSITIVE_INFINITY;
   private pollTimer: NodeJS.Timeout | null = null;
@@ -230,6 +152,9 @@ export class ClusterStore implements Operations, RealmMember {
     };
     this.commands = Object.fromEntries(COUNTED_COMMANDS.map((c) => [c, 0])) as Record<CountedCommand, number>;
     this.puts = new PutBatch(this);
+    this.dispatch = new ReserveDispatch(node.log);
+    this.bodyBudget = new BodyBudget(this.pool, this.sql, () => node.id, o.maxJobBytes);
+    this.tables = new TableCare(this.pool, this.sql, realm.tables.jobs, this.now);
     // Each realm has a channel of its own: a node hears only of the jobs its clients can take.
     this.wakeups = new Wakeups(node.url, realm === BEANSTALK_REALM ? 'beanpole' : `${realm.prefix}wakeups`, () => node.id, this.wakeupHandlers(), node.log);
   }
@@ -246,7 +171,7 @@ export class ClusterStore implements Operations, RealmMember {
 
   protected static async started<S extends ClusterStore>(store: S): Promise<S> {
     await store.wakeups.start();
-    await store.syncBytes();
+    await store.bodyBudget.sync();
     store.node.join(store);
     store.pollTimer = setInterval(() => void store.poll(), SAFETY_POLL_MS);
     store.pollTimer.unref();
@@ -277,42 +202,14 @@ export class ClusterStore implements Operations, RealmMember {
     return bytes > this.maxJobSize;
   }
 
-  /**
-   * True when a body of `bytes` would take the cluster over --max-job-bytes. The total is read
-   * every second (each node keeps its own count, so this costs the hot path nothing), plus what
-   * this node put since: other nodes' puts of the last second can go over by that much.
-   */
+  /** True when a body of `bytes` would take the cluster over --max-job-bytes (body-budget.ts). */
   overBudget(bytes: number): boolean {
-    const max = this.o.maxJobBytes;
-    return max !== null && this.clusterBytes + this.bytesSinceRead + bytes > max;
-  }
-
-  /**
-   * Writes this node's body bytes since it last did (its own row: no statement on the hot path
-   * waits for it) and reads the cluster's total for the budget check. A node that dies loses at
-   * most its last second of counting.
-   */
-  async syncBytes(): Promise<void> {
-    const delta = this.bytesUnwritten;
-    if (delta !== 0) {
-      this.bytesUnwritten = 0;
-      try {
-        await run(this.pool, this.sql.addBytes, [this.nodeId, delta]);
-      } catch (err) {
-        this.bytesUnwritten += delta;
-        throw err;
-      }
-    }
-    if (this.o.maxJobBytes === null) return;
-    const [row] = await run<{ bytes: number }>(this.pool, this.sql.clusterBytes, []);
-    this.clusterBytes = row!.bytes;
-    this.bytesSinceRead = 0;
+    return this.bodyBudget.over(bytes);
   }
 
   /** Bodies of `bytes` were committed (a put) or removed (negative: a delete). */
   addedBytes(bytes: number): void {
-    this.bytesUnwritten += bytes;
-    if (bytes > 0) this.bytesSinceRead += bytes;
+    this.bodyBudget.added(bytes);
   }
 
   // ---- RealmMember: the node's lease acts for every realm ---------------------------------------
@@ -353,7 +250,7 @@ export class ClusterStore implements Operations, RealmMember {
 
   forget(client: ClusterClient): void {
     this.clients.delete(client.id);
-    this.waiters.delete(client);
+    this.dispatch.delete(client);
   }
 
   /**
@@ -373,18 +270,15 @@ export class ClusterStore implements Operations, RealmMember {
   }
 
   addWaiter(client: ClusterClient): void {
-    this.waiters.add(client);
+    this.dispatch.add(client);
   }
 
   removeWaiter(client: ClusterClient): void {
-    this.waiters.delete(client);
+    this.dispatch.delete(client);
   }
 
-  /** Ids used up by puts whose body never came, drawn before this node's next put. */
-  unusedIds = 0;
-
   useUpIds(n: number): void {
-    this.unusedIds += n;
+    this.puts.useUpIds(n);
   }
 
   /** Connections gone whose jobs could not be given back yet (the database was unreachable). */
@@ -432,47 +326,12 @@ export class ClusterStore implements Operations, RealmMember {
 
   /** News for the waiters: they look for jobs in these tubes (null: in any tube). */
   wake(tubes: Set<string> | null): void {
-    this.wakeGeneration++;
-    if (this.news !== null) {
-      if (tubes === null) this.news = null;
-      else for (const t of tubes) this.news.add(t);
-    }
-    if (this.waiters.size === 0) {
-      this.news = new Set();
-      return;
-    }
-    if (this.dispatching) {
-      this.dispatchQueued = true;
-      return;
-    }
-    void this.dispatch();
+    this.dispatch.wake(tubes);
   }
 
-  /**
-   * Offers jobs to the waiting clients that watch a tube with news, all at once: their reserves
-   * go in one statement per set of tubes (reserveMany), which hands the best jobs to the oldest
-   * waiters first.
-   */
-  private async dispatch(): Promise<void> {
-    this.dispatching = true;
-    try {
-      do {
-        this.dispatchQueued = false;
-        const news = this.news;
-        this.news = new Set();
-        const offers: Promise<boolean>[] = [];
-        for (const client of this.waiters) {
-          // All its tubes, not only those with news: a better job may wait in another one.
-          const tubes = client.watchedTubes();
-          if (news === null || tubes.some((t) => news.has(t))) offers.push(client.offer(tubes));
-        }
-        await Promise.all(offers);
-      } while (this.dispatchQueued && this.waiters.size > 0);
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'cluster: waking waiting reserves failed (the next poll tries again)');
-    } finally {
-      this.dispatching = false;
-    }
+  /** Bumped whenever waiting clients are woken. */
+  get wakeGeneration(): number {
+    return this.dispatch.generation;
   }
 
   /** One turn's reserves: one statement per set of watched tubes, the clients in the order they asked. */
@@ -568,56 +427,18 @@ export class ClusterStore implements Operations, RealmMember {
       const ready = expired.filter((r) => r.state === STATE.ready).map((r) => r.tube);
       if (ready.length > 0) this.jobsReady(ready, true);
       await this.promote();
-      await this.syncBytes();
+      await this.bodyBudget.sync();
       // The ring: every node with history trims to its size (the smallest one wins).
       if (this.o.historyEvents > 0) await run(this.pool, this.sql.trimHistory, [this.o.historyEvents]);
-      await this.tidy();
+      await this.tables.tidy();
       await this.pollRealm();
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'cluster: poll failed');
     }
-    if (this.waiters.size > 0) this.wake(null);
+    if (this.dispatch.size > 0) this.wake(null);
   }
 
   // ---- delayed jobs ----------------------------------------------------------------------------
-
-  private analyzedAt = 0;
-  private vacuumedAt = 0;
-  private vacuumEvery = VACUUM_EVERY_MS;
-
-  /**
-   * Keeps the jobs table fit for the reserve, as autovacuum would if its launcher looked more
-   * often than once a minute (its default): the statistics are gathered when the table changed a
-   * lot (a reserve planned on an empty table's statistics probes the (tube, state) index and
-   * sorts instead of reading the ready index in order, so every reserve reads all of its tube's
-   * entries: 1,841 jobs/s against 4,344 after an ANALYZE), and dead rows are vacuumed when there
-   * are many (every reserved or deleted job leaves a dead entry at the queue's head, which each
-   * reserve reads past until a vacuum: about 17% more jobs/s measured). SKIP_LOCKED: when another
-   * node or autovacuum is at it, that is enough. A node whose role does not own the table gets a
-   * warning from PostgreSQL and nothing else.
-   */
-  private async tidy(): Promise<void> {
-    const now = this.now();
-    if (now - this.analyzedAt < ANALYZE_EVERY_MS && now - this.vacuumedAt < this.vacuumEvery) return;
-    const [row] = await run<{ changed: number; live: number; dead: number }>(this.pool, this.sql.staleness, []);
-    if (row === undefined) return;
-    if (now - this.vacuumedAt >= this.vacuumEvery && row.dead >= Math.max(TIDY_MIN_ROWS, row.live * VACUUM_SHARE)) {
-      this.vacuumedAt = now;
-      try {
-        await this.pool.query(`VACUUM (SKIP_LOCKED) ${this.realm.tables.jobs}`);
-        this.vacuumEvery = VACUUM_EVERY_MS;
-      } catch (err) {
-        // A table too big to vacuum within the statement timeout is left to autovacuum for a
-        // while: the node tries again ever less often, up to every VACUUM_BACKOFF_MS.
-        this.vacuumEvery = Math.min(this.vacuumEvery * 2, VACUUM_BACKOFF_MS);
-        throw err;
-      }
-    }
-    if (now - this.analyzedAt >= ANALYZE_EVERY_MS && row.changed >= Math.max(TIDY_MIN_ROWS, row.live * ANALYZE_SHARE)) {
-      this.analyzedAt = now;
-      await this.pool.query(`ANALYZE (SKIP_LOCKED) ${this.realm.tables.jobs}`);
-    }
-  }
 
   /** What else this realm looks at every second (the Gearman realm: packets, limits). */
   protected async pollRealm(): Promise<void> {}
@@ -733,7 +554,7 @@ export class ClusterStore implements Operations, RealmMember {
   }
 
   watcherCount(id: number): number {
-    return this.watchers.get(id)?.size ?? 0;
+    return this.watchers.count(id);
   }
 
   /** Tubes with jobs, or referenced by this node's clients; the default tube always. */
@@ -1047,33 +868,21 @@ export class ClusterStore implements Operations, RealmMember {
   // ---- news of a job (this node's watchers: a cluster relays none between nodes yet) ------------
 
   attachWatcher(id: number, watcher: JobWatcher): boolean {
-    let set = this.watchers.get(id);
-    if (set === undefined) this.watchers.set(id, (set = new Set()));
-    set.add(watcher);
+    this.watchers.attach(id, watcher);
     return true;
   }
 
   detachWatcher(id: number, watcher: JobWatcher): number {
-    const set = this.watchers.get(id);
-    if (set === undefined) return 0;
-    set.delete(watcher);
-    if (set.size === 0) this.watchers.delete(id);
-    return set.size;
+    return this.watchers.detach(id, watcher);
   }
 
   report(id: number, update: JobUpdate): number {
-    const set = this.watchers.get(id);
-    if (set === undefined) return 0;
-    for (const w of set) w.update(id, update);
-    return set.size;
+    return this.watchers.report(id, update);
   }
 
   /** Job `id` was deleted through this node: its watchers here hear no more of it. */
   jobEnded(id: number): void {
-    const set = this.watchers.get(id);
-    if (set === undefined) return;
-    this.watchers.delete(id);
-    for (const w of set) w.ended(id);
+    this.watchers.end(id);
   }
 
   /** A statement failed (the database is unreachable, a timeout): the command answers INTERNAL_ERROR. */
@@ -1081,20 +890,4 @@ export class ClusterStore implements Operations, RealmMember {
     this.log.warn({ err: (err as Error).message }, 'cluster: a statement failed');
     return fail('INTERNAL_ERROR');
   }
-}
-
-function zeroCounts(): CountsRow {
-  return { urgent: 0, ready: 0, reserved: 0, delayed: 0, buried: 0 };
-}
-
-/** A page cursor: the last job's position in its list ("a:b"). */
-function cursorFor(state: JobState, row: Pick<JobRow, 'id' | 'priority' | 'due_at' | 'bury_order'>): string {
-  const first = state === 'ready' ? row.priority : state === 'buried' ? row.bury_order : row.due_at;
-  return `${first}:${row.id}`;
-}
-
-function parseCursor(cursor: string | null): [number, number] {
-  if (cursor === null) return [-1, -1];
-  const [a, b] = cursor.split(':').map(Number);
-  return Number.isFinite(a) && Number.isFinite(b) ? [a!, b!] : [-1, -1];
 }

@@ -11,7 +11,8 @@ import { fail, ok } from '../common/result.js';
 import type { QueueLimits } from '../gearman/registry.js';
 import type { JobBytes, NewJob, QueuedState, Result } from '../operations/operations.js';
 import type { ClusterNode } from './cluster-node.js';
-import { ClusterStore, deleteArrays, type ClusterStoreOptions, type DeletedRow, type DeleteRequest, type ReservedRow } from './cluster-store.js';
+import { deleteArrays, type DeletedRow, type DeleteRequest, type ReservedRow } from './batched.js';
+import { ClusterStore, type ClusterStoreOptions } from './cluster-store.js';
 import { GEARMAN_SQL } from './gearman-sql.js';
 import { NO_ROOM } from './put-batch.js';
 import { inTransaction, run, type Queryable } from './pool.js';
@@ -246,7 +247,7 @@ export class GearmanClusterStore extends ClusterStore {
         this.receiveAgain = false;
         const rows = await run<{ seq: number | null; job: number; type: number | null; data: Buffer | null }>(this.pool, GEARMAN_SQL.receive, [
           this.nodeId,
-          [...this.watchers.keys()],
+          [...this.watchers.ids()],
         ]);
         const packets = rows.filter((r) => r.seq !== null).sort((a, b) => a.seq! - b.seq!);
         for (const p of packets) this.report(p.job, { kind: String(p.type), data: p.data! });

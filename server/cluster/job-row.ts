@@ -67,3 +67,29 @@ export function jobSnapshot(row: JobRow, nodeId: number): JobSnapshot {
     body: row.body,
   };
 }
+
+/** Jobs of a tube (or the cluster) by state: what stats and stats-tube count. */
+export interface CountsRow {
+  urgent: number;
+  ready: number;
+  reserved: number;
+  delayed: number;
+  buried: number;
+}
+
+export function zeroCounts(): CountsRow {
+  return { urgent: 0, ready: 0, reserved: 0, delayed: 0, buried: 0 };
+}
+
+/** A page cursor: the last job's position in its list ("a:b"). */
+export function cursorFor(state: JobState, row: Pick<JobRow, 'id' | 'priority' | 'due_at' | 'bury_order'>): string {
+  const first = state === 'ready' ? row.priority : state === 'buried' ? row.bury_order : row.due_at;
+  return `${first}:${row.id}`;
+}
+
+/** The position a cursor names; [-1, -1] (the start) for none or one that does not parse. */
+export function parseCursor(cursor: string | null): [number, number] {
+  if (cursor === null) return [-1, -1];
+  const [a, b] = cursor.split(':').map(Number);
+  return Number.isFinite(a) && Number.isFinite(b) ? [a!, b!] : [-1, -1];
+}

@@ -7,8 +7,9 @@
 import { fail, ok } from '../common/result.js';
 import type { JobBytes, NewJob, Result } from '../operations/operations.js';
 import { ClientOrder } from './client-order.js';
-import type { ClusterStore } from './cluster-store.js';
+import type pg from 'pg';
 import { run } from './pool.js';
+import type { ClusterSql, Statement } from './sql.js';
 import { STATE } from './schema.js';
 
 /** Most puts, and body bytes, in one statement. */
@@ -31,13 +32,35 @@ interface QueuedPut {
 /** SQLSTATE classes that mean the database refused to store more (disk full, out of memory). */
 export const NO_ROOM = new Set(['53100', '53200']);
 
+/** What the batched puts need of their store: the database, and whom to tell of new jobs. */
+export interface PutStore {
+  readonly pool: pg.Pool;
+  readonly sql: ClusterSql;
+  /** Where the batched statements run (ClusterNode.hotPool), and the put statement. */
+  readonly hot: { pool: pg.Pool; put: Statement };
+  readonly nodeId: number;
+  now(): number;
+  /** Bodies of `bytes` were committed. */
+  addedBytes(bytes: number): void;
+  jobsReady(tubes: Iterable<string>, tellOthers: boolean): void;
+  delayedDue(at: number): void;
+  failed<T>(err: unknown): Result<T>;
+}
+
 export class PutBatch {
   private queue: QueuedPut[] = [];
+  /** Ids used up by puts whose body never came, drawn before this node's next put. */
+  private unusedIds = 0;
   private flushQueued = false;
   private inFlight = 0;
   private readonly order = new ClientOrder<QueuedPut>((p) => p.client);
 
-  constructor(private readonly store: ClusterStore) {}
+  constructor(private readonly store: PutStore) {}
+
+  /** Ids the protocol handed out for puts that never came: the next statement draws them first. */
+  useUpIds(n: number): void {
+    this.unusedIds += n;
+  }
 
   add(tube: string, job: NewJob, client = 0): Promise<Result<JobBytes>> {
     // The caller may reuse the body's memory once this returns (NewJob's contract).
@@ -76,9 +99,9 @@ export class PutBatch {
     const store = this.store;
     const now = store.now();
     try {
-      if (store.unusedIds > 0) {
-        const n = store.unusedIds;
-        store.unusedIds = 0;
+      if (this.unusedIds > 0) {
+        const n = this.unusedIds;
+        this.unusedIds = 0;
         await run(store.pool, store.sql.useUpIds, [n]);
       }
       const rows = await run<{ id: number }>(store.hot.pool, store.hot.put, [

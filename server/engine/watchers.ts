@@ -42,6 +42,11 @@ export class JobWatchers {
     return this.byJob.get(id)?.size ?? 0;
   }
 
+  /** Ids of the jobs someone watches. */
+  ids(): IterableIterator<number> {
+    return this.byJob.keys();
+  }
+
   /** Passes `update` to every watcher of job `id`, in attach order; returns how many got it. */
   report(id: number, update: JobUpdate): number {
     const watching = this.byJob.get(id);
