@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { DEFAULT_GEARMAN_MAX_SIZE } from '../shared/limits.js';
 import type { AdminContext } from './admin/app.js';
 import { AdminShell } from './admin/shell.js';
+import { localAuditLog } from './admin/audit/audit-file.js';
+import { ClusterAuditLog } from './cluster/cluster-audit.js';
 import { MAX_CLUSTER_JOB_SIZE, USAGE, USAGE_EXIT_CODE, parseCommandLine, type ServerOptions } from './cli.js';
 import { systemClock } from './engine/clock.js';
 import { TurnClock } from './turn-clock.js';
@@ -173,6 +175,7 @@ async function main(argv: string[]): Promise<void> {
         binlog: binlog !== null,
         historyDir: binlogDir === null ? null : path.join(binlogDir, 'stats-history'),
         cluster: null,
+        audit: localAuditLog(binlogDir, log),
         onActivity: scheduler.poke,
       },
       user !== null,
@@ -295,6 +298,7 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
         binlog: false,
         historyDir: null,
         cluster: { nodeId: () => node.id, nodes: () => node.nodes(), leaseMs: cluster.leaseMs, now: node.now },
+        audit: new ClusterAuditLog(node.pool, () => node.id, log),
         onActivity: noop,
       },
       user !== null,
