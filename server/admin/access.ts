@@ -77,6 +77,8 @@ export class Access {
   /** Records the change once its answer is sent (or the client went away first). */
   private auditWhenAnswered(req: Request, res: Response, principal: Principal, spec: AuditSpec): void {
     let answer: unknown;
+    // Express puts the parent's params back when a route passes an error on: keep the route's.
+    const params = { ...req.params };
     const json = res.json.bind(res);
     res.json = (body: unknown) => {
       answer = body;
@@ -86,6 +88,7 @@ export class Access {
       const sent = answer as { error?: unknown; count?: unknown } | undefined;
       const status = res.writableFinished ? res.statusCode : 499;
       let target: AuditTargetDto;
+      req.params = params;
       try {
         target = spec.target(req);
       } catch {
