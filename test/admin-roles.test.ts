@@ -16,6 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { API } from '../shared/api.js';
 import type { ApiErrorDto, SignedInDto } from '../shared/dto.js';
 import type { ClientToServerEvents, ServerToClientEvents } from '../shared/events.js';
+import type { JobHistoryDto } from '../shared/history.js';
 import { ROLES, roleAllows, type Role } from '../shared/roles.js';
 import { guardSpec, type RouteRole } from '../server/admin/access.js';
 import { attachAdmin, type AdminContext } from '../server/admin/app.js';
@@ -194,6 +195,10 @@ describe('roles on a real server', () => {
     expect((await api(s.url, API.job(id))).status).toBe(401);
     expect((await api(s.url, API.tubeSettings('t'), { method: 'PUT', json: { deadLetterAfter: 3 }, token: otto.token })).status).toBe(403);
     expect((await api(s.url, API.tubeSettings('t'), { method: 'PUT', json: { deadLetterAfter: 3 }, token: ada.token })).status).toBe(200);
+    // The job's history names the user who changed it.
+    expect((await api(s.url, API.job(id), { method: 'PATCH', json: { priority: 7 }, token: otto.token })).status).toBe(200);
+    const history = (await api(s.url, API.jobHistory(id), { token: vera.token })).json as JobHistoryDto;
+    expect(history.events.at(-1)).toMatchObject({ kind: 'edit', actor: { via: 'dashboard', user: 'otto' } });
     expect((await api(s.url, API.job(id), { method: 'DELETE', token: otto.token })).status).toBe(204);
     expect((await api(s.url, '/metrics', { token: vera.token })).status).toBe(200);
     for (const user of TEST_USERS) {
