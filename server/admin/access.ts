@@ -68,7 +68,7 @@ export class Access {
       if (this.readOnly && roleAllows(principal.role, spec.role)) {
         return next(new ApiError(403, 'READ_ONLY', 'this dashboard is read-only (--admin-read-only)'));
       }
-      next(new ApiError(403, 'FORBIDDEN', `this needs the ${spec.role} role; ${principal.user ?? 'you'} ${principal.user === null ? 'are' : 'is'} ${principal.role}`));
+      next(new ApiError(403, 'FORBIDDEN', `this needs the ${spec.role} role; ${principal.user ?? 'this token'} is ${principal.role}`));
     };
     guards.set(handler, spec);
     return handler;

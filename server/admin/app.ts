@@ -137,8 +137,9 @@ export function attachAdmin(
     serveClient: false,
     allowRequest: (req, callback) => callback(null, handshakeAllowed(req)),
   });
-  guardSocket(io, access);
+  // The rate limit first: a socket flooding events it may not send is cut off like any other.
   io.on('connection', (socket) => limitSocketEvents(socket));
+  guardSocket(io, access);
   const live = new LiveUpdates(io, ops, info, config, history, undefined, ctx.gearman?.view ?? null);
 
   return {
