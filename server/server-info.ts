@@ -1,4 +1,7 @@
 /** What `stats` and stats-job show, computed once for every front door (protocol YAML, admin JSON). */
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { VERSION } from './version.js';
 import { COUNTED_COMMANDS, type JobView, type ServerCounts, type TubeCounts } from './operations/operations.js';
 
 /** Facts about the process that `stats` shows; the protocol layer gathers them once. */
@@ -21,6 +24,24 @@ export interface BinlogStats {
   maxSize: number;
   /** Why the binlog cannot take records right now; shown only while it is so. */
   failure?: string | null;
+}
+
+/** This process's facts, with a fresh random instance id; `binlog` reads the binlog's numbers. */
+export function processInfo(binlog: ServerInfo['binlog']): ServerInfo {
+  return {
+    version: VERSION,
+    instanceId: randomBytes(8).toString('hex'),
+    hostname: os.hostname(),
+    os: os.version(),
+    platform: os.machine(),
+    pid: process.pid,
+    binlog,
+  };
+}
+
+/** The binlog numbers of a process without one: `binlog-max-size` still says -s. */
+export function noBinlogStats(maxSize: number): BinlogStats {
+  return { oldestIndex: 0, currentIndex: 0, recordsMigrated: 0, recordsWritten: 0, maxSize };
 }
 
 const SHOWN_COMMANDS = COUNTED_COMMANDS.filter((c) => c !== 'reserve-job' && c !== 'kick-job');

@@ -4,8 +4,8 @@ import type { Role } from './roles.js';
 
 export type { BuryCause };
 
-export type JobStateName = 'ready' | 'reserved' | 'delayed' | 'buried';
-export const JOB_STATES: readonly JobStateName[] = ['ready', 'reserved', 'delayed', 'buried'];
+export type JobState = 'ready' | 'reserved' | 'delayed' | 'buried';
+export const JOB_STATES: readonly JobState[] = ['ready', 'reserved', 'delayed', 'buried'];
 
 /** `stats` as JSON: beanstalkd's keys (kebab-case, in its order), numbers as numbers. */
 export type ServerStatsDto = Record<string, number | string | boolean>;
@@ -65,7 +65,7 @@ export type BodyDto =
 export interface JobStatsDto {
   id: number;
   tube: string;
-  state: JobStateName;
+  state: JobState;
   priority: number;
   ageSeconds: number;
   delaySeconds: number;
@@ -154,7 +154,7 @@ export interface ExternalJobDto {
 export interface NextJobDto {
   id: number | null;
   tube: string;
-  state: JobStateName;
+  state: JobState;
 }
 
 /** One minute of the server (GET /api/history): rates per second over the minute, and counts at its end. */

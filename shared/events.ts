@@ -1,4 +1,4 @@
-import type { ConnectionDto, GearmanSnapshotDto, JobDto, JobStateName, SnapshotDto, StatsTickDto, TubeDto } from './dto.js';
+import type { ConnectionDto, GearmanSnapshotDto, JobDto, JobState, SnapshotDto, StatsTickDto, TubeDto } from './dto.js';
 
 /** Acknowledgement of a client request: ok, or why not. */
 export type Ack = (result: { ok: true } | { ok: false; error: string }) => void;
@@ -13,7 +13,7 @@ export interface ServerToClientEvents {
   'tubes:updated': (tubes: TubeDto[]) => void;
   'tubes:removed': (names: string[]) => void;
   /** To viewers of a tube: which of its states gained or lost jobs since the last batch. */
-  'tube:jobs-changed': (change: { tube: string; states: JobStateName[] }) => void;
+  'tube:jobs-changed': (change: { tube: string; states: JobState[] }) => void;
   /** To viewers of a job: its new stats (and body when it was edited). */
   'job:updated': (job: JobDto) => void;
   'job:deleted': (id: number) => void;

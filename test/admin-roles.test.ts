@@ -20,7 +20,7 @@ import type { JobHistoryDto } from '../shared/history.js';
 import { ROLES, roleAllows, type Role } from '../shared/roles.js';
 import { guardSpec, type RouteRole } from '../server/admin/access.js';
 import { attachAdmin, type AdminContext } from '../server/admin/app.js';
-import { MemoryAuditLog } from '../server/admin/audit/memory-audit.js';
+import { MemoryAuditLog } from '../server/common/audit-entries.js';
 import { MinuteHistory } from '../server/admin/minute-history.js';
 import { StatsHistory } from '../server/admin/stats-history.js';
 import { AdminUsers } from '../server/admin/users.js';
@@ -84,7 +84,7 @@ function buildAdminApp(): { routes: TableRoute[]; close: () => Promise<void> } {
   const ctx: AdminContext = {
     ops,
     info: TEST_SERVER_INFO,
-    gearman: { view: new GearmanView(gearmanOps, new LocalGearmanRegistry(gearmanOps, 'test')), ops: gearmanOps, onActivity: () => undefined },
+    gearman: { view: new GearmanView(gearmanOps, new LocalGearmanRegistry(gearmanOps, 'test')), ops: gearmanOps },
     log,
     options: options.options.admin,
     uiDir: path.join(ROOT, 'dist', 'ui'),
@@ -92,7 +92,6 @@ function buildAdminApp(): { routes: TableRoute[]; close: () => Promise<void> } {
     historyDir: null,
     cluster: { nodeId: () => 1, nodes: () => Promise.resolve([]), leaseMs: 5000, now: Date.now },
     audit: new MemoryAuditLog(),
-    onActivity: () => undefined,
   };
   const server = http.createServer();
   // The app is the first 'request' listener added (socket.io wraps it afterwards).

@@ -37,6 +37,7 @@ const IMMEDIATE = new Set([
   'admitPut',
   'setHold',
   'halfClose',
+  'onActivity',
 ]);
 
 let turnSeed = 12345;
@@ -115,8 +116,6 @@ async function serve(async: boolean, settle: <V>(value: V) => Promise<V> = later
     ops: async ? asynchronous(memory, settle) : memory,
     info: INFO,
     log: pino({ level: 'silent' }),
-    onActivity: () => undefined,
-    durability: immediateDurability,
   });
   servers.push(server);
   const where = await server.listen('127.0.0.1', 0);
@@ -224,7 +223,7 @@ describe('a Gearman connection over a store that answers later', () => {
     const memory = new MemoryOperations({ engine, durability: immediateDurability, onActivity: () => undefined });
     const ops = asynchronous(memory, gated);
     const registry = new LocalGearmanRegistry(ops, 'test');
-    const server = new GearmanServer({ ops, registry, log: pino({ level: 'silent' }), onActivity: () => undefined, durability: immediateDurability, version: 'test', pid: 1, logLevel: 'silent', roundRobin: false, shutdown: () => undefined });
+    const server = new GearmanServer({ ops, registry, log: pino({ level: 'silent' }), version: 'test', pid: 1, logLevel: 'silent', roundRobin: false, shutdown: () => undefined });
     gearmanServers.push(server);
     const port = Number((await server.listen('127.0.0.1', 0)).split(':').pop());
     const client = await GearmanTestClient.connect(port);

@@ -11,7 +11,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { ClusterNode } from '../server/cluster/cluster-node.js';
 import { ClusterStore } from '../server/cluster/cluster-store.js';
-import type { ClientOperations, ReserveOutcome } from '../server/operations/operations.js';
+import type { ClientOperations, JobBytes, ReserveOutcome } from '../server/operations/operations.js';
 import { QUIET_DELEGATE as quiet } from '../server/testing.js';
 import { freshDatabase } from './support/cluster-db.js';
 
@@ -82,7 +82,7 @@ describe.skipIf(pgUrl === null)('cluster races', () => {
     const s = await open(url);
     const id = await put(s, 'default');
     const c = s.connect(quiet, 'test');
-    const pending = c.reserve(null) as Promise<ReserveOutcome>;
+    const pending = c.reserve(null) as Promise<ReserveOutcome<JobBytes>>;
     await c.close();
     await pending;
     await expect.poll(() => stateOf(url, id), { timeout: 3000 }).toBe(0);

@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Request, RequestHandler, Response } from 'express';
 import type { AuditTargetDto } from '../../shared/dto.js';
 import { roleAllows, type Role } from '../../shared/roles.js';
-import type { AuditLog } from '../operations/audit-log.js';
+import type { AuditLog } from '../common/audit-log.js';
 import { ApiError } from './errors.js';
 import { bearer } from './security.js';
 import type { AdminUsers, Principal } from './users.js';

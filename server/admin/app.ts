@@ -19,11 +19,12 @@ import compression from 'compression';
 import { ExternalServers } from './external.js';
 import type { MinuteHistory } from './minute-history.js';
 import { externalRoutes } from './external-routes.js';
-import { clusterRoutes, type AdminCluster } from './cluster-routes.js';
+import { clusterRoutes } from './cluster-routes.js';
+import type { ClusterNodes } from '../operations/cluster-nodes.js';
 import { apiRoutes } from './routes.js';
 import { allowedHostsOnly, hostCheck, limitSocketEvents, sameOriginForChanges, securityHeaders, socketHandshakeAllowed } from './security.js';
 import type { StatsHistory } from './stats-history.js';
-import type { AuditLog } from '../operations/audit-log.js';
+import type { AuditLog } from '../common/audit-log.js';
 import { Access } from './access.js';
 import { auditRoutes } from './audit-routes.js';
 import { guardedRouter } from './guarded-router.js';
@@ -35,7 +36,6 @@ export interface AdminGearman {
   view: GearmanView;
   /** Its store's operations (for the counters in /metrics). */
   ops: Operations;
-  onActivity: () => void;
 }
 
 export interface AdminContext {
@@ -50,10 +50,9 @@ export interface AdminContext {
   /** Where the minute history is kept across restarts (with -b: DIR/stats-history), or null. */
   historyDir: string | null;
   /** Cluster mode: the nodes view; null for a server with jobs of its own. */
-  cluster: AdminCluster | null;
+  cluster: ClusterNodes | null;
   /** Where changes made through the API are recorded (GET /api/audit reads it). */
   audit: AuditLog;
-  onActivity: () => void;
 }
 
 /** The dashboard, attached to its HTTP server. */
@@ -108,14 +107,14 @@ export function attachAdmin(
   });
   // Each route's guard (access.ts) signs the request in and checks its role.
   app.use('/api', sameOriginForChanges());
-  if (ctx.gearman !== null) app.use(gearmanRoutes(ctx.gearman.view, ctx.gearman.ops, ctx.gearman.onActivity, access));
+  if (ctx.gearman !== null) app.use(gearmanRoutes(ctx.gearman.view, ctx.gearman.ops, access));
   // Before apiRoutes, whose last handler answers 404 for any other /api path.
   const external = new ExternalServers();
   for (const address of options.attach) external.add(address, 'flag');
   app.use(externalRoutes(external, access));
   if (ctx.cluster !== null) app.use(clusterRoutes(ctx.cluster, access));
   app.use(auditRoutes(ctx.audit, access));
-  app.use(apiRoutes({ ops, info, config, minutes, onActivity: ctx.onActivity, access }));
+  app.use(apiRoutes({ ops, info, config, minutes, access }));
   const indexFile = path.join(ctx.uiDir, 'index.html');
   if (existsSync(indexFile)) {
     const page = withBasePath(readFileSync(indexFile, 'utf8'), options.basePath);

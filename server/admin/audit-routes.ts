@@ -3,7 +3,7 @@ import type { Router } from 'express';
 import { z } from 'zod';
 import { API } from '../../shared/api.js';
 import type { SignedInDto } from '../../shared/dto.js';
-import { MAX_AUDIT_PAGE, type AuditLog } from '../operations/audit-log.js';
+import { MAX_AUDIT_PAGE, type AuditLog } from '../common/audit-log.js';
 import { principalOf, type Access } from './access.js';
 import { guardedRouter } from './guarded-router.js';
 import { parseOrThrow } from './validation.js';

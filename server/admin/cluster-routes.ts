@@ -4,18 +4,11 @@ import type { Access } from './access.js';
 import { guardedRouter } from './guarded-router.js';
 import { API } from '../../shared/api.js';
 import type { ClusterNodeDto } from '../../shared/dto.js';
-import type { NodeRecord } from '../operations/cluster-nodes.js';
+import type { ClusterNodes, NodeRecord } from '../operations/cluster-nodes.js';
 
 /** What the dashboard needs of a cluster node. */
-export interface AdminCluster {
-  nodeId(): number;
-  nodes(): Promise<NodeRecord[]>;
-  /** How long a node's lease lasts (ms), to tell a late heartbeat from a missed one. */
-  leaseMs: number;
-  now(): number;
-}
 
-export function clusterNodeDto(row: NodeRecord, cluster: AdminCluster, now: number): ClusterNodeDto {
+export function clusterNodeDto(row: NodeRecord, cluster: ClusterNodes, now: number): ClusterNodeDto {
   // Heartbeats come five times per lease: two missed in a row is late.
   const late = now - row.heartbeat_at > (2 * cluster.leaseMs) / 5 + 200;
   return {
@@ -32,7 +25,7 @@ export function clusterNodeDto(row: NodeRecord, cluster: AdminCluster, now: numb
   };
 }
 
-export function clusterRoutes(cluster: AdminCluster, access: Access): Router {
+export function clusterRoutes(cluster: ClusterNodes, access: Access): Router {
   const r = guardedRouter(access);
   r.get(API.clusterNodes, 'viewer', async (_req, res) => {
     const now = cluster.now();

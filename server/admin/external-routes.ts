@@ -1,6 +1,6 @@
 import express, { type Request, type Response, type Router } from 'express';
 import type { Access } from './access.js';
-import { bodyOnly, externalThing } from './audit/targets.js';
+import { bodyOnly, externalThing } from './audit-targets.js';
 import { guardedRouter } from './guarded-router.js';
 import { z } from 'zod';
 import { API } from '../../shared/api.js';

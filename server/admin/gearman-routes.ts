@@ -1,7 +1,7 @@
 import { actorOf } from './actor.js';
 import express, { type Request, type Response, type Router } from 'express';
 import type { Access } from './access.js';
-import { bulkSelection, pathThing } from './audit/targets.js';
+import { bulkSelection, pathThing } from './audit-targets.js';
 import { guardedRouter } from './guarded-router.js';
 import { z } from 'zod';
 import { API, type BulkResponse } from '../../shared/api.js';
@@ -64,7 +64,7 @@ const ENGINE_STATES: Readonly<Record<GearmanJobState, JobState>> = { queued: 're
  * The dashboard's Gearman section: functions and workers, a function's jobs by state, one job by
  * handle, and cancelling a queued job. Read-only mode and the token apply as to the rest of /api.
  */
-export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: () => void, access: Access): Router {
+export function gearmanRoutes(view: GearmanView, ops: Operations, access: Access): Router {
   const r = guardedRouter(access);
   const route = (fn: (req: Request, res: Response) => unknown) => fn;
   // Searches read a job's data, not the unique id kept in front of it.
@@ -109,7 +109,7 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
         // longer matches is left alone.
         count = await actInSlices(found.ids, async (id) => (await found.stillMatches(id)) && (await ops.delete(id, actorOf(req))).ok);
       }
-      onActivity();
+      ops.onActivity();
       // Answered once the deletes are durable, as every change through the API is.
       await new Promise<void>((resolve) => ops.durability.whenDurable(ops.durability.appendedSeq, resolve));
       res.json({ count, skipped: total - count, complete } satisfies BulkResponse);
@@ -163,7 +163,7 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, onActivity: ()
         if (result.code === 'JOB_RESERVED') throw new ApiError(409, 'JOB_RUNNING', 'a worker is running this job; it can be cancelled only while queued');
         throw engineError(result.code);
       }
-      onActivity();
+      ops.onActivity();
       res.status(204).end();
     }),
   );

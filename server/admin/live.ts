@@ -1,5 +1,5 @@
 import type { Server as IoServer, Socket } from 'socket.io';
-import type { AdminConfigDto, JobStateName, TubeDto } from '../../shared/dto.js';
+import type { AdminConfigDto, JobState, TubeDto } from '../../shared/dto.js';
 import type { Ack, ClientToServerEvents, ServerToClientEvents } from '../../shared/events.js';
 import { whenReady, type JobSnapshot, type JobView, type Operations, type Pending, type TubeCounts } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
@@ -34,7 +34,7 @@ export interface ViewLimits {
   perSocket: number;
   perServer: number;
 }
-const STATE_NAMES: readonly JobStateName[] = ['ready', 'reserved', 'delayed', 'buried'];
+const STATE_NAMES: readonly JobState[] = ['ready', 'reserved', 'delayed', 'buried'];
 
 const tubeRoom = (name: string): string => `tube:${name}`;
 const jobRoom = (id: number): string => `job:${id}`;
@@ -362,8 +362,8 @@ export class LiveUpdates {
   }
 
   /** The states whose job lists changed since the last sweep (and takes note of them). */
-  private changedStates(tube: TubeCounts, mark: TubeMark): JobStateName[] {
-    const states: JobStateName[] = [];
+  private changedStates(tube: TubeCounts, mark: TubeMark): JobState[] {
+    const states: JobState[] = [];
     for (let i = 0; i < 4; i++) {
       if (tube.stateChanges[i] !== mark.stateChanges[i]) {
         mark.stateChanges[i] = tube.stateChanges[i]!;

@@ -1,7 +1,7 @@
 import { actorOf } from './actor.js';
 import express, { type Request, type Response, type Router } from 'express';
 import type { Access } from './access.js';
-import { allTubes, bulkSelection, oneJob, oneTube, pathThing } from './audit/targets.js';
+import { allTubes, bulkSelection, oneJob, oneTube, pathThing } from './audit-targets.js';
 import { guardedRouter } from './guarded-router.js';
 import { z } from 'zod';
 import { API, type BulkResponse, type CountResponse } from '../../shared/api.js';
@@ -22,8 +22,6 @@ export interface RoutesContext {
   config: AdminConfigDto;
   /** The minute samples of the long charts. */
   minutes: MinuteHistory;
-  /** Called after a change, so the scheduler re-arms for new deadlines. */
-  onActivity: () => void;
   access: Access;
 }
 
@@ -161,7 +159,8 @@ export function apiRoutes(ctx: RoutesContext): Router {
   const json = express.json({ limit: Math.ceil(ops.maxJobSize * 1.4) + 64 * 1024, strict: true });
 
   const changed = (): Promise<void> => {
-    ctx.onActivity();
+    // The store re-arms its timers for the change's deadlines.
+    ops.onActivity();
     const { durability } = ops;
     return new Promise((resolve) => durability.whenDurable(durability.appendedSeq, resolve));
   };

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { AuditEntryDto, AuditPageDto, AuditTargetDto } from '../../shared/dto.js';
 import { isRole } from '../../shared/roles.js';
-import type { AuditLog, AuditRecord } from '../operations/audit-log.js';
+import type { AuditLog, AuditRecord } from '../common/audit-log.js';
 import { run, type Queryable } from './pool.js';
 import type { Statement } from './sql.js';
 

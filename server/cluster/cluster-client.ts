@@ -5,8 +5,8 @@
  * (expiry, and DEADLINE_SOON while it waits) and its reserve timeout.
  */
 import { DEADLINE_SOON_MARGIN_MS, DEFAULT_TUBE } from '../../shared/limits.js';
-import { OrderedSet } from '../engine/ordered-set.js';
-import { fail, ok } from '../engine/results.js';
+import { OrderedSet } from '../common/ordered-set.js';
+import { fail, ok } from '../common/result.js';
 import { Rotation } from '../engine/rotation.js';
 import type {
   ClientDelegate,
@@ -20,7 +20,7 @@ import type {
   SessionView,
   TubeName,
 } from '../operations/operations.js';
-import { ttrWithFloor } from '../operations/rules.js';
+import { mayIgnore, ttrWithFloor } from '../common/rules.js';
 import type { ClusterStore, ReservedRow } from './cluster-store.js';
 import { jobBytes } from './job-row.js';
 import { run } from './pool.js';
@@ -125,7 +125,7 @@ export class ClusterClient implements ClientOperations {
 
   ignore(tube: string): Result<number> {
     if (this.watched.has(tube)) {
-      if (this.watched.size === 1 && !this.mayWatchNothing) return fail('NOT_IGNORED');
+      if (!mayIgnore(this.watched.size, this.mayWatchNothing)) return fail('NOT_IGNORED');
       this.watched.delete(tube);
       this.rotation?.delete(tube);
       this.store.localTube(tube).watching--;
@@ -176,7 +176,7 @@ export class ClusterClient implements ClientOperations {
     return result;
   }
 
-  async reserve(timeoutMs: number | null): Promise<ReserveOutcome> {
+  async reserve(timeoutMs: number | null): Promise<ReserveOutcome<JobBytes>> {
     this.settleAdmitted();
     this.stopWaiting();
     this.worker = true;

@@ -18,7 +18,7 @@ import { HISTORY_KINDS, type JobHistoryDto } from '../../shared/history.js';
 import { MAX_EVENTS_READ } from '../engine/history.js';
 import { DEFAULT_TUBE } from '../../shared/limits.js';
 import { immediateDurability } from '../engine/journal.js';
-import { fail, ok } from '../engine/results.js';
+import { fail, ok } from '../common/result.js';
 import { COUNTED_COMMANDS } from '../engine/stats.js';
 import type {
   ClientDelegate,
@@ -46,7 +46,8 @@ import type {
   TubeAges,
   TubeSettingsView,
 } from '../operations/operations.js';
-import { ttrWithFloor } from '../operations/rules.js';
+import { ttrWithFloor } from '../common/rules.js';
+import { tubeSettingsView } from '../operations/tube-settings-view.js';
 import { ClusterClient } from './cluster-client.js';
 import { jobBytes, jobSnapshot, type JobRow } from './job-row.js';
 import type { ClusterNode, RealmMember } from './cluster-node.js';
@@ -723,6 +724,9 @@ export class ClusterStore implements Operations, RealmMember {
     };
   }
 
+  /** A database times its own deadlines (a delayed job's, a reservation's): nothing to re-arm. */
+  onActivity(): void {}
+
   async readyAges(nearShare: number): Promise<Map<string, TubeAges>> {
     const rows = await run<{ tube: string; oldest_ready: number | null; near_ttr: number }>(this.pool, this.sql.readyAges, [this.now(), nearShare]);
     return new Map(rows.map((r) => [r.tube, { oldestReadyCreatedAt: r.oldest_ready ?? Number.POSITIVE_INFINITY, nearTtr: r.near_ttr }]));
@@ -867,7 +871,7 @@ export class ClusterStore implements Operations, RealmMember {
     return ok(undefined);
   }
 
-  async listJobs(tube: string, state: JobState, limit: number, cursor: string | null): Promise<JobPage | undefined> {
+  async listJobs(tube: string, state: JobState, limit: number, cursor: string | null): Promise<JobPage<JobSnapshot> | undefined> {
     if ((await this.tube(tube)) === undefined) return undefined;
     const [a, b] = parseCursor(cursor);
     const statement =
@@ -972,8 +976,7 @@ export class ClusterStore implements Operations, RealmMember {
   async tubeSettings(tube: string): Promise<TubeSettingsView> {
     const [row] = await run<{ dead_letter_after: number | null }>(this.pool, this.sql.tubeSettings, [tube]);
     const own = row?.dead_letter_after == null ? null : { deadLetterAfter: row.dead_letter_after };
-    const serverDefault = this.defaultDeadLetterAfter;
-    return { tube, deadLetterAfter: own?.deadLetterAfter ?? serverDefault, own, serverDefault: { deadLetterAfter: serverDefault } };
+    return tubeSettingsView(tube, own, this.defaultDeadLetterAfter);
   }
 
   async setTubeSettings(tube: string, settings: TubeSettings | null): Promise<Result<TubeSettingsView>> {

@@ -7,7 +7,7 @@
  *   the order sent, then the nodes concerned are notified and take their packets;
  * - a job whose clients all left (on every node) is dropped if no worker runs it yet.
  */
-import { fail, ok } from '../engine/results.js';
+import { fail, ok } from '../common/result.js';
 import type { QueueLimits } from '../gearman/registry.js';
 import type { JobBytes, NewJob, QueuedState, Result } from '../operations/operations.js';
 import type { ClusterNode } from './cluster-node.js';

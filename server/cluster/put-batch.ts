@@ -4,7 +4,7 @@
  * a database with synchronous_commit on). While a batch is in flight the next one gathers, so
  * batches grow with the load, as a binlog's group commit does.
  */
-import { fail, ok } from '../engine/results.js';
+import { fail, ok } from '../common/result.js';
 import type { JobBytes, NewJob, Result } from '../operations/operations.js';
 import { ClientOrder } from './client-order.js';
 import type { ClusterStore } from './cluster-store.js';

@@ -7,6 +7,7 @@
  * reservation still to hold matches all three.
  */
 import { HISTORY_KINDS, type HistoryKind } from '../../shared/history.js';
+import { URGENT_BELOW } from '../../shared/limits.js';
 import { JOB_COLUMNS } from './job-row.js';
 import { GEARMAN_TABLES, type Realm } from './realm.js';
 import { historySequence } from './schema.js';
@@ -36,8 +37,8 @@ export function clusterSql(realm: Realm) {
   const page = (name: string, state: number, key: string): Statement =>
     s(`page_${name}`, `SELECT ${JOB_COLUMNS} FROM ${t.jobs} WHERE tube = $1 AND state = ${state} AND (${key}, id) > ($2, $3) ORDER BY ${key}, id LIMIT $4`);
 
-  /** Jobs by state, the urgent ready ones apart (URGENT_BELOW is 1024): stats and stats-tube. */
-  const COUNTS = `count(*) FILTER (WHERE state = 0 AND priority < 1024) AS urgent,
+  /** Jobs by state, the urgent ready ones apart: stats and stats-tube. */
+  const COUNTS = `count(*) FILTER (WHERE state = 0 AND priority < ${URGENT_BELOW}) AS urgent,
          count(*) FILTER (WHERE state = 0) AS ready,
          count(*) FILTER (WHERE state = 1) AS reserved,
          count(*) FILTER (WHERE state = 2) AS delayed,

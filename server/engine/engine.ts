@@ -1,3 +1,4 @@
+import { mayIgnore } from '../common/rules.js';
 import { DEADLINE_SOON_MARGIN_MS, DEFAULT_TUBE, URGENT_BELOW } from '../../shared/limits.js';
 import type { HistoryActor } from '../../shared/history.js';
 import type { Clock } from './clock.js';
@@ -9,8 +10,8 @@ import { JobIndex } from './job-index.js';
 import { JOB_RECORD_HEAP_BYTES, TUBE_RECORD_HEAP_BYTES } from './record-costs.js';
 import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, deadlineLess, readyLess, type JobImage, type JobState } from './job.js';
 import { nullJournal, type Journal, type TubeSettings } from './journal.js';
-import { OrderedSet } from './ordered-set.js';
-import { fail, ok, type ReserveOutcome, type Result } from './results.js';
+import { OrderedSet } from '../common/ordered-set.js';
+import { fail, ok, type ReserveOutcome, type Result } from '../common/result.js';
 import { Rotation } from './rotation.js';
 import { Session, type SessionDelegate } from './session.js';
 import { SWITCH_AFTER_MS, TimeBase } from './time-base.js';
@@ -473,7 +474,7 @@ export class Engine {
   ignore(session: Session, name: string): Result<number> {
     const tube = this.tubesByName.get(name);
     if (tube === undefined || !session.watched.has(tube)) return ok(session.watched.size);
-    if (session.watched.size < 2 && !session.mayWatchNothing) return fail('NOT_IGNORED');
+    if (!mayIgnore(session.watched.size, session.mayWatchNothing)) return fail('NOT_IGNORED');
     session.watched.delete(tube);
     session.rotation?.delete(tube);
     tube.watching--;
@@ -620,7 +621,7 @@ export class Engine {
   }
 
   /** Blocks `session` for a job from its watched tubes. `timeoutMs` null waits forever. */
-  reserve(session: Session, timeoutMs: number | null): ReserveOutcome {
+  reserve(session: Session, timeoutMs: number | null): ReserveOutcome<Job> {
     if (session.waiting) this.stopWaiting(session); // only a wake-only wait can be in progress
     this.markWorker(session);
     const now = this.clock.now();

@@ -6,7 +6,8 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { IndexedHeap } from './heap.js';
 import type { Job, JobState } from './job.js';
-import { listJobs, type JobPage } from './job-pages.js';
+import type { JobPage } from '../common/job-page.js';
+import { listJobs } from './job-pages.js';
 import type { Tube } from './tube.js';
 import { Harness, T0, type Client } from './testing.js';
 
@@ -72,8 +73,8 @@ function expectedOrder(tube: Tube, state: JobState): number[] {
  * Follows `next` from the first page to the end; checks that every page but the last is full and
  * says there is more. `between` runs before each page after the first.
  */
-function walk(tube: Tube, state: JobState, limit: number, between?: (last: Job) => void): { pages: JobPage[]; ids: number[] } {
-  const pages: JobPage[] = [];
+function walk(tube: Tube, state: JobState, limit: number, between?: (last: Job) => void): { pages: JobPage<Job>[]; ids: number[] } {
+  const pages: JobPage<Job>[] = [];
   let after: string | null = null;
   for (let guard = 0; ; guard++) {
     if (guard > 10_000) throw new Error(`walk of ${state} with limit ${limit} does not end`);

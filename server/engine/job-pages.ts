@@ -1,12 +1,8 @@
+import type { JobPage } from '../common/job-page.js';
 import type { Engine } from './engine.js';
 import type { Job, JobState } from './job.js';
 import type { Tube } from './tube.js';
 
-/** One page of a tube's jobs in one state, and the cursor of the next page (null: no more). */
-export interface JobPage {
-  jobs: Job[];
-  next: string | null;
-}
 
 /**
  * The jobs of `tube` in `state`, in the engine's order: ready by (priority, id), delayed by
@@ -14,7 +10,7 @@ export interface JobPage {
  * earlier page; a cursor that does not parse starts from the beginning. Pages stay correct while
  * jobs come and go: a page starts after the last job the previous page showed, by order.
  */
-export function listJobs(engine: Engine, tube: Tube, state: JobState, limit: number, after: string | null): JobPage {
+export function listJobs(engine: Engine, tube: Tube, state: JobState, limit: number, after: string | null): JobPage<Job> {
   const key = parseCursor(after);
   let jobs: Job[];
   switch (state) {

@@ -1,4 +1,5 @@
 import { BURY_CAUSES, type BuryCause } from '../../shared/bury-cause.js';
+import type { JobState } from '../../shared/dto.js';
 import type { Tube } from './tube.js';
 import { FAR, decodeCreated, encodeCreated } from './time-base.js';
 import { bodyLengthOf, bodyOffsetOf, bodyView, type BodyHolder, type BodySlab } from './body-store.js';
@@ -10,8 +11,8 @@ export { BURY_CAUSES, type BuryCause };
 /** A cause's index in BURY_CAUSES: what Job.buryCause holds. */
 export const BURY_CAUSE_CODE: Readonly<Record<BuryCause, number>> = { none: 0, bury: 1, 'dead-letter-release': 2, 'dead-letter-timeout': 3 };
 
-/** Where a job is. `deleted` jobs are gone from every index. */
-export type JobState = 'ready' | 'reserved' | 'delayed' | 'buried';
+// Where a job is (one name from the engine to the UI); `deleted` jobs are gone from every index.
+export type { JobState };
 
 /**
  * What happened to a job beyond being put, reserved and deleted: counters and marks that most

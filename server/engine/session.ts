@@ -1,7 +1,7 @@
 import { IndexedHeap } from './heap.js';
 import { deadlineLess, setHeapIndex, type Job } from './job.js';
 import { JobList } from './job-list.js';
-import { OrderedSet } from './ordered-set.js';
+import { OrderedSet } from '../common/ordered-set.js';
 import type { Rotation } from './rotation.js';
 import type { Tube } from './tube.js';
 

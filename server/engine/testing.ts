@@ -9,7 +9,7 @@ import { Engine, type EngineOptions } from './engine.js';
 import type { EngineEventMap } from './events.js';
 import type { Job } from './job.js';
 import type { Journal, TubeSettings } from './journal.js';
-import type { ReserveOutcome, Result } from './results.js';
+import type { ReserveOutcome, Result } from '../common/result.js';
 import type { Session, SessionDelegate } from './session.js';
 import type { Tube } from './tube.js';
 
@@ -90,7 +90,7 @@ export class Client {
   }
 
   /** reserve (null: wait forever) or reserve-with-timeout (ms). */
-  reserve(timeoutMs: number | null = null): ReserveOutcome {
+  reserve(timeoutMs: number | null = null): ReserveOutcome<Job> {
     return this.engine.reserve(this.session, timeoutMs);
   }
 

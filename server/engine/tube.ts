@@ -1,7 +1,7 @@
 import { IndexedHeap } from './heap.js';
 import { deadlineLess, setHeapIndex, type Job, type JobState } from './job.js';
 import { JobList } from './job-list.js';
-import { OrderedSet } from './ordered-set.js';
+import { OrderedSet } from '../common/ordered-set.js';
 import { ReadyQueue } from './ready-queue.js';
 import type { Session } from './session.js';
 import type { TimeBase } from './time-base.js';

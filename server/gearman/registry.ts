@@ -1,4 +1,5 @@
-import { whenReady, type JobUpdate, type JobWatcher, type Operations, type Pending } from '../operations/operations.js';
+import { whenReady, type JobUpdate, type JobWatcher, type Pending } from '../operations/operations.js';
+import type { GearmanStore } from './store.js';
 import { JobHandles } from './handles.js';
 import { uniqueEnd } from './job-body.js';
 
@@ -128,7 +129,7 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
   private readonly listings = new WorkerListings();
 
   constructor(
-    private readonly ops: Operations,
+    private readonly ops: GearmanStore,
     host: string,
   ) {
     this.handles = new JobHandles(host);

@@ -8,11 +8,11 @@ import {
   type JobUpdate,
   type JobWatcher,
   type NewJob,
-  type Operations,
   type Pending,
   type ReserveOutcome,
   type Result,
 } from '../operations/operations.js';
+import type { GearmanStore } from './store.js';
 import { MAX_FUNCTIONS_PER_WORKER } from './limits.js';
 import type { GearmanRegistry, JobStatus, UniqueStatus, WorkStatus } from './registry.js';
 
@@ -35,12 +35,10 @@ export type SubmitAnswer = { ok: true; id: number } | { ok: false; refusal: Subm
 
 /** What a session needs: the Gearman realm's store, the registry, and how its connection is told things. */
 export interface SessionContext {
-  ops: Operations;
+  ops: GearmanStore;
   registry: GearmanRegistry;
   /** --gearman-round-robin: a worker's functions are served in turn. */
   roundRobin: boolean;
-  /** Called after anything that may have changed the store's next deadline. */
-  onActivity: () => void;
   log: Logger;
 }
 
@@ -76,7 +74,7 @@ export class GearmanSession {
   /** The answer of a submit the store made at once, reused: read before the next call. */
   private readonly madeAt: { ok: true; id: number } = { ok: true, id: 0 };
 
-  private readonly ops: Operations;
+  private readonly ops: GearmanStore;
   private readonly registry: GearmanRegistry;
 
   constructor(
@@ -207,7 +205,7 @@ export class GearmanSession {
     return isPending(outcome) ? outcome.then((o) => this.taken(o)) : this.taken(outcome);
   }
 
-  private taken(outcome: ReserveOutcome): Pending<JobBytes | null> {
+  private taken(outcome: ReserveOutcome<JobBytes>): Pending<JobBytes | null> {
     if (outcome.kind !== 'reserved') return null;
     const job = outcome.job;
     const abandoned = this.registry.abandoned(job.id);
@@ -307,7 +305,7 @@ export class GearmanSession {
     const end = Math.min(ids.length, from + LEAVE_SLICE);
     for (let i = from; i < end; i++) this.registry.stopWaiting(ids[i]!, this.watcher);
     if (end < ids.length) setImmediate(() => this.letGo(ids, end));
-    this.ctx.onActivity();
+    this.ctx.ops.onActivity();
   }
 }
 

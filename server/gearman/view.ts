@@ -1,6 +1,7 @@
 import type { HistoryActor, JobHistoryDto } from '../../shared/history.js';
 import type { GearmanJobState, GearmanSnapshotDto } from '../../shared/dto.js';
-import { whenReady, type JobSnapshot, type JobState, type Operations, type Pending, type Result } from '../operations/operations.js';
+import { whenReady, type JobSnapshot, type JobState, type Pending, type Result } from '../operations/operations.js';
+import type { GearmanStore } from './store.js';
 import { dataOf, uniqueEnd } from './job-body.js';
 import type { GearmanRegistry, WorkStatus } from './registry.js';
 
@@ -35,7 +36,7 @@ const GEARMAN_STATE: Readonly<Record<JobState, GearmanJobState>> = { ready: 'que
  */
 export class GearmanView {
   constructor(
-    private readonly ops: Operations,
+    private readonly ops: GearmanStore,
     private readonly registry: GearmanRegistry,
   ) {}
 

@@ -13,3 +13,12 @@ export interface NodeRecord {
   connections: number;
   gone_at: number | null;
 }
+
+/** The cluster as the dashboard's nodes view reads it: this node, every node's lease, the time. */
+export interface ClusterNodes {
+  nodeId(): number;
+  nodes(): Promise<NodeRecord[]>;
+  /** How long a node's lease lasts (ms), to tell a late heartbeat from a missed one. */
+  leaseMs: number;
+  now(): number;
+}

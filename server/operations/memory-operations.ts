@@ -3,7 +3,7 @@ import { bodyStamp } from '../engine/body-store.js';
 import type { Engine, Job, PutRequest, Session, Tube } from '../engine/engine.js';
 import { BURY_CAUSES, TRANSIENT_FILE } from '../engine/job.js';
 import { cursorOf, listJobs } from '../engine/job-pages.js';
-import { fail, ok } from '../engine/results.js';
+import { fail, ok } from '../common/result.js';
 import type {
   ClientDelegate,
   ClientOperations,
@@ -28,12 +28,15 @@ import type {
   Result,
   ServerCounts,
   SessionView,
+  TubeAges,
   TubeCounts,
   TubeName,
   TubeSettings,
   TubeSettingsView,
 } from './operations.js';
-import { ttrWithFloor } from './rules.js';
+import { ttrWithFloor } from '../common/rules.js';
+import { walkReadyAges } from './ready-ages.js';
+import { tubeSettingsView } from './tube-settings-view.js';
 import { SLICE, sliced } from './sliced.js';
 
 export interface MemoryOperationsOptions {
@@ -53,14 +56,18 @@ const EMPTY_BODY = Buffer.alloc(0);
 export class MemoryOperations implements Operations {
   readonly durability: Durability;
   private readonly engine: Engine;
-  private readonly onActivity: () => void;
+  private readonly rearm: () => void;
   /** One view reused by `visitJobs`, so comparing many jobs allocates nothing. */
   private readonly scratch: JobView = emptyView();
 
   constructor(options: MemoryOperationsOptions) {
     this.engine = options.engine;
     this.durability = options.durability;
-    this.onActivity = options.onActivity;
+    this.rearm = options.onActivity;
+  }
+
+  onActivity(): void {
+    this.rearm();
   }
 
   get maxJobSize(): number {
@@ -84,7 +91,7 @@ export class MemoryOperations implements Operations {
   }
 
   connect(delegate: ClientDelegate, peer: string, options: ConnectOptions = {}): ClientOperations {
-    return new MemoryClient(this.engine, delegate, peer, options, this.onActivity);
+    return new MemoryClient(this.engine, delegate, peer, options, this.rearm);
   }
 
   // ---- reads -----------------------------------------------------------------------------------
@@ -117,6 +124,10 @@ export class MemoryOperations implements Operations {
   jobHistory(id: number): JobHistoryDto {
     const history = this.engine.history;
     return { id, events: history.of(id), capacity: history.capacity, recorded: history.recorded };
+  }
+
+  readyAges(nearShare: number): Promise<Map<string, TubeAges>> {
+    return walkReadyAges(this.scanJobs(), this.engine.now(), nearShare);
   }
 
   scanJobs(): JobScan {
@@ -195,7 +206,7 @@ export class MemoryOperations implements Operations {
     return fail('NOT_FOUND');
   }
 
-  listJobs(tubeName: string, state: JobState, limit: number, cursor: string | null): JobPage | undefined {
+  listJobs(tubeName: string, state: JobState, limit: number, cursor: string | null): JobPage<JobSnapshot> | undefined {
     const tube = this.engine.tube(tubeName);
     if (tube === undefined) return undefined;
     const page = listJobs(this.engine, tube, state, limit, cursor);
@@ -245,7 +256,7 @@ export class MemoryOperations implements Operations {
     const tube = this.engine.tube(tubeName);
     if (tube === undefined) return fail('NOT_FOUND');
     this.engine.count('kick');
-    return okCount(kickSliced(this.engine, tube, bound, this.onActivity, by));
+    return okCount(kickSliced(this.engine, tube, bound, this.rearm, by));
   }
 
   pauseTube(tubeName: string, delayMs: number): Result<TubeCounts> {
@@ -255,9 +266,7 @@ export class MemoryOperations implements Operations {
   }
 
   tubeSettings(tube: string): TubeSettingsView {
-    const own = this.engine.ownTubeSettings(tube);
-    const serverDefault = this.engine.defaultDeadLetterAfter;
-    return { tube, deadLetterAfter: own?.deadLetterAfter ?? serverDefault, own, serverDefault: { deadLetterAfter: serverDefault } };
+    return tubeSettingsView(tube, this.engine.ownTubeSettings(tube), this.engine.defaultDeadLetterAfter);
   }
 
   setTubeSettings(tube: string, settings: TubeSettings | null): Result<TubeSettingsView> {
@@ -293,7 +302,7 @@ export class MemoryOperations implements Operations {
       engine.count('delete', n);
       return n;
     };
-    return okCount(sliced(Number.POSITIVE_INFINITY, step, this.onActivity));
+    return okCount(sliced(Number.POSITIVE_INFINITY, step, this.rearm));
   }
 
   move(tubeName: string, state: QueuedState, to: string, limit: number, by: HistoryActor | null = null): Pending<Result<number>> {
@@ -319,7 +328,7 @@ export class MemoryOperations implements Operations {
       moved += n;
       return n;
     };
-    const total = sliced(limit, step, this.onActivity);
+    const total = sliced(limit, step, this.rearm);
     const answer = (count: number): Result<number> => firstFailure ?? ok(count);
     return total instanceof Promise ? total.then(answer) : answer(total);
   }
@@ -437,7 +446,7 @@ class MemoryClient implements ClientOperations {
     return result;
   }
 
-  reserve(timeoutMs: number | null): ReserveOutcome {
+  reserve(timeoutMs: number | null): ReserveOutcome<JobBytes> {
     // The engine's outcome has the same shape, with its job record as the JobBytes.
     return this.engine.reserve(this.session, timeoutMs);
   }

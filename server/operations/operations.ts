@@ -9,13 +9,15 @@
  * in command order either way.
  */
 import type { BuryCause } from '../../shared/bury-cause.js';
+import type { JobState } from '../../shared/dto.js';
 import type { HistoryActor, JobHistoryDto } from '../../shared/history.js';
 import type { Durability, TubeSettings } from '../engine/journal.js';
-import type { FailureCode, Result } from '../engine/results.js';
+import type { JobPage } from '../common/job-page.js';
+import type { FailureCode, ReserveOutcome, Result } from '../common/result.js';
 import type { CountedCommand } from '../engine/stats.js';
 import type { JobUpdate, JobWatcher } from '../engine/watchers.js';
 
-export type { BuryCause, Durability, FailureCode, Result, JobUpdate, JobWatcher, TubeSettings };
+export type { BuryCause, Durability, JobPage, JobState, FailureCode, ReserveOutcome, Result, JobUpdate, JobWatcher, TubeSettings };
 
 /** A value now, or later when the store is asynchronous. */
 export type Pending<T> = T | Promise<T>;
@@ -30,7 +32,6 @@ export function whenReady<T, R>(value: Pending<T>, fn: (value: T) => Pending<R>)
   return isPending(value) ? value.then(fn) : fn(value);
 }
 
-export type JobState = 'ready' | 'reserved' | 'delayed' | 'buried';
 /** The states a bulk action (kick, clear, move) can act on. */
 export type QueuedState = 'ready' | 'delayed' | 'buried';
 
@@ -208,11 +209,6 @@ export interface JobScan {
   next(max: number, visit: (view: JobView, body: Buffer) => boolean): Pending<boolean>;
 }
 
-/** One page of a tube's jobs in one state, and the cursor of the next page (null: no more). */
-export interface JobPage {
-  jobs: JobSnapshot[];
-  next: string | null;
-}
 
 /**
  * What a new job needs; durations in ms. The TTR floor is applied behind this interface. A
@@ -255,12 +251,6 @@ export interface JobChange {
   kick?: boolean;
 }
 
-/** What a reserve produced. `waiting`: the client's delegate is told later. */
-export type ReserveOutcome =
-  | { kind: 'reserved'; job: JobBytes }
-  | { kind: 'deadline-soon' }
-  | { kind: 'timed-out' }
-  | { kind: 'waiting' };
 
 export interface ConnectOptions {
   watchNothing?: boolean;
@@ -308,7 +298,7 @@ export interface ClientOperations {
    */
   submit(tube: string, job: NewJob): Pending<Result<JobBytes>>;
   /** `timeoutMs` null waits for ever. */
-  reserve(timeoutMs: number | null): Pending<ReserveOutcome>;
+  reserve(timeoutMs: number | null): Pending<ReserveOutcome<JobBytes>>;
   reserveJob(id: number): Pending<Result<JobBytes>>;
   delete(id: number): Pending<Result<void>>;
   release(id: number, priority: number, delayMs: number): Pending<Result<ReleaseOutcome>>;
@@ -338,10 +328,27 @@ export interface ClientOperations {
   close(): Pending<void>;
 }
 
-/** The operations of the whole server. */
-export interface Operations {
+/**
+ * The store's roles, one interface each, so that each door declares what it uses (the beanstalkd
+ * and Gearman doors, the dashboard, the Gearman registry); a store implements them all
+ * (`Operations`). Methods on a door's hot path answer `Pending<T>` (a value from the in-memory
+ * store, a promise from a database); the dashboard's reads and changes are off that path and
+ * may simply be awaited.
+ */
+
+/** What every door's connection plumbing needs: durable replies, and a word after each batch of work. */
+export interface StoreActivity {
   /** Replies wait until records made before them are durable. */
   readonly durability: Durability;
+  /**
+   * A door calls this after it has handled a batch of its clients' requests (one read), so the
+   * store re-arms what it times (the in-memory store's scheduler; a database store times its own).
+   */
+  onActivity(): void;
+}
+
+/** The store's limits, clock and drain state. */
+export interface StoreInfo extends StoreActivity {
   readonly maxJobSize: number;
   /** True when a body of `bytes` is over the largest job size (`-z`). */
   isTooBig(bytes: number): boolean;
@@ -351,7 +358,10 @@ export interface Operations {
   onDraining(fn: () => void): () => void;
   /** The store's clock (epoch ms). */
   now(): number;
+}
 
+/** The connected clients: a door connects each of its own; the dashboard lists and closes them. */
+export interface Sessions {
   /**
    * A new client; `peer` says who it is (an address) in the dashboard's connection list. It uses
    * and watches the default tube, or with `watchNothing` watches no tube until it asks (and may
@@ -359,6 +369,13 @@ export interface Operations {
    */
   connect(delegate: ClientDelegate, peer: string, options?: ConnectOptions): ClientOperations;
 
+  sessions(): Pending<SessionView[]>;
+  /** Closes connection `id` (the dashboard's "close connection"): NOT_FOUND when there is none. */
+  closeConnection(id: number): Pending<Result<void>>;
+}
+
+/** Jobs and tubes as snapshots: the protocols' peeks and stats, the dashboard's lists and searches. */
+export interface JobReads {
   peek(id: number): Pending<JobBytes | undefined>;
   job(id: number): Pending<JobSnapshot | undefined>;
   /** What happened to job `id` lately (also after it is gone), from the shared history ring. */
@@ -378,13 +395,11 @@ export interface Operations {
   /** Starts a walk over every job, a slice at a time (a search). */
   scanJobs(): JobScan;
   /**
-   * Optional, for a store that can answer it without a walk over every job (a database): per
-   * tube, when its oldest ready job was put, and how many reservations have less than
-   * `nearShare` of their TTR left. Without it the dashboard walks the jobs (scanJobs).
+   * Per tube, when its oldest ready job was put, and how many reservations have less than
+   * `nearShare` of their TTR left (the attention list). A database answers from its indexes; the
+   * in-memory store walks its jobs in slices.
    */
-  readyAges?(nearShare: number): Pending<Map<string, TubeAges>>;
-  /** How many watchers job `id` has (clients waiting on it and any door's own). */
-  watcherCount(id: number): number;
+  readyAges(nearShare: number): Promise<Map<string, TubeAges>>;
   tube(name: string): Pending<TubeCounts | undefined>;
   /**
    * Every tube, in list-tubes order. A store may answer with counts a moment old (a cluster
@@ -394,23 +409,28 @@ export interface Operations {
   tubes(fresh?: boolean): Pending<TubeCounts[]>;
   tubeNames(): Pending<string[]>;
   serverCounts(): Pending<ServerCounts>;
-  sessions(): Pending<SessionView[]>;
-  /** Closes connection `id` (the dashboard's "close connection"): NOT_FOUND when there is none. */
-  closeConnection(id: number): Pending<Result<void>>;
   /**
    * A page of `tube`'s jobs in `state`, in queue order; `cursor` from the previous page.
    * Undefined when there is no such tube.
    */
-  listJobs(tube: string, state: JobState, limit: number, cursor: string | null): Pending<JobPage | undefined>;
+  listJobs(tube: string, state: JobState, limit: number, cursor: string | null): Pending<JobPage<JobSnapshot> | undefined>;
   /** The id of the job after `id` in its tube's list for its state (the next one to triage), or null. */
   nextInList(id: number): Pending<number | null>;
+  tubeSettings(tube: string): Pending<TubeSettingsView>;
+}
+
+/** The server-wide `stats` counters of commands. */
+export interface Counters {
   /**
    * Counts a command for `stats`. A door counts the commands of its clients (which beanstalkd
    * counts even when they fail before any operation); the server-wide changes below count
    * themselves, whichever door asks for them.
    */
   count(operation: CountedCommand): void;
+}
 
+/** Changes to jobs and tubes that are not one client's own: the dashboard's, and beanstalkd's kick-job and pause-tube. */
+export interface AdminChanges {
   /** Puts into `tube`, created if needed (and dropped again if the put fails). Counts `put`. */
   put(tube: string, job: NewJob): Pending<Result<JobSnapshot>>;
   /**
@@ -425,7 +445,6 @@ export interface Operations {
   kick(tube: string, bound: number, by?: HistoryActor): Pending<Result<number>>;
   /** Counts `pause-tube`. */
   pauseTube(tube: string, delayMs: number): Pending<Result<TubeCounts>>;
-  tubeSettings(tube: string): Pending<TubeSettingsView>;
   /** Sets (null: clears) a tube's own settings, recorded in the binlog; the tube need not exist. */
   setTubeSettings(tube: string, settings: TubeSettings | null): Pending<Result<TubeSettingsView>>;
   /** Counts `kick-job` when it kicks. */
@@ -434,7 +453,12 @@ export interface Operations {
   clear(tube: string, state: QueuedState, by?: HistoryActor): Pending<Result<number>>;
   /** Moves up to `limit` jobs of `tube` in `state` to tube `to`, keeping ids and counters; in slices. */
   move(tube: string, state: QueuedState, to: string, limit: number, by?: HistoryActor): Pending<Result<number>>;
+}
 
+/** News of a job for whoever waits on it (Gearman's clients and the dashboard's job page). */
+export interface JobNews {
+  /** How many watchers job `id` has (clients waiting on it and any door's own). */
+  watcherCount(id: number): number;
   /** Tells `watcher` of job `id`'s updates until it is deleted; false when there is no such job. */
   attachWatcher(id: number, watcher: JobWatcher): boolean;
   /** Returns how many watchers remain. */
@@ -442,3 +466,6 @@ export interface Operations {
   /** Passes `update` to every watcher of job `id`; returns how many got it. */
   report(id: number, update: JobUpdate): number;
 }
+
+/** Every role: what a store (in memory, or the cluster's database) implements. */
+export interface Operations extends StoreInfo, Sessions, JobReads, Counters, AdminChanges, JobNews {}

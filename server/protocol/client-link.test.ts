@@ -18,7 +18,7 @@ async function linkedPair(): Promise<{ link: ClientLink; client: net.Socket }> {
   const accepted = once(server, 'connection') as Promise<[net.Socket]>;
   const client = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
   const [socket] = await accepted;
-  const link = new ClientLink(socket, { halfClosed: () => undefined, ended: () => undefined }, { log: pino({ level: 'silent' }), onActivity: () => undefined, durability: immediateDurability }, Buffer.from('ERR\r\n'), Date.now);
+  const link = new ClientLink(socket, { halfClosed: () => undefined, ended: () => undefined }, { log: pino({ level: 'silent' }), ops: { onActivity: () => undefined, durability: immediateDurability } }, Buffer.from('ERR\r\n'), Date.now);
   const reader: LinkReader = { write: () => undefined, pause: () => undefined, resume: () => undefined, paused: false, buffered: 0 };
   link.start(reader);
   cleanups.push(() => {

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { isPending, type Durability, type Pending } from '../operations/operations.js';
+import { isPending, type Pending, type StoreActivity } from '../operations/operations.js';
 import { ReplyBuffer } from './reply-buffer.js';
 import { readThroughSharedBuffer } from './shared-read-buffer.js';
 
@@ -49,10 +49,8 @@ interface InOrder {
 
 export interface LinkContext {
   log: Logger;
-  /** Called after anything that may have changed the store's next deadline. */
-  onActivity: () => void;
-  /** Replies wait until the records made before them are durable. */
-  durability: Durability;
+  /** Replies wait until the records made before them are durable; told after each batch of work. */
+  ops: StoreActivity;
 }
 
 /**
@@ -107,7 +105,7 @@ export class ClientLink {
     /** The store's clock (epoch ms). */
     private readonly now: () => number,
   ) {
-    this.out = new ReplyBuffer((bytes) => this.writeOut(bytes), ctx.durability);
+    this.out = new ReplyBuffer((bytes) => this.writeOut(bytes), ctx.ops.durability);
   }
 
   /** Bytes made for this client and not yet taken by the kernel (held replies included). */
@@ -382,7 +380,7 @@ export class ClientLink {
       if (answered) this.flushAtTickEnd();
       else if (this.mayFlush()) this.out.flush();
     }
-    this.ctx.onActivity();
+    this.ctx.ops.onActivity();
     this.updateFlow();
     // A half-closed client still gets the answers to what it sent.
     if (this.inputEnded && !this.reader.paused && this.inOrder.length === 0) this.finish();

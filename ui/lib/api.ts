@@ -28,7 +28,7 @@ import type {
   GearmanSnapshotDto,
   JobDto,
   JobPageDto,
-  JobStateName,
+  JobState,
   ServerStatsDto,
   TubeDto,
   TubeSettingsDto,
@@ -155,7 +155,7 @@ export const api = {
   tube: (name: string, signal?: AbortSignal) => json<TubeDto>('GET', API.tube(name), undefined, signal),
   tubeJobs: (
     name: string,
-    query: { state: JobStateName; limit: number; cursor: string | null },
+    query: { state: JobState; limit: number; cursor: string | null },
     signal?: AbortSignal,
   ) => json<JobPageDto>('GET', withQuery(API.tubeJobs(name), query), undefined, signal),
   job: (id: number, signal?: AbortSignal) => json<JobDto>('GET', API.job(id), undefined, signal),
@@ -178,7 +178,7 @@ export const api = {
   pauseTube: (name: string, request: PauseTubeRequest) => discard('POST', API.tubePause(name), request),
   tubeSettings: (name: string, signal?: AbortSignal) => json<TubeSettingsDto>('GET', API.tubeSettings(name), undefined, signal),
   setTubeSettings: (name: string, request: TubeSettingsRequest) => json<TubeSettingsDto>('PUT', API.tubeSettings(name), request),
-  clearTubeState: (name: string, state: JobStateName) =>
+  clearTubeState: (name: string, state: JobState) =>
     json<CountResponse>('DELETE', withQuery(API.tubeJobs(name), { state })),
   moveJobs: (name: string, request: MoveJobsRequest) => json<CountResponse>('POST', API.tubeMove(name), request),
   search: (spec: SearchSpec, limit: number, signal?: AbortSignal) =>

@@ -3,7 +3,7 @@
  * Routes are parsed from paths without the base path; the links made here carry it.
  */
 
-import { GEARMAN_JOB_STATES, JOB_STATES, type GearmanJobState, type JobStateName } from '../../shared/dto.js';
+import { GEARMAN_JOB_STATES, JOB_STATES, type GearmanJobState, type JobState } from '../../shared/dto.js';
 import type { SearchSpec } from '../../shared/api.js';
 import { DEFAULT_TUBE } from '../../shared/limits.js';
 import { withBase } from './base.js';
@@ -11,7 +11,7 @@ import { withBase } from './base.js';
 export type Route =
   | { page: 'overview' }
   | { page: 'tubes' }
-  | { page: 'tube'; name: string; state: JobStateName }
+  | { page: 'tube'; name: string; state: JobState }
   | { page: 'job'; id: number }
   | { page: 'put'; tube: string }
   | { page: 'connections' }
@@ -27,7 +27,7 @@ export type Route =
 /** Largest job id the URL accepts (ids are u64 in beanstalkd; JSON numbers are exact up to 2^53). */
 const MAX_JOB_ID = Number.MAX_SAFE_INTEGER;
 
-function isJobState(value: string | null): value is JobStateName {
+function isJobState(value: string | null): value is JobState {
   return value !== null && (JOB_STATES as readonly string[]).includes(value);
 }
 
@@ -85,7 +85,7 @@ export function parseRoute(pathname: string, search: string): Route {
 }
 
 /** URL of a tube's page (the name is one encoded path segment, '/' included). */
-export function tubeHref(name: string, state?: JobStateName): string {
+export function tubeHref(name: string, state?: JobState): string {
   const base = withBase(`/tubes/${encodeURIComponent(name)}`);
   return state === undefined || state === 'ready' ? base : `${base}?state=${state}`;
 }

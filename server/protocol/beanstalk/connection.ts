@@ -1,15 +1,19 @@
 import type { Socket } from 'node:net';
 import type {
+  AdminChanges,
   ClientDelegate,
   ClientOperations,
+  Counters,
   JobBytes,
+  JobReads,
   JobSnapshot,
   NewJob,
-  Operations,
   ReleaseOutcome,
   ReserveOutcome,
   Result,
   ServerCounts,
+  Sessions,
+  StoreInfo,
   TubeCounts,
   TubeName,
 } from '../../operations/operations.js';
@@ -19,8 +23,11 @@ import { CommandParser, type FrameHandler } from './parser.js';
 import { CRLF, REPLY, WORD, failureReply } from './replies.js';
 import { formatJobStats, formatServerStats, formatTubeList, formatTubeStats, type ServerInfo } from './yaml.js';
 
+/** What the beanstalkd door uses of a store: its clients, reads, `stats` counters, kick-job and pause-tube. */
+export type BeanstalkStore = StoreInfo & Pick<Sessions, 'connect'> & JobReads & Counters & Pick<AdminChanges, 'kickJob' | 'pauseTube'>;
+
 export interface ConnectionContext extends LinkContext {
-  ops: Operations;
+  ops: BeanstalkStore;
   info: ServerInfo;
 }
 
@@ -36,7 +43,7 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
   readonly client: ClientOperations;
   private readonly link: ClientLink;
   private readonly parser: CommandParser;
-  private readonly ops: Operations;
+  private readonly ops: BeanstalkStore;
   /** The put whose body is being read: its id and fields (the body arrives later). */
   private readonly pendingPut: { id: number; job: NewJob } = {
     id: 0,
@@ -134,7 +141,7 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
 
   ended(): void | Promise<void> {
     const closing = this.client.close();
-    this.ctx.onActivity();
+    this.ctx.ops.onActivity();
     if (closing instanceof Promise) {
       return closing.catch((err: unknown) => this.ctx.log.error({ err }, 'ending a client session failed'));
     }
@@ -272,7 +279,7 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
     else this.sendJob(WORD.FOUND, job);
   };
 
-  private readonly onReserve = (outcome: ReserveOutcome): void => {
+  private readonly onReserve = (outcome: ReserveOutcome<JobBytes>): void => {
     switch (outcome.kind) {
       case 'reserved':
         return this.sendJob(WORD.RESERVED, outcome.job);

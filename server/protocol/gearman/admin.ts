@@ -1,10 +1,11 @@
 import { isLoopback } from '../../host-name.js';
-import type { JobState, Operations } from '../../operations/operations.js';
+import type { JobState } from '../../operations/operations.js';
+import type { GearmanStore } from '../../gearman/store.js';
 import { uniqueEnd } from '../../gearman/job-body.js';
 import type { GearmanRegistry, QueueLimits } from '../../gearman/registry.js';
 
-export interface AdminContext {
-  ops: Operations;
+export interface GearmanAdminContext {
+  ops: GearmanStore;
   registry: GearmanRegistry;
   version: string;
   pid: number;
@@ -33,7 +34,7 @@ const VERBOSITY: Readonly<Record<string, string>> = {
  * `cancel job` change the server, so they are taken only from loopback peers. Returns the
  * reply's text, or null for none.
  */
-export async function runAdminCommand(words: string[], ctx: AdminContext, peer: string): Promise<string | null> {
+export async function runAdminCommand(words: string[], ctx: GearmanAdminContext, peer: string): Promise<string | null> {
   const command = words[0]!.toLowerCase();
   // A UNIX socket peer is on this machine too.
   const local = peer === 'unix' || isLoopback(peer.replace(/:\d+$/, ''));
@@ -110,7 +111,7 @@ interface FunctionCounts {
  * Every function: those the store has (jobs or workers), then those `create function` declared
  * that have neither. The realm's default tube exists whether or not anyone uses "default".
  */
-async function functions(ctx: AdminContext): Promise<FunctionCounts[]> {
+async function functions(ctx: GearmanAdminContext): Promise<FunctionCounts[]> {
   const out: FunctionCounts[] = [];
   const seen = new Set<string>();
   for (const t of await ctx.ops.tubes(true)) {
@@ -124,7 +125,7 @@ async function functions(ctx: AdminContext): Promise<FunctionCounts[]> {
 }
 
 /** `FUNCTION\tTOTAL\tRUNNING\tAVAILABLE_WORKERS` per function; total counts queued and running jobs. */
-async function status(ctx: AdminContext): Promise<string> {
+async function status(ctx: GearmanAdminContext): Promise<string> {
   let out = '';
   for (const f of await functions(ctx)) out += `${printable(f.name)}\t${f.queued + f.running}\t${f.running}\t${f.workers}\n`;
   return out + END;
@@ -134,7 +135,7 @@ async function status(ctx: AdminContext): Promise<string> {
  * `FUNCTION\tHIGH\tNORMAL\tLOW\tAVAILABLE_WORKERS`: queued (not running) jobs per priority,
  * counted in one pass over the jobs, as gearmand walks its queues.
  */
-async function priorityStatus(ctx: AdminContext): Promise<string> {
+async function priorityStatus(ctx: GearmanAdminContext): Promise<string> {
   const list = await functions(ctx);
   const counts = new Map<string, [number, number, number]>(list.map((f) => [f.name, [0, 0, 0]]));
   await ctx.ops.eachJob((job) => {
@@ -161,7 +162,7 @@ function createFunction(fn: string, registry: GearmanRegistry): string {
  * `drop function FN`: refused while a worker can do it or a job of it runs; otherwise the
  * function goes, and its queued jobs with it (gearmand frees the function and its queues).
  */
-async function dropFunction(fn: string, ctx: AdminContext): Promise<string> {
+async function dropFunction(fn: string, ctx: GearmanAdminContext): Promise<string> {
   const tube = await ctx.ops.tube(fn);
   const declared = ctx.registry.declared.has(fn);
   if (tube === undefined && !declared) return 'ERR function not found\r\n';
@@ -196,12 +197,12 @@ async function maxQueue(words: string[], registry: GearmanRegistry): Promise<str
 }
 
 /** Every job, in one pass over the store. */
-async function eachJob(ctx: AdminContext, visit: (id: number, state: JobState, reserves: number, body: Buffer) => void): Promise<void> {
+async function eachJob(ctx: GearmanAdminContext, visit: (id: number, state: JobState, reserves: number, body: Buffer) => void): Promise<void> {
   await ctx.ops.eachJob((job) => visit(job.id, job.state, job.reserves, job.body));
 }
 
 /** `handle\tretries\tignore_job\tjob_queued` per job, as gearmand lists them. */
-async function showJobs(ctx: AdminContext): Promise<string> {
+async function showJobs(ctx: GearmanAdminContext): Promise<string> {
   let out = '';
   await eachJob(ctx, (id, state, reserves) => {
     // Retries: times the job was handed out before this run (gearmand counts requeues).
@@ -212,7 +213,7 @@ async function showJobs(ctx: AdminContext): Promise<string> {
 }
 
 /** One line per job: its unique id, empty for a job without one (as gearmand lists them). */
-async function showUniqueJobs(ctx: AdminContext): Promise<string> {
+async function showUniqueJobs(ctx: GearmanAdminContext): Promise<string> {
   let out = '';
   await eachJob(ctx, (_id, _state, _reserves, body) => {
     out += `${printable(body.toString('latin1', 0, uniqueEnd(body, 0, body.length)))}\n`;
@@ -221,7 +222,7 @@ async function showUniqueJobs(ctx: AdminContext): Promise<string> {
 }
 
 /** Deletes a queued job; a running one is left to its worker. */
-async function cancelJob(handle: string, ctx: AdminContext): Promise<string> {
+async function cancelJob(handle: string, ctx: GearmanAdminContext): Promise<string> {
   const id = ctx.registry.handles.idOf(handle);
   if (id === null) return UNKNOWN_JOB;
   const deleted = await ctx.ops.delete(id);

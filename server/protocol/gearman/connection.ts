@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
-import { isPending, type ClientDelegate, type JobBytes, type Operations, type Result } from '../../operations/operations.js';
+import { isPending, type ClientDelegate, type JobBytes, type Result } from '../../operations/operations.js';
+import type { GearmanStore } from '../../gearman/store.js';
 import { jobBody, uniqueEnd } from '../../gearman/job-body.js';
 import { MAX_FUNCTION_BYTES, MAX_UNIQUE_BYTES } from '../../gearman/limits.js';
 import type { GearmanRegistry, JobStatus, UniqueStatus, WorkStatus } from '../../gearman/registry.js';
@@ -7,7 +8,7 @@ import { nextCronTime, parseCronTime } from '../../gearman/schedule.js';
 import { GearmanSession, type SessionNews, type SubmitAnswer, type SubmitRefusal, type Submission } from '../../gearman/session.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
 import type { PacketPart } from '../reply-buffer.js';
-import { runAdminCommand, type AdminContext } from './admin.js';
+import { runAdminCommand, type GearmanAdminContext } from './admin.js';
 import { encodePacket, packetName, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
 import { GearmanParser, type GearmanFrameHandler, type Magic } from './parser.js';
 import { NOOP, NO_JOB, OPTION_EXCEPTIONS, errorPacket, type GearmanError } from './replies.js';
@@ -23,8 +24,8 @@ const MAX_CLIENT_ID_BYTES = 64;
  */
 const ARGUMENT_ROOM = 1024;
 
-export interface GearmanContext extends LinkContext, AdminContext {
-  ops: Operations;
+export interface GearmanContext extends LinkContext, GearmanAdminContext {
+  ops: GearmanStore;
   registry: GearmanRegistry;
   /** --gearman-round-robin: a worker's functions are served in turn. */
   roundRobin: boolean;
@@ -80,7 +81,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   readonly session: GearmanSession;
   private readonly link: ClientLink;
   private readonly parser: GearmanParser;
-  private readonly ops: Operations;
+  private readonly ops: GearmanStore;
   private readonly registry: GearmanRegistry;
   private clientId = '-';
   private lastFunction: { bytes: Buffer; name: string } | null = null;
@@ -246,7 +247,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   ended(): void | Promise<void> {
     this.unlist();
     const closing = this.session.close();
-    this.ctx.onActivity();
+    this.ctx.ops.onActivity();
     if (closing instanceof Promise) return closing.catch((err: unknown) => this.ctx.log.error({ err }, 'ending a Gearman session failed'));
   }
 

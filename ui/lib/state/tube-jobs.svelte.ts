@@ -1,6 +1,6 @@
 /** One tube page's job list: a state, a page of jobs, cursors back and forth, live refresh of page one. */
 
-import type { JobStateName, JobSummaryDto } from '../../../shared/dto.js';
+import type { JobState, JobSummaryDto } from '../../../shared/dto.js';
 import { ApiError, api, describeError, isAbort } from '../api.js';
 import { onConnected, onServerEvent, viewTube } from '../socket.js';
 
@@ -10,7 +10,7 @@ const REFRESH_DEBOUNCE_MS = 300;
 
 export class TubeJobs {
   readonly tube: string;
-  state = $state<JobStateName>('ready');
+  state = $state<JobState>('ready');
   jobs = $state.raw<JobSummaryDto[]>([]);
   /** Cursors of the pages seen so far; the last one is the current page's (null: the first page). */
   cursors = $state.raw<(string | null)[]>([null]);
@@ -24,7 +24,7 @@ export class TubeJobs {
   private abort: AbortController | null = null;
   private refreshTimer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(tube: string, state: JobStateName) {
+  constructor(tube: string, state: JobState) {
     this.tube = tube;
     this.state = state;
   }
@@ -50,7 +50,7 @@ export class TubeJobs {
     };
   }
 
-  showState(state: JobStateName): void {
+  showState(state: JobState): void {
     if (state === this.state) return;
     this.state = state;
     this.cursors = [null];

@@ -3,7 +3,7 @@
  * has been validated by then, or refused: these read what is there and leave out what is not.
  */
 import type { Request } from 'express';
-import type { AuditTargetDto } from '../../../shared/dto.js';
+import type { AuditTargetDto } from '../../shared/dto.js';
 
 /** Job ids an entry lists; the count says how many there were in all. */
 const MAX_IDS = 100;

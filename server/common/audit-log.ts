@@ -1,8 +1,8 @@
 /**
- * Where the dashboard's audit log is kept: in memory, in a file of the binlog directory
- * (admin/audit/audit-file.ts), or in PostgreSQL shared by a cluster's nodes (cluster/cluster-audit.ts).
- * The admin API writes to it and reads it; it lives here because a store implements it and the
- * dashboard knows no store.
+ * Where the dashboard's audit log is kept: in memory (audit-entries.ts), in a file of the binlog
+ * directory (persistence/audit-file.ts), or in PostgreSQL shared by a cluster's nodes
+ * (cluster/cluster-audit.ts). The admin API writes to it and reads it; it lives here because the
+ * stores implement it and the dashboard knows no store.
  */
 import type { AuditEntryDto, AuditPageDto } from '../../shared/dto.js';
 

@@ -1,5 +1,3 @@
-import type { Job } from './job.js';
-
 /** Why an operation a client asked for did not happen. */
 export type FailureCode =
   | 'NOT_FOUND'
@@ -24,9 +22,12 @@ export function fail<T>(code: FailureCode): Result<T> {
   return { ok: false, code };
 }
 
-/** What an immediate reserve attempt produced. `waiting`: the session's delegate will be told later. */
-export type ReserveOutcome =
-  | { kind: 'reserved'; job: Job }
+/**
+ * What a reserve produced, with the job as the layer hands it out (the engine's record, a door's
+ * bytes). `waiting`: the client's delegate is told later.
+ */
+export type ReserveOutcome<J> =
+  | { kind: 'reserved'; job: J }
   | { kind: 'deadline-soon' }
   | { kind: 'timed-out' }
   | { kind: 'waiting' };

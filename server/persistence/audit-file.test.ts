@@ -7,8 +7,8 @@ import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AuditRecord } from '../../operations/audit-log.js';
-import { createLogger } from '../../logger.js';
+import type { AuditRecord } from '../common/audit-log.js';
+import { createLogger } from '../logger.js';
 import { AUDIT_FILE, FileAuditLog } from './audit-file.js';
 
 const log = createLogger(0);

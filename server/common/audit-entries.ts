@@ -1,12 +1,12 @@
-import type { AuditEntryDto, AuditPageDto } from '../../../shared/dto.js';
-import type { AuditLog, AuditRecord } from '../../operations/audit-log.js';
+import type { AuditEntryDto, AuditPageDto } from '../../shared/dto.js';
+import type { AuditLog, AuditRecord } from './audit-log.js';
 
 /** Entries a server without -b keeps (the oldest go first). */
 export const MEMORY_AUDIT_ENTRIES = 10_000;
 
 /**
  * Entries in memory, oldest first, numbered from 1: the log of a server without -b, and what
- * the file log (audit-file.ts) keeps of its files for reading.
+ * the file log (persistence/audit-file.ts) keeps of its files for reading.
  */
 export class AuditEntries {
   private readonly entries: AuditEntryDto[] = [];

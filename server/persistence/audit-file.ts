@@ -12,9 +12,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { open, rename, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { AuditEntryDto, AuditPageDto } from '../../../shared/dto.js';
-import type { AuditLog, AuditRecord } from '../../operations/audit-log.js';
-import { AuditEntries, MemoryAuditLog } from './memory-audit.js';
+import type { AuditEntryDto, AuditPageDto } from '../../shared/dto.js';
+import type { AuditLog, AuditRecord } from '../common/audit-log.js';
+import { AuditEntries } from '../common/audit-entries.js';
 
 /** The file's name in the binlog directory, and its predecessor's. */
 export const AUDIT_FILE = 'audit.log';
@@ -157,7 +157,3 @@ function parseEntry(line: string): AuditEntryDto | null {
   }
 }
 
-/** The audit log of a server: in DIR/audit.log with -b DIR, else in memory. */
-export function localAuditLog(dir: string | null, log: Logger): AuditLog {
-  return dir === null ? new MemoryAuditLog() : new FileAuditLog(dir, log);
-}
