@@ -1,7 +1,7 @@
 import type { Server as IoServer, Socket } from 'socket.io';
 import type { AdminConfigDto, JobState, TubeDto } from '../../shared/dto.js';
 import type { Ack, ClientToServerEvents, ServerToClientEvents } from '../../shared/events.js';
-import { whenReady, type JobSnapshot, type JobView, type Operations, type Pending, type TubeCounts } from '../operations/operations.js';
+import type { JobSnapshot, JobView, Operations, TubeCounts } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, statsDto, tubeDto } from './dto.js';
 import type { GearmanView } from '../gearman/view.js';
@@ -124,22 +124,7 @@ export class LiveUpdates {
 
   private onConnection(socket: AdminSocket): void {
     if (this.timer === null) this.start();
-    const counts = this.ops.serverCounts();
-    const tubes = this.ops.tubes();
-    const sent = whenReady(counts, (c) =>
-      whenReady(tubes, (t) => {
-        const now = this.ops.now();
-        socket.emit('snapshot', {
-          config: this.config,
-          stats: statsDto(c, this.info, now),
-          tubes: t.map((tube) => tubeDto(tube, now)),
-          history: this.history.history(),
-        });
-        if (this.gearman === null) return;
-        return whenReady(this.gearman.snapshot(), (g) => void socket.emit('gearman:updated', g));
-      }),
-    );
-    if (sent instanceof Promise) sent.catch(() => socket.disconnect());
+    this.sendSnapshot(socket).catch(() => socket.disconnect());
     const viewing: Viewing = { tubes: new Set<string>(), jobs: new Set<number>() };
     socket.on('tube:view', (name, ack) => {
       if (typeof name !== 'string' || name.length > 200) return reply(ack, { ok: false, error: 'bad tube name' });
@@ -194,6 +179,19 @@ export class LiveUpdates {
     });
   }
 
+  /** A new dashboard's first message: the stats, every tube and the history; then the Gearman side. */
+  private async sendSnapshot(socket: AdminSocket): Promise<void> {
+    const [counts, tubes] = await Promise.all([this.ops.serverCounts(), this.ops.tubes()]);
+    const now = this.ops.now();
+    socket.emit('snapshot', {
+      config: this.config,
+      stats: statsDto(counts, this.info, now),
+      tubes: tubes.map((tube) => tubeDto(tube, now)),
+      history: this.history.history(),
+    });
+    if (this.gearman !== null) socket.emit('gearman:updated', await this.gearman.snapshot());
+  }
+
   /** Why one more view is refused (the socket's or the server's limit), or null when it is not. */
   private viewRefusal(viewing: Viewing): string | null {
     const { perSocket, perServer } = this.limits;
@@ -217,19 +215,22 @@ export class LiveUpdates {
 
   /** What a new viewer of job `id` is compared against from the next sweep on. */
   private markJob(id: number): void {
-    const done = this.ops.visitJobs([id], (_, view) => this.jobMarks.set(id, view === undefined ? 'deleted' : { ...view }));
-    if (done instanceof Promise) done.catch(() => this.jobMarks.set(id, 'deleted'));
+    const mark = async (): Promise<void> => {
+      await this.ops.visitJobs([id], (_, view) => this.jobMarks.set(id, view === undefined ? 'deleted' : { ...view }));
+    };
+    mark().catch(() => this.jobMarks.set(id, 'deleted'));
   }
 
   /** First dashboard: what the snapshot shows is the baseline, and sweeps begin. */
   private start(): void {
-    const baseline = whenReady(this.ops.tubes(), (tubes) => {
+    const baseline = async (): Promise<void> => {
+      const tubes = await this.ops.tubes();
       const now = this.ops.now();
       for (const tube of tubes) {
         this.tubeMarks.set(tube.name, { serial: tube.serial, sent: tubeDto(tube, now), stateChanges: [...tube.stateChanges], sweep: 0 });
       }
-    });
-    if (baseline instanceof Promise) baseline.catch(() => undefined); // the first sweep sends everything then
+    };
+    baseline().catch(() => undefined); // the first sweep sends everything then
     this.offDraining = this.ops.onDraining(() => this.io.emit('server:draining'));
     this.timer = setInterval(this.sweep, BATCH_MS);
     this.timer.unref();
@@ -247,22 +248,18 @@ export class LiveUpdates {
   private readonly sweep = (): void => {
     if (this.sweeping) return;
     this.sweeping = true;
-    let done: Pending<void> = undefined;
-    try {
-      done = whenReady(this.ops.tubes(), (tubes) => {
-        this.sweepTubes(tubes);
-        return whenReady(this.sweepJobs(), () => whenReady(this.sweepGearman(), () => this.sweepConnections()));
-      });
-    } finally {
-      if (!(done instanceof Promise)) this.sweeping = false;
-    }
-    if (done instanceof Promise) {
-      done.then(
-        () => (this.sweeping = false),
-        () => (this.sweeping = false), // a store that cannot answer now is asked again next time
-      );
-    }
+    // A store that cannot answer now is asked again next time.
+    this.sweepAll()
+      .catch(() => undefined)
+      .finally(() => (this.sweeping = false));
   };
+
+  private async sweepAll(): Promise<void> {
+    this.sweepTubes(await this.ops.tubes());
+    await this.sweepJobs();
+    await this.sweepGearman();
+    await this.sweepConnections();
+  }
 
   private sweepTubes(tubes: readonly TubeCounts[]): void {
     const sweep = ++this.sweepCount;
@@ -300,35 +297,33 @@ export class LiveUpdates {
    * Once a second, while anyone looks at the connections list: ages and idle times move every
    * second, so it is sent whole (the first CONNECTIONS_SENT by id) rather than compared.
    */
-  private sweepConnections(): Pending<void> {
+  private async sweepConnections(): Promise<void> {
     if (this.sweepCount % SWEEPS_PER_SECOND !== 0 || (this.io.sockets.adapter.rooms.get(CONNECTIONS_ROOM)?.size ?? 0) === 0) return;
-    return this.sendConnections(this.io.to(CONNECTIONS_ROOM));
+    await this.sendConnections(this.io.to(CONNECTIONS_ROOM));
   }
 
-  private sendConnections(to: { emit: AdminSocket['emit'] }): Pending<void> {
-    return whenReady(this.ops.sessions(), (sessions) => {
-      const now = this.ops.now();
-      const first = [...sessions].sort((a, b) => a.id - b.id).slice(0, CONNECTIONS_SENT);
-      to.emit('connections:updated', { connections: first.map((s) => connectionDto(s, now)), total: sessions.length });
-    });
+  private async sendConnections(to: { emit: AdminSocket['emit'] }): Promise<void> {
+    const sessions = await this.ops.sessions();
+    const now = this.ops.now();
+    const first = [...sessions].sort((a, b) => a.id - b.id).slice(0, CONNECTIONS_SENT);
+    to.emit('connections:updated', { connections: first.map((s) => connectionDto(s, now)), total: sessions.length });
   }
 
   /** Sends the Gearman functions and workers when anything in them changed. */
-  private sweepGearman(): Pending<void> {
+  private async sweepGearman(): Promise<void> {
     if (this.gearman === null) return;
-    return whenReady(this.gearman.snapshot(), (snapshot) => {
-      // A few functions and connections: comparing their JSON is simpler than field by field.
-      const text = JSON.stringify(snapshot);
-      if (text === this.gearmanSent) return;
-      this.gearmanSent = text;
-      this.io.emit('gearman:updated', snapshot);
-    });
+    const snapshot = await this.gearman.snapshot();
+    // A few functions and connections: comparing their JSON is simpler than field by field.
+    const text = JSON.stringify(snapshot);
+    if (text === this.gearmanSent) return;
+    this.gearmanSent = text;
+    this.io.emit('gearman:updated', snapshot);
   }
 
   /** Tells viewers of each job that changed; reads a job's full snapshot only when it did. */
-  private sweepJobs(): Pending<void> {
+  private async sweepJobs(): Promise<void> {
     const changed: number[] = [];
-    const visited = this.ops.visitJobs(this.jobMarks.keys(), (id, view) => {
+    await this.ops.visitJobs(this.jobMarks.keys(), (id, view) => {
       const was = this.jobMarks.get(id);
       if (view === undefined) {
         if (was === 'deleted') return;
@@ -339,22 +334,8 @@ export class LiveUpdates {
         changed.push(id);
       }
     });
-    return whenReady(visited, () => this.sendJobs(changed));
-  }
-
-  /** Sends each changed job in turn: a loop while the store answers at once (thousands may have changed). */
-  private sendJobs(ids: number[], from = 0): Pending<void> {
-    for (let i = from; i < ids.length; i++) {
-      const id = ids[i]!;
-      const job = this.ops.job(id);
-      if (job instanceof Promise) {
-        return job.then((j) => {
-          this.emitJob(id, j);
-          return this.sendJobs(ids, i + 1);
-        });
-      }
-      this.emitJob(id, job);
-    }
+    // Each changed job in turn (thousands may have changed).
+    for (const id of changed) this.emitJob(id, await this.ops.job(id));
   }
 
   private emitJob(id: number, job: JobSnapshot | undefined): void {

@@ -29,16 +29,16 @@ function setup(): { ops: MemoryOperations; clock: FakeClock } {
 const job = { priority: 0, delayMs: 0, ttrMs: 60_000, body: Buffer.from('x') };
 
 describe('MinuteHistory', () => {
-  it('samples rates and counts for the server and each busy tube, and keeps them across a restart', () => {
+  it('samples rates and counts for the server and each busy tube, and keeps them across a restart', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'beanpole-minutes-'));
     dirs.push(dir);
     const { ops, clock } = setup();
     const history = new MinuteHistory(ops, dir, log);
-    history.sample(clock.now());
+    await history.sample(clock.now());
     for (let i = 0; i < 120; i++) ops.put('orders', job);
     ops.put('idle', job);
     clock.advance(60_000);
-    history.sample(clock.now());
+    await history.sample(clock.now());
     const [minute] = history.serverHistory();
     expect(minute).toMatchObject({ at: T0 + 60_000, put: 2, ready: 121, buried: 0 });
     expect(history.tubeHistory('orders')).toEqual([{ at: T0 + 60_000, ready: 120, buried: 0, in: 120, out: 0 }]);
@@ -50,14 +50,14 @@ describe('MinuteHistory', () => {
     expect(again.tubeHistory('orders')).toEqual(history.tubeHistory('orders'));
   });
 
-  it('keeps 24 hours per tube, and its file stays bounded', () => {
+  it('keeps 24 hours per tube, and its file stays bounded', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'beanpole-minutes-'));
     dirs.push(dir);
     const { ops, clock } = setup();
     const history = new MinuteHistory(ops, dir, log);
     ops.put('t', job);
     for (let m = 0; m <= 2 * TUBE_MINUTES + 10; m++) {
-      history.sample(clock.now());
+      await history.sample(clock.now());
       clock.advance(60_000);
     }
     expect(history.tubeHistory('t')).toHaveLength(TUBE_MINUTES);
@@ -66,12 +66,12 @@ describe('MinuteHistory', () => {
     expect(new MinuteHistory(setup().ops, dir, log).tubeHistory('t')).toHaveLength(TUBE_MINUTES);
   });
 
-  it('lives without a directory, and skips a torn line after a crash', () => {
+  it('lives without a directory, and skips a torn line after a crash', async () => {
     const { ops, clock } = setup();
     const history = new MinuteHistory(ops, null, log);
-    history.sample(clock.now());
+    await history.sample(clock.now());
     clock.advance(60_000);
-    history.sample(clock.now());
+    await history.sample(clock.now());
     expect(history.serverHistory()).toHaveLength(1);
 
     const dir = mkdtempSync(path.join(os.tmpdir(), 'beanpole-minutes-'));

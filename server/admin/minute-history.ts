@@ -2,7 +2,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeF
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { MinuteSampleDto, RatesDto, TubeMinuteDto } from '../../shared/dto.js';
-import { whenReady, type Operations, type Pending } from '../operations/operations.js';
+import type { Operations } from '../operations/operations.js';
 import { operationTotals } from './stats-history.js';
 
 /** Minutes kept for the whole server (7 days) and for each tube (24 hours). */
@@ -41,8 +41,7 @@ export class MinuteHistory {
   start(): void {
     if (this.timer !== null) return;
     this.timer = setInterval(() => {
-      const done = this.sample(this.ops.now());
-      if (done instanceof Promise) done.catch(() => undefined);
+      this.sample(this.ops.now()).catch(() => undefined); // a store that cannot answer skips a minute
     }, 60_000);
     this.timer.unref();
   }
@@ -63,52 +62,49 @@ export class MinuteHistory {
   }
 
   /** Takes a minute's sample at `now` (the timer calls it; tests call it with their own times). */
-  sample(now: number): Pending<void> {
-    return whenReady(this.ops.serverCounts(), (s) =>
-      whenReady(this.ops.tubes(), (tubes) => {
-        const counters: Counters = {
-          ...operationTotals(s),
-          tubes: new Map(tubes.map((t) => [t.name, { totalJobs: t.totalJobs, deletes: t.deletes }])),
-        };
-        const prev = this.last;
-        this.last = { at: now, counters };
-        if (prev === null || now <= prev.at) return;
-        const perSecond = (a: number, b: number): number => Math.max(0, Math.round(((a - b) * 1000) / (now - prev.at)));
-        const sample: MinuteSampleDto = {
-          at: now,
-          put: perSecond(counters.put, prev.counters.put),
-          reserve: perSecond(counters.reserve, prev.counters.reserve),
-          delete: perSecond(counters.delete, prev.counters.delete),
-          bury: perSecond(counters.bury, prev.counters.bury),
-          timeouts: perSecond(counters.timeouts, prev.counters.timeouts),
-          ready: s.ready,
-          reserved: s.reserved,
-          delayed: s.delayed,
-          buried: s.buried,
-        };
-        this.push(this.server, sample, SERVER_MINUTES);
-        const busy = tubes
-          .map((t) => {
-            const before = prev.counters.tubes.get(t.name);
-            // A tube made during the minute counts from zero (a tube's counters start with it).
-            const inPerMin = Math.max(0, t.totalJobs - (before?.totalJobs ?? 0));
-            const outPerMin = Math.max(0, t.deletes - (before?.deletes ?? 0));
-            return { name: t.name, row: { at: now, ready: t.ready, buried: t.buried, in: inPerMin, out: outPerMin } };
-          })
-          // Tubes with jobs or traffic, and those already charted (their lines go on, at zero).
-          .filter(({ name, row }) => row.ready + row.buried + row.in + row.out > 0 || this.tubes.has(name))
-          .sort((a, b) => b.row.in + b.row.out - (a.row.in + a.row.out) || b.row.ready + b.row.buried - (a.row.ready + a.row.buried))
-          .slice(0, TUBES_PER_MINUTE);
-        const cutoff = now - TUBE_MINUTES * 60_000;
-        for (const { name, row } of busy) {
-          let list = this.tubes.get(name);
-          if (list === undefined) this.tubes.set(name, (list = []));
-          this.push(list, row, TUBE_MINUTES);
-        }
-        for (const [name, list] of this.tubes) if ((list.at(-1)?.at ?? 0) < cutoff) this.tubes.delete(name);
-        this.persist(sample, busy);
-      }),
-    );
+  async sample(now: number): Promise<void> {
+    const [s, tubes] = await Promise.all([this.ops.serverCounts(), this.ops.tubes()]);
+    const counters: Counters = {
+      ...operationTotals(s),
+      tubes: new Map(tubes.map((t) => [t.name, { totalJobs: t.totalJobs, deletes: t.deletes }])),
+    };
+    const prev = this.last;
+    this.last = { at: now, counters };
+    if (prev === null || now <= prev.at) return;
+    const perSecond = (a: number, b: number): number => Math.max(0, Math.round(((a - b) * 1000) / (now - prev.at)));
+    const sample: MinuteSampleDto = {
+      at: now,
+      put: perSecond(counters.put, prev.counters.put),
+      reserve: perSecond(counters.reserve, prev.counters.reserve),
+      delete: perSecond(counters.delete, prev.counters.delete),
+      bury: perSecond(counters.bury, prev.counters.bury),
+      timeouts: perSecond(counters.timeouts, prev.counters.timeouts),
+      ready: s.ready,
+      reserved: s.reserved,
+      delayed: s.delayed,
+      buried: s.buried,
+    };
+    this.push(this.server, sample, SERVER_MINUTES);
+    const busy = tubes
+      .map((t) => {
+        const before = prev.counters.tubes.get(t.name);
+        // A tube made during the minute counts from zero (a tube's counters start with it).
+        const inPerMin = Math.max(0, t.totalJobs - (before?.totalJobs ?? 0));
+        const outPerMin = Math.max(0, t.deletes - (before?.deletes ?? 0));
+        return { name: t.name, row: { at: now, ready: t.ready, buried: t.buried, in: inPerMin, out: outPerMin } };
+      })
+      // Tubes with jobs or traffic, and those already charted (their lines go on, at zero).
+      .filter(({ name, row }) => row.ready + row.buried + row.in + row.out > 0 || this.tubes.has(name))
+      .sort((a, b) => b.row.in + b.row.out - (a.row.in + a.row.out) || b.row.ready + b.row.buried - (a.row.ready + a.row.buried))
+      .slice(0, TUBES_PER_MINUTE);
+    const cutoff = now - TUBE_MINUTES * 60_000;
+    for (const { name, row } of busy) {
+      let list = this.tubes.get(name);
+      if (list === undefined) this.tubes.set(name, (list = []));
+      this.push(list, row, TUBE_MINUTES);
+    }
+    for (const [name, list] of this.tubes) if ((list.at(-1)?.at ?? 0) < cutoff) this.tubes.delete(name);
+    this.persist(sample, busy);
   }
 
   private push<T>(list: T[], item: T, keep: number): void {

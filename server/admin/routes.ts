@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { API, type BulkResponse, type CountResponse } from '../../shared/api.js';
 import type { AdminConfigDto, NextJobDto, SearchPageDto } from '../../shared/dto.js';
 import { MAX_PAUSE_SECONDS, MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } from '../../shared/limits.js';
-import type { Operations, Pending, Result } from '../operations/operations.js';
+import type { Operations, Result } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
 import { ApiError, engineError } from './errors.js';
@@ -452,7 +452,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
       const signal = abandoned(res);
       let ids = r.ids ?? [];
       let complete = true;
-      let stillMatches: (id: number) => Pending<boolean> = () => true;
+      let stillMatches: (id: number) => Promise<boolean> = () => Promise.resolve(true);
       if (r.search !== undefined) {
         ({ ids, complete, stillMatches } = await searches.all(searchFilter(r.search), MAX_BULK, signal));
         // Nobody waits for the answer any more: a selection cut short is not acted on at all.

@@ -1,7 +1,7 @@
 import type { SearchMatchDto } from '../../shared/dto.js';
 import { randomBytes } from 'node:crypto';
 import { RE2JS } from 're2js';
-import { whenReady, type JobScan, type JobSnapshot, type JobState, type JobView, type Operations, type Pending } from '../operations/operations.js';
+import type { JobScan, JobSnapshot, JobState, JobView, Operations } from '../operations/operations.js';
 import { ApiError } from './errors.js';
 
 /**
@@ -201,7 +201,7 @@ class Search {
 const BULK_SLICE = 1024;
 
 /** Runs `act` on each item, a slice per turn, as a large kick does; returns how many it did (true). */
-export async function actInSlices<T>(items: readonly T[], act: (item: T) => Pending<boolean>): Promise<number> {
+export async function actInSlices<T>(items: readonly T[], act: (item: T) => Promise<boolean>): Promise<number> {
   let count = 0;
   for (let i = 0; i < items.length; i++) {
     if (await act(items[i]!)) count++;
@@ -248,14 +248,16 @@ export class Searches {
     filter: SearchFilter,
     cap: number,
     signal: AbortSignal,
-  ): Promise<{ ids: number[]; complete: boolean; stillMatches: (id: number) => Pending<boolean> }> {
+  ): Promise<{ ids: number[]; complete: boolean; stillMatches: (id: number) => Promise<boolean> }> {
     const search = new Search('', this.ops.scanJobs(), filter, this.searched);
     const ids: number[] = [];
     while (!search.finished && ids.length < cap && !signal.aborted) {
       for (const id of await search.page(cap - ids.length, signal)) ids.push(id);
     }
-    const stillMatches = (id: number): Pending<boolean> =>
-      whenReady(this.ops.job(id), (job) => job !== undefined && search.stillMatches(job, job.body));
+    const stillMatches = async (id: number): Promise<boolean> => {
+      const job = await this.ops.job(id);
+      return job !== undefined && search.stillMatches(job, job.body);
+    };
     return { ids, complete: search.finished, stillMatches };
   }
 

@@ -1,5 +1,5 @@
 import type { RatesDto, StatsTickDto } from '../../shared/dto.js';
-import { whenReady, type Operations, type Pending, type ServerCounts } from '../operations/operations.js';
+import type { Operations, ServerCounts } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { statsDto } from './dto.js';
 
@@ -40,8 +40,10 @@ export class StatsHistory {
   start(): void {
     if (this.timer !== null) return;
     this.timer = setInterval(() => {
-      const tick = whenReady(this.sample(), (t) => this.onSample?.(t));
-      if (tick instanceof Promise) tick.catch(() => undefined); // a store that cannot answer skips a sample
+      this.sample().then(
+        (tick) => this.onSample?.(tick),
+        () => undefined, // a store that cannot answer skips a sample
+      );
     }, 1000);
     this.timer.unref();
   }
@@ -52,8 +54,8 @@ export class StatsHistory {
   }
 
   /** Takes a sample now and returns it. */
-  sample(): Pending<StatsTickDto> {
-    return whenReady(this.ops.serverCounts(), (s) => this.record(s));
+  async sample(): Promise<StatsTickDto> {
+    return this.record(await this.ops.serverCounts());
   }
 
   private record(s: ServerCounts): StatsTickDto {

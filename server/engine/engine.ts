@@ -15,106 +15,19 @@ import { fail, ok, type ReserveOutcome, type Result } from '../common/result.js'
 import { Rotation } from './rotation.js';
 import { Session, type SessionDelegate } from './session.js';
 import { SWITCH_AFTER_MS, TimeBase } from './time-base.js';
-import type { JobUpdate, JobWatcher } from './watchers.js';
+import { JobWatchers, type JobUpdate, type JobWatcher } from './watchers.js';
 import { ServerStats, type CountedCommand } from './stats.js';
 import { Tube } from './tube.js';
+import { MemoryBudget } from './budget.js';
+import { WIDE_SESSION_TUBES, WaitingSessions } from './waiting.js';
+import { editedFields, type EngineOptions, type JobEdit, type KickKind, type PutRequest } from './requests.js';
+
+export type { EngineOptions, JobEdit, KickKind, PutRequest };
 
 /** Jobs looked at per put while bodies are being compacted. */
 const COMPACTION_STEPS = 8;
 
-/**
- * A session watching more tubes than this is "wide": while it blocks in reserve it is not added
- * to each watched tube's waiting list (and taken off them all when it wakes), which cost a worker
- * watching 10,000 tubes 20,000 list operations per job. Each tube lists its wide watchers
- * instead (changed only by watch and ignore), and a job made ready there goes to one of them that
- * waits. Narrow sessions keep beanstalkd's exact waiting order; the threshold leaves every
- * ordinary client narrow.
- */
-export const WIDE_SESSION_TUBES = 64;
-
-export interface EngineOptions {
-  clock: Clock;
-  journal?: Journal;
-  /** Largest body in bytes (`-z`); a put or edit beyond it fails with JOB_TOO_BIG. */
-  maxJobSize?: number;
-  /**
-   * What one job costs on the heap in the record budget (default JOB_RECORD_HEAP_BYTES); a
-   * front door that keeps state of its own per job (Gearman's unique ids and waiting clients)
-   * says how much more.
-   */
-  jobRecordBytes?: number;
-  /** Budget in bytes for all job bodies together; a put beyond it fails with OUT_OF_MEMORY. */
-  maxJobBytes?: number;
-  /**
-   * Budget in bytes for the engine's job and tube records on the V8 heap, as counted by
-   * `recordHeapBytes`; a put (or a new tube) beyond it fails with OUT_OF_MEMORY. Its owner
-   * derives it from the heap limit, so the process never dies of heap exhaustion.
-   */
-  maxRecordHeapBytes?: number;
-  /**
-   * The dead-letter rule (`--dead-letter-after N`): the N-th release or TTR timeout of a job since
-   * it was put or last kicked buries it instead of making it ready again. 0 (the default): off.
-   * A tube's own setting (setTubeSettings) overrides it.
-   */
-  deadLetterAfter?: number;
-  /** Events in the shared job history ring (DEFAULT_HISTORY_EVENTS; 0: no history). */
-  historyEvents?: number;
-  /**
-   * Gearman's job retries (`--gearman-job-retries N`): a reserved job whose holder disconnects,
-   * or whose hold runs out, for the N-th time is dropped (its watchers are told it ended) instead
-   * of made ready again. Every reserve of such a job ends in a result or a failure, so the N-th
-   * failure is the one at its N-th reserve. 0 (the default): retried for ever.
-   */
-  dropAfterFailures?: number;
-  /** Watched tubes beyond which a session is wide (WIDE_SESSION_TUBES; tests lower it). */
-  wideSessionTubes?: number;
-}
-
-/** What a put needs; durations in milliseconds. */
-export interface PutRequest {
-  tube: Tube;
-  priority: number;
-  delayMs: number;
-  ttrMs: number;
-  body: Buffer;
-  /**
-   * True when the caller gives up `body`'s memory (a buffer it assembled for this job alone), so
-   * the store may keep it instead of copying it. False for a view of shared memory.
-   */
-  bodyOwned?: boolean;
-  /** An id taken earlier with `allocateJobId` (the protocol takes it before the body arrives). */
-  id?: number;
-  /** The client putting it, for the job's history (none: the dashboard). */
-  by?: Session;
-  /**
-   * Kept in memory only, never journaled: a job that cannot outlive its submitter (a Gearman
-   * foreground job), so a restart must not bring it back.
-   */
-  transient?: boolean;
-}
-
-export type KickKind = 'buried' | 'delayed';
-
-/** What an operator may change in a job that no worker holds; durations in milliseconds. */
-export interface JobEdit {
-  body?: Buffer;
-  priority?: number;
-  ttrMs?: number;
-  /** Ready or delayed jobs become delayed by this much (0: ready now); a buried job keeps it for later. */
-  delayMs?: number;
-  /** Move to this tube (created if needed), keeping id, state, priority and counters. */
-  tube?: string;
-}
-
-/** What an edit changed besides the tube, for the job's history: "body, priority" (empty for a move alone). */
-function editedFields(edit: JobEdit, moving: boolean): string {
-  const fields: string[] = [];
-  if (edit.body !== undefined) fields.push('body');
-  if (edit.priority !== undefined) fields.push('priority');
-  if (edit.ttrMs !== undefined) fields.push('ttr');
-  if (edit.delayMs !== undefined) fields.push('delay');
-  return fields.length === 0 && !moving ? 'nothing' : fields.join(', ');
-}
+export { WIDE_SESSION_TUBES };
 
 /**
  * The job server's state and every operation on it. Pure: no I/O and no timers. Time comes
@@ -140,12 +53,11 @@ export class Engine {
   readonly history: JobHistory;
   /** Tubes' own settings, by name: they outlive the tube (a tube comes and goes with its jobs). */
   private readonly tubeSettings = new Map<string, TubeSettings>();
-  private readonly maxJobBytes: number;
   /** Largest body in bytes a job may have. */
   readonly maxJobSize: number;
   /** What one job costs in the record budget (bytes). */
   private readonly jobRecordBytes: number;
-  private readonly maxRecordHeapBytes: number;
+  private readonly budget: MemoryBudget;
   private readonly tubesByName = new Map<string, Tube>();
   /** Tubes in beanstalkd's list order (creation order with swap-remove). */
   private readonly tubeOrder = new OrderedSet<Tube>();
@@ -162,10 +74,6 @@ export class Engine {
     (a, b) => deadlineLess(a.delayed.peek()!, b.delayed.peek()!),
     (t, i) => (t.delayingIndex = i),
   );
-  private readonly awaitedTubes = new IndexedHeap<Tube>(
-    (a, b) => readyLess(a.ready.peek()!, b.ready.peek()!),
-    (t, i) => (t.awaitedIndex = i),
-  );
   private readonly pausedTubes = new IndexedHeap<Tube>(
     (a, b) => a.unpauseAt < b.unpauseAt,
     (t, i) => (t.pauseIndex = i),
@@ -175,23 +83,12 @@ export class Engine {
     (s, i) => (s.tickIndex = i),
   );
   private readonly sessions = new Set<Session>();
+  /** Sessions blocked in reserve or asleep, and how a ready job finds one (waiting.ts). */
+  private readonly waiting: WaitingSessions;
   /** Tubes with ready jobs (paused or not): a reserve looks at these or at its watched tubes, whichever are fewer. */
   private readonly readyTubes = new OrderedSet<Tube>();
-  /**
-   * Tubes where jobs became ready (or a pause ended) while wide sessions waited, not yet looked
-   * at for them (each tube once: Tube.wideNewsQueued), and a spare list to swap in.
-   */
-  private wideNews: Tube[] = [];
-  private spareWideNews: Tube[] | null = [];
-  /** Wide sessions blocked in reserve: while there are none, a job made ready costs them nothing. */
-  private wideWaiting = 0;
-  private readonly wideAbove: number;
-  /** A wide session becomes narrow again at this many watched tubes (not at wideAbove, so that one watch and ignore after another do not convert it each time). */
-  private readonly narrowAtMost: number;
-  /** Engines whose memory counts against this one's budgets (see shareBudgetWith). */
-  private readonly budgetPeers: Engine[] = [];
-  /** Who waits for news of a job (Gearman clients attached to a handle), by job id. */
-  private readonly watchers = new Map<number, Set<JobWatcher>>();
+  /** Who waits for news of a job (Gearman clients attached to a handle). */
+  private readonly watchers = new JobWatchers();
   private nextJobId = 1;
   private nextSessionId = 1;
   private lastBuriedSeq = 0;
@@ -205,12 +102,27 @@ export class Engine {
     this.deadLetterAfter = options.deadLetterAfter ?? 0;
     this.dropAfterFailures = options.dropAfterFailures ?? 0;
     this.history = new JobHistory(options.historyEvents ?? DEFAULT_HISTORY_EVENTS);
-    this.maxJobBytes = options.maxJobBytes ?? Number.POSITIVE_INFINITY;
     this.maxJobSize = options.maxJobSize ?? Number.POSITIVE_INFINITY;
     this.jobRecordBytes = options.jobRecordBytes ?? JOB_RECORD_HEAP_BYTES;
-    this.maxRecordHeapBytes = options.maxRecordHeapBytes ?? Number.POSITIVE_INFINITY;
-    this.wideAbove = options.wideSessionTubes ?? WIDE_SESSION_TUBES;
-    this.narrowAtMost = Math.floor(this.wideAbove / 2);
+    this.budget = new MemoryBudget(
+      this,
+      options.maxJobBytes ?? Number.POSITIVE_INFINITY,
+      options.maxRecordHeapBytes ?? Number.POSITIVE_INFINITY,
+      this.jobRecordBytes,
+    );
+    this.waiting = new WaitingSessions(
+      this.stats,
+      {
+        now: () => this.clock.now(),
+        schedule: (session) => this.schedule(session),
+        hand: (session, job, now) => {
+          this.removeReady(job);
+          this.reserveFor(session, job, now, 'ready');
+          session.delegate.reserved(job);
+        },
+      },
+      options.wideSessionTubes ?? WIDE_SESSION_TUBES,
+    );
     this.startedAt = this.clock.now();
     this.defaultTube = this.findOrCreateTube(DEFAULT_TUBE);
   }
@@ -287,7 +199,7 @@ export class Engine {
     tube.cmdPause++;
     if (tube.pauseIndex < 0) this.pausedTubes.push(tube);
     else this.pausedTubes.update(tube.pauseIndex);
-    this.refreshAwaited(tube);
+    this.waiting.refreshAwaited(tube);
     this.events.emit('tube:paused', { tube });
     return ok(tube);
   }
@@ -296,8 +208,8 @@ export class Engine {
     tube.pauseMs = 0;
     if (tube.pauseIndex >= 0) this.pausedTubes.removeAt(tube.pauseIndex);
     this.events.emit('tube:paused', { tube });
-    this.refreshAwaited(tube);
-    if (tube.ready.size > 0) this.noteWideNews(tube);
+    this.waiting.refreshAwaited(tube);
+    if (tube.ready.size > 0) this.waiting.noteWideNews(tube);
   }
 
   /**
@@ -311,7 +223,7 @@ export class Engine {
       this.unpause(tube);
       n++;
     }
-    if (n > 0) this.processQueue();
+    if (n > 0) this.waiting.processQueue();
     return n;
   }
 
@@ -326,17 +238,6 @@ export class Engine {
     this.tubeOrder.delete(tube);
     if (tube.pauseIndex >= 0) this.pausedTubes.removeAt(tube.pauseIndex);
     this.events.emit('tube:removed', { tube });
-  }
-
-  /** Keeps `tube`'s place in the heap of tubes that can hand a job to a waiting session. */
-  private refreshAwaited(tube: Tube): void {
-    const eligible = tube.waiting.size > 0 && tube.ready.size > 0 && !tube.paused;
-    if (eligible) {
-      if (tube.awaitedIndex < 0) this.awaitedTubes.push(tube);
-      else this.awaitedTubes.update(tube.awaitedIndex);
-    } else if (tube.awaitedIndex >= 0) {
-      this.awaitedTubes.removeAt(tube.awaitedIndex);
-    }
   }
 
   // ---- sessions ------------------------------------------------------------------------------
@@ -370,7 +271,7 @@ export class Engine {
    */
   closeSession(session: Session, budget = Number.POSITIVE_INFINITY): boolean {
     if (session.closed) return true;
-    if (session.waiting) this.stopWaiting(session);
+    if (session.waiting) this.waiting.stopWaiting(session);
     for (let n = 0, job = session.reservedJobs.first(); job !== undefined; n++, job = session.reservedJobs.first()) {
       if (n >= budget) return false;
       // The job is already ready on disk; the record only keeps its reserves counter, so it is
@@ -445,18 +346,7 @@ export class Engine {
     if (session.watched.add(tube)) {
       tube.watching++;
       session.rotation?.add(tube);
-      if (!session.wide && session.watched.size > this.wideAbove) {
-        this.widen(session);
-      } else if (session.wide) {
-        tube.wideWatchers.add(session);
-        if (session.waiting && tube.ready.size > 0) this.noteWideNews(tube);
-      } else if (session.waiting) {
-        // A session can change its watch list while it waits only to be woken (a Gearman worker
-        // asleep registers another function); a blocked reserve reads no commands.
-        tube.waiting.add(session);
-        this.refreshAwaited(tube);
-      }
-      if (session.waiting) this.processQueue();
+      this.waiting.watched(session, tube);
     }
     return ok(session.watched.size);
   }
@@ -466,8 +356,7 @@ export class Engine {
    * answers use and watch with OUT_OF_MEMORY when it cannot make the tube.
    */
   hasRoomForTube(name: string): boolean {
-    if (this.tubesByName.has(name)) return true;
-    return this.sharedRecordBytes() + TUBE_RECORD_HEAP_BYTES <= this.maxRecordHeapBytes;
+    return this.tubesByName.has(name) || this.budget.hasRoomForTube();
   }
 
   /** Removes a tube from the watch list; the last watched tube cannot be ignored. */
@@ -478,13 +367,7 @@ export class Engine {
     session.watched.delete(tube);
     session.rotation?.delete(tube);
     tube.watching--;
-    if (session.wide) {
-      tube.wideWatchers.delete(session);
-      if (session.watched.size <= this.narrowAtMost) this.narrow(session);
-    } else if (session.waiting) {
-      tube.waiting.delete(session);
-      this.refreshAwaited(tube);
-    }
+    this.waiting.ignored(session, tube);
     this.maybeRemoveTube(tube);
     return ok(session.watched.size);
   }
@@ -557,27 +440,13 @@ export class Engine {
    * `other`'s: engines in one process (beanstalkd's and Gearman's jobs) share its memory.
    */
   shareBudgetWith(other: Engine): void {
-    this.budgetPeers.push(other);
-    other.budgetPeers.push(this);
+    this.budget.share(other);
+    other.budget.share(this);
   }
 
   /** True when one more job with a body of `bytes` fits both memory budgets. */
   hasRoomFor(bytes: number): boolean {
-    // Plain sums, no object: this runs for every put.
-    let bodyBytes = this.bodyBytes + bytes;
-    let recordBytes = this.recordHeapBytes + this.jobRecordBytes;
-    for (const peer of this.budgetPeers) {
-      bodyBytes += peer.bodyBytes;
-      recordBytes += peer.recordHeapBytes;
-    }
-    return bodyBytes <= this.maxJobBytes && recordBytes <= this.maxRecordHeapBytes;
-  }
-
-  /** Bytes of records held by this engine and those it shares its budget with. */
-  private sharedRecordBytes(): number {
-    let recordBytes = this.recordHeapBytes;
-    for (const peer of this.budgetPeers) recordBytes += peer.recordHeapBytes;
-    return recordBytes;
+    return this.budget.hasRoomForJob(bytes);
   }
 
   setDraining(): void {
@@ -622,7 +491,7 @@ export class Engine {
 
   /** Blocks `session` for a job from its watched tubes. `timeoutMs` null waits forever. */
   reserve(session: Session, timeoutMs: number | null): ReserveOutcome<Job> {
-    if (session.waiting) this.stopWaiting(session); // only a wake-only wait can be in progress
+    if (session.waiting) this.waiting.stopWaiting(session); // only a wake-only wait can be in progress
     this.markWorker(session);
     const now = this.clock.now();
     if (this.deadlineSoon(session, now) && !this.anyWatchedReady(session)) return { kind: 'deadline-soon' };
@@ -643,7 +512,7 @@ export class Engine {
     // DEADLINE_SOON margin wins over TIMED_OUT (possible here when only paused tubes are ready).
     if (timeoutMs === 0 && this.deadlineSoon(session, now)) return { kind: 'deadline-soon' };
     if (timeoutMs === 0 || session.halfClosed) return { kind: 'timed-out' };
-    this.startWaiting(session, timeoutMs === null ? -1 : now + timeoutMs);
+    this.waiting.startWaiting(session, timeoutMs === null ? -1 : now + timeoutMs);
     return { kind: 'waiting' };
   }
 
@@ -652,7 +521,7 @@ export class Engine {
     session.halfClosed = true;
     if (!session.waiting) return;
     const wakeOnly = session.wakeOnly;
-    this.stopWaiting(session);
+    this.waiting.stopWaiting(session);
     this.schedule(session);
     if (!wakeOnly) session.delegate.timedOut();
   }
@@ -666,7 +535,7 @@ export class Engine {
     if (session.waiting) return false;
     if (this.bestReady(session, false) !== undefined) return true;
     session.wakeOnly = true;
-    this.startWaiting(session, -1);
+    this.waiting.startWaiting(session, -1);
     return false;
   }
 
@@ -841,32 +710,23 @@ export class Engine {
   /** Adds `watcher` to those told of job `id`'s updates until it is deleted; false when there is no such job. */
   attachWatcher(id: number, watcher: JobWatcher): boolean {
     if (this.jobs.get(id) === undefined) return false;
-    let watching = this.watchers.get(id);
-    if (watching === undefined) this.watchers.set(id, (watching = new Set()));
-    watching.add(watcher);
+    this.watchers.attach(id, watcher);
     return true;
   }
 
   /** Stops telling `watcher` about job `id`; returns how many watchers remain. */
   detachWatcher(id: number, watcher: JobWatcher): number {
-    const watching = this.watchers.get(id);
-    if (watching === undefined) return 0;
-    watching.delete(watcher);
-    if (watching.size === 0) this.watchers.delete(id);
-    return watching.size;
+    return this.watchers.detach(id, watcher);
   }
 
   /** How many watchers job `id` has. */
   watcherCount(id: number): number {
-    return this.watchers.get(id)?.size ?? 0;
+    return this.watchers.count(id);
   }
 
   /** Passes `update` to every watcher of job `id`, in attach order; returns how many got it. */
   report(id: number, update: JobUpdate): number {
-    const watching = this.watchers.get(id);
-    if (watching === undefined) return 0;
-    for (const w of watching) w.update(id, update);
-    return watching.size;
+    return this.watchers.report(id, update);
   }
 
   // ---- edits (the dashboard) -----------------------------------------------------------------
@@ -1061,11 +921,11 @@ export class Engine {
       if (recorded) this.journalOf(job).update(job);
     }
     if (soon && session.waiting) {
-      this.stopWaiting(session);
+      this.waiting.stopWaiting(session);
       this.schedule(session);
       session.delegate.deadlineSoon();
     } else if (session.waiting && session.waitUntil >= 0 && now >= session.waitUntil) {
-      this.stopWaiting(session);
+      this.waiting.stopWaiting(session);
       session.waitUntil = -1;
       this.schedule(session);
       session.delegate.timedOut();
@@ -1129,15 +989,6 @@ export class Engine {
     return session !== null && session.reservedByDeadline.at(job.heapIndex) === job;
   }
 
-  /** Hands every job that a waiting session can take to one, best job first. */
-  private processQueue(): void {
-    const now = this.clock.now();
-    for (let tube = this.awaitedTubes.peek(); tube !== undefined; tube = this.awaitedTubes.peek()) {
-      this.serveWaiter(tube.waiting.take()!, tube, now);
-    }
-    while (this.wideNews.length > 0) this.serveWideWaiters(now);
-  }
-
   /** Tests: what disagrees in the private indexes of ready tubes and wide waiters (empty when consistent). */
   waitingIndexProblems(): string[] {
     const problems: string[] = [];
@@ -1145,11 +996,7 @@ export class Engine {
     if (withReady.length !== this.readyTubes.size || withReady.some((t) => !this.readyTubes.has(t))) {
       problems.push(`readyTubes has ${this.readyTubes.size} tubes, ${withReady.length} have ready jobs`);
     }
-    let wide = 0;
-    for (const session of this.sessions) if (session.waiting && session.wide) wide++;
-    if (wide !== this.wideWaiting) problems.push(`wideWaiting ${this.wideWaiting}, counted ${wide}`);
-    if (this.wideNews.length > 0) problems.push(`${this.wideNews.length} tubes' news left unserved`);
-    for (const tube of this.tubes()) if (tube.wideNewsQueued) problems.push(`tube ${tube.name} still marked as news`);
+    problems.push(...this.waiting.problems(this.sessions, this.tubes()));
     return problems;
   }
 
@@ -1165,136 +1012,6 @@ export class Engine {
       if (first !== undefined && deadlineLess(tube.delayed.peek()!, first)) problems.push(`tube ${tube.name} has a delayed job due before the first`);
     }
     return problems;
-  }
-
-  /** Jobs are ready in `tube`: wide sessions waiting on it are to be served (processQueue). */
-  private noteWideNews(tube: Tube): void {
-    if (this.wideWaiting === 0 || tube.wideWatchers.size === 0 || tube.wideNewsQueued) return;
-    tube.wideNewsQueued = true;
-    this.wideNews.push(tube);
-  }
-
-  /**
-   * Hands the jobs made ready in tubes that wide sessions watch (wideNews) to those of them that
-   * wait, the best job first as processQueue does; each tube's wide watchers take turns.
-   */
-  private serveWideWaiters(now: number): void {
-    const tubes = this.wideNews;
-    // The spare list is not lent out while this runs: a delegate that puts a job (and so runs
-    // processQueue again) gets a list of its own.
-    this.wideNews = this.spareWideNews ?? [];
-    this.spareWideNews = null;
-    for (const tube of tubes) tube.wideNewsQueued = false;
-    for (;;) {
-      let best: Tube | undefined;
-      let at = -1;
-      for (let i = 0; i < tubes.length; i++) {
-        const tube = tubes[i]!;
-        const head = tube.ready.peek();
-        if (head === undefined || tube.paused) {
-          tubes[i--] = tubes[tubes.length - 1]!;
-          tubes.pop();
-        } else if (best === undefined || readyLess(head, best.ready.peek()!)) {
-          best = tube;
-          at = i;
-        }
-      }
-      if (best === undefined) {
-        this.spareWideNews ??= tubes;
-        return;
-      }
-      const session = this.nextWideWaiter(best);
-      if (session === undefined) {
-        tubes[at] = tubes[tubes.length - 1]!;
-        tubes.pop();
-        continue;
-      }
-      this.serveWaiter(session, best, now);
-    }
-  }
-
-  /**
-   * A waiting session's turn at `tube`: a sleeper is woken (the job stays ready for whoever asks
-   * first; each sleeper is woken once), a blocked reserve gets the tube's best job.
-   */
-  private serveWaiter(session: Session, tube: Tube, now: number): void {
-    const wakeOnly = session.wakeOnly;
-    this.stopWaiting(session);
-    if (wakeOnly) return session.delegate.woken();
-    const job = tube.ready.peek()!;
-    this.removeReady(job);
-    this.reserveFor(session, job, now, 'ready');
-    session.delegate.reserved(job);
-  }
-
-  /** The next of `tube`'s wide watchers that waits, round-robin; O(its wide watchers), never O(tubes). */
-  private nextWideWaiter(tube: Tube): Session | undefined {
-    const watchers = tube.wideWatchers.values();
-    for (let k = 0; k < watchers.length; k++) {
-      const i = (tube.wideCursor + k) % watchers.length;
-      if (watchers[i]!.waiting) {
-        tube.wideCursor = i + 1;
-        return watchers[i];
-      }
-    }
-    return undefined;
-  }
-
-  /** The session now watches more than wideAbove tubes: from here on each tube lists it as a wide watcher. */
-  private widen(session: Session): void {
-    if (session.waiting) {
-      this.leaveWaitingLists(session);
-      this.wideWaiting++;
-    }
-    session.wide = true;
-    for (const tube of session.watched.values()) {
-      tube.wideWatchers.add(session);
-      if (session.waiting && tube.ready.size > 0) this.noteWideNews(tube);
-    }
-  }
-
-  /** The session watches few tubes again: it waits in each tube's waiting list, in beanstalkd's order. */
-  private narrow(session: Session): void {
-    for (const tube of session.watched.values()) tube.wideWatchers.delete(session);
-    session.wide = false;
-    if (session.waiting) {
-      this.wideWaiting--;
-      this.joinWaitingLists(session);
-      this.processQueue();
-    }
-  }
-
-  private startWaiting(session: Session, waitUntil: number): void {
-    session.waiting = true;
-    session.waitUntil = waitUntil;
-    this.stats.waiting++;
-    // A wide session's tubes already list it (widen): waiting is its flag and a count.
-    if (session.wide) this.wideWaiting++;
-    else this.joinWaitingLists(session);
-    this.schedule(session);
-    this.processQueue();
-  }
-
-  private stopWaiting(session: Session): void {
-    session.waiting = false;
-    session.wakeOnly = false;
-    this.stats.waiting--;
-    if (session.wide) this.wideWaiting--;
-    else this.leaveWaitingLists(session);
-  }
-
-  private joinWaitingLists(session: Session): void {
-    for (const tube of session.watched.values()) {
-      tube.waiting.add(session);
-      if (tube.waiting.size === 1) this.refreshAwaited(tube);
-    }
-  }
-
-  private leaveWaitingLists(session: Session): void {
-    for (const tube of session.watched.values()) {
-      tube.waiting.delete(session);
-      if (tube.waiting.size === 0) this.refreshAwaited(tube);
-    }
   }
 
   /** Recomputes when the engine must next look at `session` (beanstalkd's connsched). */
@@ -1342,15 +1059,15 @@ export class Engine {
     job.deadlineAt = 0;
     tube.ready.push(job);
     if (tube.ready.size === 1) this.readyTubes.add(tube);
-    this.noteWideNews(tube);
+    this.waiting.noteWideNews(tube);
     this.stats.ready++;
     if (job.priority < URGENT_BELOW) {
       tube.urgent++;
       this.stats.urgent++;
     }
     this.changed(job, from);
-    if (tube.ready.peek() === job) this.refreshAwaited(tube);
-    this.processQueue();
+    if (tube.ready.peek() === job) this.waiting.refreshAwaited(tube);
+    this.waiting.processQueue();
   }
 
   private enqueueDelayed(job: Job, from: JobState | null, deadlineAt: number): void {
@@ -1412,7 +1129,7 @@ export class Engine {
       tube.urgent--;
       this.stats.urgent--;
     }
-    this.refreshAwaited(tube);
+    this.waiting.refreshAwaited(tube);
   }
 
   /**
@@ -1460,16 +1177,10 @@ export class Engine {
     job.tube.cmdDelete++;
     job.tube.touchState(from);
     if (this.events.has('job:deleted')) this.events.emit('job:deleted', { job, from });
-    if (this.watchers.size > 0) this.endWatch(job.id);
+    if (this.watchers.any) this.watchers.end(job.id);
     this.maybeRemoveTube(job.tube);
   }
 
-  private endWatch(id: number): void {
-    const watching = this.watchers.get(id);
-    if (watching === undefined) return;
-    this.watchers.delete(id);
-    for (const w of watching) w.ended(id);
-  }
 
   /**
    * A few steps of body compaction, run by each put while the store holds more dead than live

@@ -1,4 +1,4 @@
-import { whenReady, type JobUpdate, type JobWatcher, type Pending } from '../operations/operations.js';
+import { isPending, whenReady, type JobUpdate, type JobWatcher, type Pending } from '../operations/operations.js';
 import type { GearmanStore } from './store.js';
 import { JobHandles } from './handles.js';
 import { uniqueEnd } from './job-body.js';
@@ -183,7 +183,7 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
     let state: string | null = null;
     const visited = this.ops.visitJobs([id], (_, view) => (state = view?.state ?? null));
     const answer = (): JobStatus => ({ known: state !== null, running: state === 'reserved', status: this.statusOf.get(id) });
-    return visited instanceof Promise ? visited.then(answer) : answer();
+    return isPending(visited) ? visited.then(answer) : answer();
   }
 
   uniqueStatus(unique: Buffer): Pending<UniqueStatus> {
@@ -216,7 +216,7 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
     const dropIt = (): void => {
       if (drop) void this.ops.delete(id);
     };
-    if (seen instanceof Promise) void seen.then(dropIt);
+    if (isPending(seen)) void seen.then(dropIt);
     else dropIt();
   }
 

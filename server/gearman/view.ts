@@ -1,6 +1,6 @@
 import type { HistoryActor, JobHistoryDto } from '../../shared/history.js';
 import type { GearmanJobState, GearmanSnapshotDto } from '../../shared/dto.js';
-import { whenReady, type JobSnapshot, type JobState, type Pending, type Result } from '../operations/operations.js';
+import type { JobSnapshot, JobState, Result } from '../operations/operations.js';
 import type { GearmanStore } from './store.js';
 import { dataOf, uniqueEnd } from './job-body.js';
 import type { GearmanRegistry, WorkStatus } from './registry.js';
@@ -40,44 +40,46 @@ export class GearmanView {
     private readonly registry: GearmanRegistry,
   ) {}
 
-  snapshot(): Pending<GearmanSnapshotDto> {
-    return whenReady(this.ops.tubes(), (tubes) => ({
+  async snapshot(): Promise<GearmanSnapshotDto> {
+    const tubes = await this.ops.tubes();
+    return {
       functions: tubes
         .filter((t) => !(t.name === 'default' && t.ready + t.delayed + t.reserved + t.buried === 0 && t.watching === 0))
         .map((t) => ({ name: t.name, queued: t.ready + t.delayed + t.buried, running: t.reserved, workers: t.watching })),
       workers: this.registry.workers().map((w) => ({ id: w.fd, address: w.address, clientId: w.clientId, functions: w.functions })),
-    }));
+    };
   }
 
   /** A page of a function's jobs in `state`; undefined when no such function exists. */
-  jobs(fn: string, state: GearmanJobState, limit: number, cursor: string | null): Pending<GearmanJobPage | undefined> {
-    return whenReady(this.ops.listJobs(fn, ENGINE_STATE[state], limit, cursor), (page) =>
-      page === undefined ? undefined : whenReady(this.records(page.jobs), (jobs) => ({ jobs, next: page.next })),
-    );
+  async jobs(fn: string, state: GearmanJobState, limit: number, cursor: string | null): Promise<GearmanJobPage | undefined> {
+    const page = await this.ops.listJobs(fn, ENGINE_STATE[state], limit, cursor);
+    return page === undefined ? undefined : { jobs: await this.records(page.jobs), next: page.next };
   }
 
-  job(handle: string): Pending<GearmanJobRecord | undefined> {
+  async job(handle: string): Promise<GearmanJobRecord | undefined> {
     const id = this.registry.handles.idOf(handle);
     if (id === null) return undefined;
-    return whenReady(this.ops.job(id), (job) => (job === undefined ? undefined : whenReady(this.records([job]), ([record]) => record)));
+    const job = await this.ops.job(id);
+    return job === undefined ? undefined : (await this.records([job]))[0];
   }
 
   /** What happened to the job lately (submit, grabs, requeues, completion); undefined for a handle not of this server. */
-  history(handle: string): Pending<JobHistoryDto | undefined> {
+  async history(handle: string): Promise<JobHistoryDto | undefined> {
     const id = this.registry.handles.idOf(handle);
     return id === null ? undefined : this.ops.jobHistory(id);
   }
 
   /** Deletes a queued or scheduled job: NOT_FOUND, or JOB_RESERVED while a worker runs it. */
-  cancel(handle: string, by?: HistoryActor): Pending<Result<void>> {
+  async cancel(handle: string, by?: HistoryActor): Promise<Result<void>> {
     const id = this.registry.handles.idOf(handle);
     if (id === null) return { ok: false, code: 'NOT_FOUND' };
     return this.ops.delete(id, by);
   }
 
   /** Jobs of the Gearman store as the dashboard shows them, each with its last WORK_STATUS. */
-  records(jobs: readonly JobSnapshot[]): Pending<GearmanJobRecord[]> {
-    return whenReady(this.registry.statuses(jobs.map((j) => j.id)), (statuses) => jobs.map((j) => this.recordOf(j, statuses.get(j.id))));
+  async records(jobs: readonly JobSnapshot[]): Promise<GearmanJobRecord[]> {
+    const statuses = await this.registry.statuses(jobs.map((j) => j.id));
+    return jobs.map((j) => this.recordOf(j, statuses.get(j.id)));
   }
 
   private recordOf(job: JobSnapshot, status: WorkStatus | undefined): GearmanJobRecord {

@@ -4,35 +4,36 @@ import type { Engine, Job, PutRequest, Session, Tube } from '../engine/engine.js
 import { BURY_CAUSES, TRANSIENT_FILE } from '../engine/job.js';
 import { cursorOf, listJobs } from '../engine/job-pages.js';
 import { fail, ok } from '../common/result.js';
-import type {
-  ClientDelegate,
-  ClientOperations,
-  ConnectOptions,
-  CountedCommand,
-  Durability,
-  JobBytes,
-  JobChange,
-  JobPage,
-  JobScan,
-  JobSnapshot,
-  JobState,
-  JobUpdate,
-  JobView,
-  JobWatcher,
-  NewJob,
-  Operations,
-  Pending,
-  QueuedState,
-  ReleaseOutcome,
-  ReserveOutcome,
-  Result,
-  ServerCounts,
-  SessionView,
-  TubeAges,
-  TubeCounts,
-  TubeName,
-  TubeSettings,
-  TubeSettingsView,
+import {
+  isPending,
+  type ClientDelegate,
+  type ClientOperations,
+  type ConnectOptions,
+  type CountedCommand,
+  type Durability,
+  type JobBytes,
+  type JobChange,
+  type JobPage,
+  type JobScan,
+  type JobSnapshot,
+  type JobState,
+  type JobUpdate,
+  type JobView,
+  type JobWatcher,
+  type NewJob,
+  type Operations,
+  type Pending,
+  type QueuedState,
+  type ReleaseOutcome,
+  type ReserveOutcome,
+  type Result,
+  type ServerCounts,
+  type SessionView,
+  type TubeAges,
+  type TubeCounts,
+  type TubeName,
+  type TubeSettings,
+  type TubeSettingsView,
 } from './operations.js';
 import { ttrWithFloor } from '../common/rules.js';
 import { walkReadyAges } from './ready-ages.js';
@@ -330,7 +331,7 @@ export class MemoryOperations implements Operations {
     };
     const total = sliced(limit, step, this.rearm);
     const answer = (count: number): Result<number> => firstFailure ?? ok(count);
-    return total instanceof Promise ? total.then(answer) : answer(total);
+    return isPending(total) ? total.then(answer) : answer(total);
   }
 
   // ---- news of a job ---------------------------------------------------------------------------
@@ -527,7 +528,7 @@ function voidOf(result: Result<unknown>): Result<void> {
 }
 
 function okCount(count: Pending<number>): Pending<Result<number>> {
-  return count instanceof Promise ? count.then((n) => ok(n)) : ok(count);
+  return isPending(count) ? count.then((n) => ok(n)) : ok(count);
 }
 
 /** A kick of the tube's buried jobs, or of its delayed ones when none is buried. */

@@ -397,7 +397,7 @@ export class ClientLink {
     const closing = this.owner.ended();
     // Our side closes once the session's jobs are given back: a client that sees the close and
     // asks again on another connection finds them ready, as with beanstalkd.
-    if (closing instanceof Promise) void closing.finally(() => this.endOurSide());
+    if (isPending(closing)) void closing.finally(() => this.endOurSide());
     else this.endOurSide();
   }
 

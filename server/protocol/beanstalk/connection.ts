@@ -1,21 +1,22 @@
 import type { Socket } from 'node:net';
-import type {
-  AdminChanges,
-  ClientDelegate,
-  ClientOperations,
-  Counters,
-  JobBytes,
-  JobReads,
-  JobSnapshot,
-  NewJob,
-  ReleaseOutcome,
-  ReserveOutcome,
-  Result,
-  ServerCounts,
-  Sessions,
-  StoreInfo,
-  TubeCounts,
-  TubeName,
+import {
+  isPending,
+  type AdminChanges,
+  type ClientDelegate,
+  type ClientOperations,
+  type Counters,
+  type JobBytes,
+  type JobReads,
+  type JobSnapshot,
+  type NewJob,
+  type ReleaseOutcome,
+  type ReserveOutcome,
+  type Result,
+  type ServerCounts,
+  type Sessions,
+  type StoreInfo,
+  type TubeCounts,
+  type TubeName,
 } from '../../operations/operations.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
 import { parseCommand, type Command } from './commands.js';
@@ -142,7 +143,7 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
   ended(): void | Promise<void> {
     const closing = this.client.close();
     this.ctx.ops.onActivity();
-    if (closing instanceof Promise) {
+    if (isPending(closing)) {
       return closing.catch((err: unknown) => this.ctx.log.error({ err }, 'ending a client session failed'));
     }
   }

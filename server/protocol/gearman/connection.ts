@@ -248,7 +248,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     this.unlist();
     const closing = this.session.close();
     this.ctx.ops.onActivity();
-    if (closing instanceof Promise) return closing.catch((err: unknown) => this.ctx.log.error({ err }, 'ending a Gearman session failed'));
+    if (isPending(closing)) return closing.catch((err: unknown) => this.ctx.log.error({ err }, 'ending a Gearman session failed'));
   }
 
   // ---- requests: parse, one call, one reply ----------------------------------------------------
