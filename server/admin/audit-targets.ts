@@ -35,7 +35,14 @@ export const oneJob =
   (keys: readonly string[] = []) =>
   (req: Request): AuditTargetDto => {
     const ids = jobIdParam(req);
-    return defined({ jobIds: ids, jobCount: ids.length, tube: typeof bodyField(req, 'tube') === 'string' ? String(bodyField(req, 'tube')) : undefined, detail: bodyWords(req, keys.filter((k) => k !== 'tube')) });
+    // An edit that moves the job names the tube it goes to.
+    const tube = bodyField(req, 'tube');
+    return defined({
+      jobIds: ids,
+      jobCount: ids.length,
+      tube: typeof tube === 'string' ? tube : undefined,
+      detail: bodyWords(req, keys.filter((k) => k !== 'tube')),
+    });
   };
 
 /** A change to the tube named in the path (`:name`); `keys` of the body, and of the query, say how. */
@@ -75,7 +82,7 @@ function searchFields(search: Record<string, unknown>): Record<string, string | 
 }
 
 /** A change whose target is a path parameter, written as `<label> <value>`. */
-export const pathThing =
+export const namedInPath =
   (label: string, name: string, keys: readonly string[] = []) =>
   (req: Request): AuditTargetDto =>
     defined({ detail: [`${label} ${param(req, name)}`, bodyWords(req, keys)].filter((w) => w !== undefined).join(' ') });
@@ -84,7 +91,8 @@ export const pathThing =
 export function externalThing(req: Request): AuditTargetDto {
   const tube = req.params.name === undefined ? undefined : param(req, 'name');
   const jobs = req.params.jid === undefined ? undefined : jobIdParam(req, 'jid');
-  return defined({ tube, jobIds: jobs, jobCount: jobs?.length, detail: [`server ${param(req, 'id')}`, bodyWords(req, ['bound', 'seconds', 'priority', 'delay', 'ttr'])].filter((w) => w !== undefined).join(' ') });
+  const words = [`server ${param(req, 'id')}`, bodyWords(req, ['bound', 'seconds', 'priority', 'delay', 'ttr'])];
+  return defined({ tube, jobIds: jobs, jobCount: jobs?.length, detail: words.filter((w) => w !== undefined).join(' ') });
 }
 
 /** A change described by its body alone. */

@@ -1,7 +1,7 @@
 import { actorOf } from './actor.js';
 import express, { type Request, type Response, type Router } from 'express';
 import type { Access } from './access.js';
-import { bulkSelection, pathThing } from './audit-targets.js';
+import { bulkSelection, namedInPath } from './audit-targets.js';
 import { guardedRouter } from './guarded-router.js';
 import { z } from 'zod';
 import { API, type BulkResponse } from '../../shared/api.js';
@@ -156,7 +156,7 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, access: Access
 
   r.delete(
     '/api/gearman/jobs/:handle',
-    { role: 'operator', audit: { action: 'gearman.cancel', target: pathThing('handle', 'handle') } },
+    { role: 'operator', audit: { action: 'gearman.cancel', target: namedInPath('handle', 'handle') } },
     route(async (req, res) => {
       const result = await view.cancel(parseOrThrow(handleParam, String(req.params.handle)), actorOf(req));
       if (!result.ok) {

@@ -1,7 +1,7 @@
 import { actorOf } from './actor.js';
 import express, { type Request, type Response, type Router } from 'express';
 import type { Access } from './access.js';
-import { allTubes, bulkSelection, oneJob, oneTube, pathThing } from './audit-targets.js';
+import { allTubes, bulkSelection, oneJob, oneTube, namedInPath } from './audit-targets.js';
 import { guardedRouter } from './guarded-router.js';
 import { z } from 'zod';
 import { API, type BulkResponse, type CountResponse } from '../../shared/api.js';
@@ -509,7 +509,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
 
   r.delete(
     '/api/connections/:id',
-    { role: 'admin', audit: { action: 'connection.close', target: pathThing('connection', 'id') } },
+    { role: 'admin', audit: { action: 'connection.close', target: namedInPath('connection', 'id') } },
     route(async (req, res) => {
       valueOf(await ops.closeConnection(parse(jobId, req.params.id)));
       res.status(204).end();
