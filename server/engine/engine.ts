@@ -1,5 +1,5 @@
 import { mayIgnore } from '../common/rules.js';
-import { DEADLINE_SOON_MARGIN_MS, DEFAULT_TUBE, URGENT_BELOW } from '../../shared/limits.js';
+import { DEADLINE_SOON_MARGIN_MS, DEFAULT_TUBE } from '../../shared/limits.js';
 import type { HistoryActor } from '../../shared/history.js';
 import type { Clock } from './clock.js';
 import { BodyStore } from './body-store.js';
@@ -8,9 +8,8 @@ import { IndexedHeap } from './heap.js';
 import { DEFAULT_HISTORY_EVENTS, JobHistory } from './history.js';
 import { JobIndex } from './job-index.js';
 import { JOB_RECORD_HEAP_BYTES, TUBE_RECORD_HEAP_BYTES } from './record-costs.js';
-import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, deadlineLess, readyLess, type JobImage, type JobState } from './job.js';
+import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, readyLess, type JobImage, type JobState } from './job.js';
 import { nullJournal, type Journal, type TubeSettings } from './journal.js';
-import { OrderedSet } from '../common/ordered-set.js';
 import { fail, ok, type ReserveOutcome, type Result } from '../common/result.js';
 import { Rotation } from './rotation.js';
 import { Session, type SessionDelegate } from './session.js';
@@ -19,7 +18,9 @@ import { JobWatchers, type JobUpdate, type JobWatcher } from './watchers.js';
 import { ServerStats, type CountedCommand } from './stats.js';
 import { Tube } from './tube.js';
 import { MemoryBudget } from './budget.js';
+import { TubeRegistry } from './tube-registry.js';
 import { WIDE_SESSION_TUBES, WaitingSessions } from './waiting.js';
+import { JobQueues } from './queues.js';
 import { editedFields, type EngineOptions, type JobEdit, type KickKind, type PutRequest } from './requests.js';
 
 export type { EngineOptions, JobEdit, KickKind, PutRequest };
@@ -47,51 +48,33 @@ export class Engine {
 
   private readonly clock: Clock;
   private readonly journal: Journal;
-  private readonly deadLetterAfter: number;
   private readonly dropAfterFailures: number;
   /** What happened to jobs lately, in one ring for all of them (history.ts). */
   readonly history: JobHistory;
-  /** Tubes' own settings, by name: they outlive the tube (a tube comes and goes with its jobs). */
-  private readonly tubeSettings = new Map<string, TubeSettings>();
   /** Largest body in bytes a job may have. */
   readonly maxJobSize: number;
   /** What one job costs in the record budget (bytes). */
   private readonly jobRecordBytes: number;
   private readonly budget: MemoryBudget;
-  private readonly tubesByName = new Map<string, Tube>();
-  /** Tubes in beanstalkd's list order (creation order with swap-remove). */
-  private readonly tubeOrder = new OrderedSet<Tube>();
+  /** The tubes, their settings and their pauses (tube-registry.ts). */
+  private readonly tubeRegistry: TubeRegistry;
   private readonly jobs = new JobIndex();
   private readonly bodies = new BodyStore();
   /** Walks the jobs while the body store is being compacted (null when it is not). */
   private compacting: IterableIterator<Job> | null = null;
-  /**
-   * Tubes holding delayed jobs, soonest first job first: the next delayed job due anywhere is
-   * the first of the first tube. A heap of tubes rather than of every delayed job, so that a job
-   * needs no second heap position (8 bytes per job) and the heap grows with tubes, not jobs.
-   */
-  private readonly delayingTubes = new IndexedHeap<Tube>(
-    (a, b) => deadlineLess(a.delayed.peek()!, b.delayed.peek()!),
-    (t, i) => (t.delayingIndex = i),
-  );
-  private readonly pausedTubes = new IndexedHeap<Tube>(
-    (a, b) => a.unpauseAt < b.unpauseAt,
-    (t, i) => (t.pauseIndex = i),
-  );
   private readonly sessionTicks = new IndexedHeap<Session>(
     (a, b) => a.tickAt < b.tickAt,
     (s, i) => (s.tickIndex = i),
   );
   private readonly sessions = new Set<Session>();
+  /** Where each job waits by state: ready, delayed and buried, per tube and server-wide (queues.ts). */
+  private readonly queues: JobQueues;
   /** Sessions blocked in reserve or asleep, and how a ready job finds one (waiting.ts). */
   private readonly waiting: WaitingSessions;
-  /** Tubes with ready jobs (paused or not): a reserve looks at these or at its watched tubes, whichever are fewer. */
-  private readonly readyTubes = new OrderedSet<Tube>();
   /** Who waits for news of a job (Gearman clients attached to a handle). */
   private readonly watchers = new JobWatchers();
   private nextJobId = 1;
   private nextSessionId = 1;
-  private lastBuriedSeq = 0;
   /** What every job's times are relative to (Job, keepTimesSmall). */
   private readonly timeBase: TimeBase;
 
@@ -99,7 +82,6 @@ export class Engine {
     this.clock = options.clock;
     this.timeBase = new TimeBase(this.clock.now());
     this.journal = options.journal ?? nullJournal;
-    this.deadLetterAfter = options.deadLetterAfter ?? 0;
     this.dropAfterFailures = options.dropAfterFailures ?? 0;
     this.history = new JobHistory(options.historyEvents ?? DEFAULT_HISTORY_EVENTS);
     this.maxJobSize = options.maxJobSize ?? Number.POSITIVE_INFINITY;
@@ -116,15 +98,17 @@ export class Engine {
         now: () => this.clock.now(),
         schedule: (session) => this.schedule(session),
         hand: (session, job, now) => {
-          this.removeReady(job);
+          this.queues.removeReady(job);
           this.reserveFor(session, job, now, 'ready');
           session.delegate.reserved(job);
         },
       },
       options.wideSessionTubes ?? WIDE_SESSION_TUBES,
     );
+    this.queues = new JobQueues(this.stats, this.events, this.waiting);
     this.startedAt = this.clock.now();
-    this.defaultTube = this.findOrCreateTube(DEFAULT_TUBE);
+    this.tubeRegistry = new TubeRegistry(this.timeBase, this.events, this.waiting, options.deadLetterAfter ?? 0);
+    this.defaultTube = this.tubeRegistry.createDefault(DEFAULT_TUBE);
   }
 
   now(): number {
@@ -134,35 +118,27 @@ export class Engine {
   // ---- tubes ---------------------------------------------------------------------------------
 
   tube(name: string): Tube | undefined {
-    return this.tubesByName.get(name);
+    return this.tubeRegistry.get(name);
   }
 
   /** All tubes in list-tubes order. */
   tubes(): readonly Tube[] {
-    return this.tubeOrder.values();
+    return this.tubeRegistry.list();
   }
 
   /** The tube named `name`, created if needed. The caller has validated the name. */
   findOrCreateTube(name: string): Tube {
-    let tube = this.tubesByName.get(name);
-    if (tube === undefined) {
-      tube = new Tube(name, this.timeBase);
-      tube.deadLetterAfter = this.tubeSettings.get(name)?.deadLetterAfter ?? this.deadLetterAfter;
-      this.tubesByName.set(name, tube);
-      this.tubeOrder.add(tube);
-      this.events.emit('tube:created', { tube });
-    }
-    return tube;
+    return this.tubeRegistry.findOrCreate(name);
   }
 
   /** The server-wide dead-letter limit (0: off). */
   get defaultDeadLetterAfter(): number {
-    return this.deadLetterAfter;
+    return this.tubeRegistry.defaultDeadLetterAfter;
   }
 
   /** A tube's own settings, or null when the server's defaults apply. The tube need not exist. */
   ownTubeSettings(name: string): TubeSettings | null {
-    return this.tubeSettings.get(name) ?? null;
+    return this.tubeRegistry.ownSettings(name);
   }
 
   /**
@@ -172,72 +148,23 @@ export class Engine {
    */
   setTubeSettings(name: string, settings: TubeSettings | null): Result<void> {
     if (!this.journal.setTubeSettings(name, settings)) return fail('INTERNAL_ERROR');
-    this.applyTubeSettings(name, settings);
+    this.tubeRegistry.applySettings(name, settings);
     return ok(undefined);
   }
 
   /** Recovery: a tube's settings record. */
   restoreTubeSettings(img: { tube: string; settings: TubeSettings | null }): void {
-    this.applyTubeSettings(img.tube, img.settings);
-  }
-
-  private applyTubeSettings(name: string, settings: TubeSettings | null): void {
-    if (settings === null) this.tubeSettings.delete(name);
-    else this.tubeSettings.set(name, { ...settings });
-    const tube = this.tubesByName.get(name);
-    if (tube !== undefined) tube.deadLetterAfter = settings?.deadLetterAfter ?? this.deadLetterAfter;
+    this.tubeRegistry.applySettings(img.tube, img.settings);
   }
 
   /** Pauses reservations from a tube for `delayMs` (0: for an instant, which wakes waiters). */
   pauseTube(name: string, delayMs: number): Result<Tube> {
-    const tube = this.tubesByName.get(name);
-    if (tube === undefined) return fail('NOT_FOUND');
-    const now = this.clock.now();
-    // protocol: a pause of 0 lasts one nanosecond, so waiting clients wake when it ends.
-    tube.pauseMs = delayMs === 0 ? 1e-6 : delayMs;
-    tube.unpauseAt = now + delayMs;
-    tube.cmdPause++;
-    if (tube.pauseIndex < 0) this.pausedTubes.push(tube);
-    else this.pausedTubes.update(tube.pauseIndex);
-    this.waiting.refreshAwaited(tube);
-    this.events.emit('tube:paused', { tube });
-    return ok(tube);
-  }
-
-  private unpause(tube: Tube): void {
-    tube.pauseMs = 0;
-    if (tube.pauseIndex >= 0) this.pausedTubes.removeAt(tube.pauseIndex);
-    this.events.emit('tube:paused', { tube });
-    this.waiting.refreshAwaited(tube);
-    if (tube.ready.size > 0) this.waiting.noteWideNews(tube);
-  }
-
-  /**
-   * Ends up to `budget` pauses that have run out by `now`, then serves waiters once, so they
-   * get the best job across every tube that opened (beanstalkd's process_queue unpauses all
-   * expired tubes before it picks a job). Returns how many pauses ended.
-   */
-  private endPauses(now: number, budget: number): number {
-    let n = 0;
-    for (let tube = this.pausedTubes.peek(); tube !== undefined && tube.unpauseAt <= now && n < budget; tube = this.pausedTubes.peek()) {
-      this.unpause(tube);
-      n++;
-    }
-    if (n > 0) this.waiting.processQueue();
-    return n;
+    return this.tubeRegistry.pause(name, delayMs, this.clock.now());
   }
 
   /** Removes `tube` if nothing uses, watches or holds it (for front doors that create tubes on the fly). */
   dropTubeIfUnused(tube: Tube): void {
-    this.maybeRemoveTube(tube);
-  }
-
-  private maybeRemoveTube(tube: Tube): void {
-    if (tube.using > 0 || tube.watching > 0 || tube.jobCount > 0 || tube === this.defaultTube) return;
-    this.tubesByName.delete(tube.name);
-    this.tubeOrder.delete(tube);
-    if (tube.pauseIndex >= 0) this.pausedTubes.removeAt(tube.pauseIndex);
-    this.events.emit('tube:removed', { tube });
+    this.tubeRegistry.removeIfUnused(tube);
   }
 
   // ---- sessions ------------------------------------------------------------------------------
@@ -282,7 +209,7 @@ export class Engine {
       const now = this.clock.now();
       this.history.record(job.id, now, 'disconnect', session.id, session.peer);
       if (this.failedTooOften(job, now, 'disconnect')) continue;
-      this.enqueueReady(job, 'reserved');
+      this.queues.enqueueReady(job, 'reserved');
       if (recorded) this.journalOf(job).update(job);
     }
     // protocol: beanstalkd clears the watch list by always removing the first item, which
@@ -290,10 +217,10 @@ export class Engine {
     for (let tube = session.watched.shift(); tube !== undefined; tube = session.watched.shift()) {
       tube.watching--;
       if (session.wide) tube.wideWatchers.delete(session);
-      this.maybeRemoveTube(tube);
+      this.tubeRegistry.removeIfUnused(tube);
     }
     session.used.using--;
-    this.maybeRemoveTube(session.used);
+    this.tubeRegistry.removeIfUnused(session.used);
     if (session.tickIndex >= 0) this.sessionTicks.removeAt(session.tickIndex);
     if (session.isProducer) this.stats.producers--;
     if (session.isWorker) this.stats.workers--;
@@ -335,7 +262,7 @@ export class Engine {
     old.using--;
     session.used = tube;
     tube.using++;
-    this.maybeRemoveTube(old);
+    this.tubeRegistry.removeIfUnused(old);
     return ok(tube);
   }
 
@@ -356,19 +283,19 @@ export class Engine {
    * answers use and watch with OUT_OF_MEMORY when it cannot make the tube.
    */
   hasRoomForTube(name: string): boolean {
-    return this.tubesByName.has(name) || this.budget.hasRoomForTube();
+    return this.tubeRegistry.has(name) || this.budget.hasRoomForTube();
   }
 
   /** Removes a tube from the watch list; the last watched tube cannot be ignored. */
   ignore(session: Session, name: string): Result<number> {
-    const tube = this.tubesByName.get(name);
+    const tube = this.tubeRegistry.get(name);
     if (tube === undefined || !session.watched.has(tube)) return ok(session.watched.size);
     if (!mayIgnore(session.watched.size, session.mayWatchNothing)) return fail('NOT_IGNORED');
     session.watched.delete(tube);
     session.rotation?.delete(tube);
     tube.watching--;
     this.waiting.ignored(session, tube);
-    this.maybeRemoveTube(tube);
+    this.tubeRegistry.removeIfUnused(tube);
     return ok(session.watched.size);
   }
 
@@ -410,11 +337,6 @@ export class Engine {
     return this.stats.delayed;
   }
 
-  /** The delayed job due first, in any tube. */
-  private firstDelayed(): Job | undefined {
-    return this.delayingTubes.peek()?.delayed.peek();
-  }
-
   /** The id the next put will get. */
   get nextId(): number {
     return this.nextJobId;
@@ -432,7 +354,7 @@ export class Engine {
 
   /** What the job and tube records cost on the V8 heap (an estimate; see record-costs.ts). */
   get recordHeapBytes(): number {
-    return this.jobs.size * this.jobRecordBytes + this.tubesByName.size * TUBE_RECORD_HEAP_BYTES;
+    return this.jobs.size * this.jobRecordBytes + this.tubeRegistry.size * TUBE_RECORD_HEAP_BYTES;
   }
 
   /**
@@ -484,8 +406,8 @@ export class Engine {
     this.stats.totalJobs++;
     job.tube.totalJobs++;
     this.history.record(id, now, 'put', request.by?.id ?? 0, request.by?.peer ?? '');
-    if (request.delayMs > 0) this.enqueueDelayed(job, null, job.deadlineAt);
-    else this.enqueueReady(job, null);
+    if (request.delayMs > 0) this.queues.enqueueDelayed(job, null, job.deadlineAt);
+    else this.queues.enqueueReady(job, null);
     return ok(job);
   }
 
@@ -496,7 +418,7 @@ export class Engine {
     const now = this.clock.now();
     if (this.deadlineSoon(session, now) && !this.anyWatchedReady(session)) return { kind: 'deadline-soon' };
     // A pause that ran out before the scheduler's tick ends now; other waiters are served first.
-    this.endPauses(now, Number.POSITIVE_INFINITY);
+    this.tubeRegistry.endPauses(now, Number.POSITIVE_INFINITY);
     const best = this.bestReady(session, false);
     if (best !== undefined) {
       // protocol: beanstalkd always queues a reserving client as a waiter and takes it back
@@ -504,7 +426,7 @@ export class Engine {
       best.tube.waiting.add(session);
       best.tube.waiting.take();
       session.rotation?.served(best.tube);
-      this.removeReady(best);
+      this.queues.removeReady(best);
       this.reserveFor(session, best, now, 'ready');
       return { kind: 'reserved', job: best };
     }
@@ -556,7 +478,7 @@ export class Engine {
     // reserved job, so the change is recorded (a reserve from ready needs no record).
     const record = from !== 'ready';
     if (record && !this.journalOf(job).canUpdate(1)) return fail('INTERNAL_ERROR');
-    this.detach(job);
+    this.queues.detach(job);
     this.markWorker(session);
     this.reserveFor(session, job, this.clock.now(), from);
     if (record) this.journalOf(job).update(job);
@@ -577,7 +499,7 @@ export class Engine {
       this.removeReserved(holder, job);
       this.schedule(holder);
     } else {
-      this.detach(job);
+      this.queues.detach(job);
     }
     this.history.record(id, this.clock.now(), 'delete', session?.id ?? 0, session?.peer ?? '', '', actor);
     this.dropJob(job, from);
@@ -600,8 +522,8 @@ export class Engine {
     const now = this.clock.now();
     this.history.record(id, now, 'release', session.id, session.peer);
     if (this.strike(job)) this.deadLetter(job, now, 'release');
-    else if (delayMs > 0) this.enqueueDelayed(job, 'reserved', now + delayMs);
-    else this.enqueueReady(job, 'reserved');
+    else if (delayMs > 0) this.queues.enqueueDelayed(job, 'reserved', now + delayMs);
+    else this.queues.enqueueReady(job, 'reserved');
     this.journalOf(job).update(job);
     return ok(job);
   }
@@ -614,7 +536,7 @@ export class Engine {
     this.schedule(session);
     job.priority = priority;
     this.history.record(id, this.clock.now(), 'bury', session.id, session.peer);
-    this.buryJob(job, 'reserved', BURY_CAUSE_CODE.bury);
+    this.queues.bury(job, 'reserved', BURY_CAUSE_CODE.bury);
     this.journalOf(job).update(job);
     return ok(job);
   }
@@ -695,13 +617,13 @@ export class Engine {
 
   private kickOne(job: Job, actor: HistoryActor | null): void {
     const from = job.state;
-    this.detach(job);
+    this.queues.detach(job);
     job.kicks++;
     this.history.record(job.id, this.clock.now(), 'kick', 0, '', '', actor);
     // A kick gives the job a fresh start under the dead-letter rule.
     job.strikes = 0;
     job.buryCause = 0;
-    this.enqueueReady(job, from);
+    this.queues.enqueueReady(job, from);
     this.journalOf(job).update(job);
   }
 
@@ -753,7 +675,7 @@ export class Engine {
     const oldTube = job.tube;
     const moving = tubeName !== oldTube.name;
     const requeue = from !== 'buried' || moving;
-    if (requeue) this.detach(job);
+    if (requeue) this.queues.detach(job);
     if (edit.body !== undefined) {
       this.bodies.release(job);
       this.bodies.place(job, edit.body);
@@ -770,21 +692,21 @@ export class Engine {
     if (moving) this.history.record(id, now, 'move', 0, '', oldTube.name, actor);
     if (from === 'buried') {
       if (moving) {
-        job.buriedSeq = ++this.lastBuriedSeq;
+        job.buriedSeq = this.queues.nextBuriedSeq();
         job.tube.buried.push(job);
         this.stats.buried++;
       }
-      this.changed(job, from);
+      this.queues.changed(job, from);
     } else if (edit.delayMs !== undefined ? edit.delayMs > 0 : from === 'delayed') {
       const deadline = edit.delayMs !== undefined ? this.clock.now() + edit.delayMs : job.deadlineAt;
-      this.enqueueDelayed(job, from, deadline);
+      this.queues.enqueueDelayed(job, from, deadline);
     } else {
-      this.enqueueReady(job, from);
+      this.queues.enqueueReady(job, from);
     }
     if (moving) {
       oldTube.touchState(from);
       if (this.events.has('job:moved')) this.events.emit('job:moved', { job, from: oldTube, state: from });
-      this.maybeRemoveTube(oldTube);
+      this.tubeRegistry.removeIfUnused(oldTube);
     }
     this.journalOf(job).rewrite(job, oldTubeBytes, oldBodyBytes);
     return ok(job);
@@ -849,10 +771,10 @@ export class Engine {
     const buried: Job[] = [];
     for (const job of this.jobs.values()) {
       if (job.id >= this.nextJobId) this.nextJobId = job.id + 1;
-      if (job.buriedSeq > this.lastBuriedSeq) this.lastBuriedSeq = job.buriedSeq;
+      this.queues.sawBuriedSeq(job.buriedSeq);
       if (job.state === 'buried') buried.push(job);
-      else if (job.state === 'delayed') this.enqueueDelayed(job, null, job.deadlineAt);
-      else this.enqueueReady(job, null);
+      else if (job.state === 'delayed') this.queues.enqueueDelayed(job, null, job.deadlineAt);
+      else this.queues.enqueueReady(job, null);
     }
     buried.sort((a, b) => a.buriedSeq - b.buriedSeq || a.id - b.id);
     for (const job of buried) {
@@ -860,7 +782,7 @@ export class Engine {
       this.stats.buried++;
     }
     // Tubes created for jobs that are all gone again are dropped.
-    for (const tube of [...this.tubeOrder.values()]) this.maybeRemoveTube(tube);
+    for (const tube of [...this.tubeRegistry.list()]) this.tubeRegistry.removeIfUnused(tube);
     if (nextId > this.nextJobId) this.nextJobId = nextId;
     return this.jobs.size;
   }
@@ -870,10 +792,10 @@ export class Engine {
   /** The earliest time (epoch ms) at which `tick` has work, or undefined when nothing is timed. */
   nextDeadline(): number | undefined {
     let next = Number.POSITIVE_INFINITY;
-    const delayed = this.firstDelayed();
+    const delayed = this.queues.firstDelayed();
     if (delayed !== undefined) next = delayed.deadlineAt;
-    const paused = this.pausedTubes.peek();
-    if (paused !== undefined && paused.unpauseAt < next) next = paused.unpauseAt;
+    const unpauseAt = this.tubeRegistry.nextUnpauseAt();
+    if (unpauseAt !== undefined && unpauseAt < next) next = unpauseAt;
     const session = this.sessionTicks.peek();
     if (session !== undefined && session.tickAt < next) next = session.tickAt;
     return next === Number.POSITIVE_INFINITY ? undefined : next;
@@ -885,17 +807,17 @@ export class Engine {
    */
   tick(now: number, budget = Number.POSITIVE_INFINITY): boolean {
     let work = 0;
-    for (let job = this.firstDelayed(); job !== undefined && job.deadlineAt <= now; job = this.firstDelayed()) {
+    for (let job = this.queues.firstDelayed(); job !== undefined && job.deadlineAt <= now; job = this.queues.firstDelayed()) {
       if (work++ >= budget) return true;
-      this.detach(job);
-      this.enqueueReady(job, 'delayed');
+      this.queues.detach(job);
+      this.queues.enqueueReady(job, 'delayed');
     }
-    const paused = this.pausedTubes.peek();
-    if (paused !== undefined && paused.unpauseAt <= now) {
+    const unpauseAt = this.tubeRegistry.nextUnpauseAt();
+    if (unpauseAt !== undefined && unpauseAt <= now) {
       if (work >= budget) return true;
-      work += this.endPauses(now, budget - work);
-      const next = this.pausedTubes.peek();
-      if (next !== undefined && next.unpauseAt <= now) return true;
+      work += this.tubeRegistry.endPauses(now, budget - work);
+      const next = this.tubeRegistry.nextUnpauseAt();
+      if (next !== undefined && next <= now) return true;
     }
     for (let s = this.sessionTicks.peek(); s !== undefined && s.tickAt <= now; s = this.sessionTicks.peek()) {
       if (work++ >= budget) return true;
@@ -917,7 +839,7 @@ export class Engine {
       this.history.record(job.id, now, 'timeout', session.id, session.peer);
       if (this.strike(job)) this.deadLetter(job, now, 'timeout');
       else if (this.failedTooOften(job, now, 'timeout')) continue;
-      else this.enqueueReady(job, 'reserved');
+      else this.queues.enqueueReady(job, 'reserved');
       if (recorded) this.journalOf(job).update(job);
     }
     if (soon && session.waiting) {
@@ -954,8 +876,8 @@ export class Engine {
   private bestReady(session: Session, paused: boolean): Job | undefined {
     if (this.stats.ready === 0) return undefined;
     if (session.rotation !== null) return this.firstReadyInTurn(session.rotation, paused);
-    const viaReady = this.readyTubes.size < session.watched.size;
-    const tubes = viaReady ? this.readyTubes.values() : session.watched.values();
+    const viaReady = this.queues.readyTubes.size < session.watched.size;
+    const tubes = viaReady ? this.queues.readyTubes.values() : session.watched.values();
     let best: Job | undefined;
     for (let i = 0; i < tubes.length; i++) {
       const tube = tubes[i]!;
@@ -993,8 +915,8 @@ export class Engine {
   waitingIndexProblems(): string[] {
     const problems: string[] = [];
     const withReady = this.tubes().filter((t) => t.ready.size > 0);
-    if (withReady.length !== this.readyTubes.size || withReady.some((t) => !this.readyTubes.has(t))) {
-      problems.push(`readyTubes has ${this.readyTubes.size} tubes, ${withReady.length} have ready jobs`);
+    if (withReady.length !== this.queues.readyTubes.size || withReady.some((t) => !this.queues.readyTubes.has(t))) {
+      problems.push(`readyTubes has ${this.queues.readyTubes.size} tubes, ${withReady.length} have ready jobs`);
     }
     problems.push(...this.waiting.problems(this.sessions, this.tubes()));
     return problems;
@@ -1002,16 +924,7 @@ export class Engine {
 
   /** For invariant checks: whether the heap of delaying tubes holds exactly the tubes with delayed jobs, and the soonest first. */
   delayIndexProblems(): string[] {
-    const problems: string[] = [];
-    const delaying = this.tubes().filter((t) => t.delayed.size > 0);
-    if (delaying.length !== this.delayingTubes.size || delaying.some((t) => t.delayingIndex < 0)) {
-      problems.push(`delayingTubes has ${this.delayingTubes.size} tubes, ${delaying.length} have delayed jobs`);
-    }
-    const first = this.firstDelayed();
-    for (const tube of delaying) {
-      if (first !== undefined && deadlineLess(tube.delayed.peek()!, first)) problems.push(`tube ${tube.name} has a delayed job due before the first`);
-    }
-    return problems;
+    return this.queues.delayIndexProblems(this.tubes());
   }
 
   /** Recomputes when the engine must next look at `session` (beanstalkd's connsched). */
@@ -1043,7 +956,7 @@ export class Engine {
     session.waitUntil = -1;
     this.history.record(job.id, now, 'reserve', session.id, session.peer);
     this.schedule(session);
-    this.changed(job, from);
+    this.queues.changed(job, from);
   }
 
   private removeReserved(session: Session, job: Job): void {
@@ -1051,34 +964,6 @@ export class Engine {
     session.reservedByDeadline.removeAt(job.heapIndex);
     job.tube.reserved--;
     this.stats.reserved--;
-  }
-
-  private enqueueReady(job: Job, from: JobState | null): void {
-    const tube = job.tube;
-    job.state = 'ready';
-    job.deadlineAt = 0;
-    tube.ready.push(job);
-    if (tube.ready.size === 1) this.readyTubes.add(tube);
-    this.waiting.noteWideNews(tube);
-    this.stats.ready++;
-    if (job.priority < URGENT_BELOW) {
-      tube.urgent++;
-      this.stats.urgent++;
-    }
-    this.changed(job, from);
-    if (tube.ready.peek() === job) this.waiting.refreshAwaited(tube);
-    this.waiting.processQueue();
-  }
-
-  private enqueueDelayed(job: Job, from: JobState | null, deadlineAt: number): void {
-    job.state = 'delayed';
-    job.deadlineAt = deadlineAt;
-    const tube = job.tube;
-    tube.delayed.push(job);
-    if (tube.delayingIndex < 0) this.delayingTubes.push(tube);
-    else if (tube.delayed.peek() === job) this.delayingTubes.update(tube.delayingIndex);
-    this.stats.delayed++;
-    this.changed(job, from);
   }
 
   /**
@@ -1106,30 +991,7 @@ export class Engine {
   /** The dead-letter rule buries a reserved job at its release or timeout. */
   private deadLetter(job: Job, now: number, at: 'release' | 'timeout'): void {
     this.history.record(job.id, now, 'dead-letter', 0, '', at);
-    this.buryJob(job, 'reserved', BURY_CAUSE_CODE[at === 'release' ? 'dead-letter-release' : 'dead-letter-timeout']);
-  }
-
-  private buryJob(job: Job, from: JobState, cause: number): void {
-    job.buryCause = cause;
-    job.state = 'buried';
-    job.deadlineAt = 0;
-    job.buries++;
-    job.buriedSeq = ++this.lastBuriedSeq;
-    job.tube.buried.push(job);
-    this.stats.buried++;
-    this.changed(job, from);
-  }
-
-  private removeReady(job: Job): void {
-    const tube = job.tube;
-    tube.ready.remove(job);
-    if (tube.ready.size === 0) this.readyTubes.delete(tube);
-    this.stats.ready--;
-    if (job.priority < URGENT_BELOW) {
-      tube.urgent--;
-      this.stats.urgent--;
-    }
-    this.waiting.refreshAwaited(tube);
+    this.queues.bury(job, 'reserved', BURY_CAUSE_CODE[at === 'release' ? 'dead-letter-release' : 'dead-letter-timeout']);
   }
 
   /**
@@ -1143,32 +1005,8 @@ export class Engine {
     const base = this.timeBase;
     if (now - base.ms < SWITCH_AFTER_MS) return;
     const from = base.advance(now, this.nextJobId);
-    this.delayingTubes.forEach((tube) => tube.delayed.forEach((job) => job.rebaseDeadline(from)));
+    this.queues.delayingTubes.forEach((tube) => tube.delayed.forEach((job) => job.rebaseDeadline(from)));
     for (const session of this.sessions) session.reservedByDeadline.forEach((job) => job.rebaseDeadline(from));
-  }
-
-  /** Takes a ready, delayed or buried job out of its tube's structures. */
-  private detach(job: Job): void {
-    switch (job.state) {
-      case 'ready':
-        this.removeReady(job);
-        break;
-      case 'delayed': {
-        const tube = job.tube;
-        const first = tube.delayed.peek() === job;
-        tube.delayed.removeAt(job.heapIndex);
-        if (tube.delayed.size === 0) this.delayingTubes.removeAt(tube.delayingIndex);
-        else if (first) this.delayingTubes.update(tube.delayingIndex);
-        this.stats.delayed--;
-        break;
-      }
-      case 'buried':
-        job.tube.buried.remove(job);
-        this.stats.buried--;
-        break;
-      case 'reserved':
-        throw new Error(`detach: job ${job.id} is reserved`);
-    }
   }
 
   private dropJob(job: Job, from: JobState): void {
@@ -1178,7 +1016,7 @@ export class Engine {
     job.tube.touchState(from);
     if (this.events.has('job:deleted')) this.events.emit('job:deleted', { job, from });
     if (this.watchers.any) this.watchers.end(job.id);
-    this.maybeRemoveTube(job.tube);
+    this.tubeRegistry.removeIfUnused(job.tube);
   }
 
 
@@ -1207,11 +1045,6 @@ export class Engine {
     return job.file === TRANSIENT_FILE ? nullJournal : this.journal;
   }
 
-  private changed(job: Job, from: JobState | null): void {
-    if (from !== null) job.tube.touchState(from);
-    job.tube.touchState(job.state);
-    if (this.events.has('job:changed')) this.events.emit('job:changed', { job, from, to: job.state });
-  }
 }
 
 export { Session, Tube, Job };

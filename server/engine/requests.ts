@@ -1,5 +1,4 @@
 // What the engine is made with, and what callers ask of it: options, a put, a kick, an edit.
-import type { HistoryActor } from '../../shared/history.js';
 import type { Clock } from './clock.js';
 import type { Journal } from './journal.js';
 import type { Session } from './session.js';
