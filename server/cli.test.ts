@@ -17,7 +17,7 @@ const DEFAULTS: ServerOptions = {
   maxJobBytes: null,
   deadLetterAfter: 0,
   historyEvents: 100_000,
-  admin: { listen: '127.0.0.1', port: 11380, token: null, readOnly: false, allowedHosts: [], attach: [], basePath: '' },
+  admin: { listen: '127.0.0.1', port: 11380, token: null, readOnly: false, usersFile: null, users: [], allowedHosts: [], attach: [], basePath: '' },
   gearman: { listen: '0.0.0.0', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE, roundRobin: false, jobRetries: 0 },
   cluster: null,
   keepAlive: null,

@@ -3,6 +3,7 @@ import { DEFAULT_BINLOG_SIZE, DEFAULT_GEARMAN_MAX_SIZE, DEFAULT_MAX_JOB_SIZE, MA
 import { DEFAULT_HISTORY_EVENTS } from './engine/history.js';
 import { parseHostPort } from './host-port.js';
 import { hostName, isLoopback } from './host-name.js';
+import { UsersFileError, loadUsersFile, type AdminUser } from './admin-users.js';
 
 /** Everything the command line sets. */
 export interface ServerOptions {
@@ -87,6 +88,12 @@ export interface AdminOptions {
   token: string | null;
   readOnly: boolean;
   /**
+   * --admin-users FILE: dashboard users with roles, beside the token (which stays an admin).
+   * `users` is the file as read at start; SIGHUP reads it again (admin/users.ts).
+   */
+  usersFile: string | null;
+  users: AdminUser[];
+  /**
    * Host names (lower case, no port, IPv6 without brackets) the dashboard answers to without a
    * token, beyond its listen address and loopback names (--admin-allowed-hosts).
    */
@@ -150,7 +157,11 @@ Dashboard and admin API (HTTP + socket.io):
  --admin-listen ADDR    listen address (default 127.0.0.1); an address other
                         than loopback needs a token
  --admin-port PORT      port (default 11380; 0 picks a free one)
- --admin-token TOKEN    require this bearer token (or set BEANPOLE_ADMIN_TOKEN)
+ --admin-token TOKEN    require this bearer token (or set BEANPOLE_ADMIN_TOKEN);
+                        it is an admin
+ --admin-users FILE     dashboard users (JSON: {"users": [{"name", "token_sha256",
+                        "role": viewer|operator|admin}]}), each signing in with
+                        their own token; SIGHUP reads the file again
  --admin-allowed-hosts a,b  without a token, also answer requests for these
                         host names (the listen address, localhost, 127.0.0.1
                         and [::1] always work)
@@ -214,6 +225,7 @@ const OPTIONS = {
   'admin-listen': { type: 'string' },
   'admin-port': { type: 'string' },
   'admin-token': { type: 'string' },
+  'admin-users': { type: 'string' },
   'admin-allowed-hosts': { type: 'string' },
   'admin-attach': { type: 'string', multiple: true },
   'admin-read-only': { type: 'boolean' },
@@ -247,7 +259,11 @@ function parseSize(text: string): bigint | null {
 class UsageError extends Error {}
 
 /** Parses beanstalkd-style flags (combined, attached or separate arguments; the last one wins). */
-export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): CliResult {
+export function parseCommandLine(
+  argv: string[],
+  env: NodeJS.ProcessEnv = {},
+  readUsers: (file: string) => AdminUser[] = loadUsersFile,
+): CliResult {
   // Not strict: like beanstalkd's EARGF, a flag's argument is the next word even when it starts
   // with '-' (`-z -1`), and flags act in order (`-h -x` is help, `-x -h` a usage error).
   const { tokens } = parseArgs({ args: argv, options: OPTIONS, strict: false, allowPositionals: true, tokens: true });
@@ -278,6 +294,8 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
     port: DEFAULT_ADMIN_PORT,
     token: null,
     readOnly: false,
+    usersFile: null,
+    users: [],
     allowedHosts: [],
     attach: [],
     basePath: '',
@@ -364,6 +382,9 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
         case 'admin-token':
           admin.token = adminToken(value, '--admin-token');
           break;
+        case 'admin-users':
+          admin.usersFile = value;
+          break;
         case 'admin-allowed-hosts':
           admin.allowedHosts = hostList(value);
           break;
@@ -428,8 +449,11 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv = {}): C
     }
     // The flag wins over the variable; an empty variable means no token (set but blank in a shell).
     if (!noAdmin && admin.token === null && env.BEANPOLE_ADMIN_TOKEN) admin.token = adminToken(env.BEANPOLE_ADMIN_TOKEN, 'BEANPOLE_ADMIN_TOKEN');
-    if (!noAdmin && admin.token === null && !isLoopback(admin.listen)) {
-      throw new UsageError(`--admin-listen ${admin.listen} is reachable from other machines: set --admin-token (or BEANPOLE_ADMIN_TOKEN)`);
+    if (!noAdmin && admin.usersFile !== null) admin.users = usersFrom(admin.usersFile, readUsers);
+    if (!noAdmin && admin.token === null && admin.usersFile === null && !isLoopback(admin.listen)) {
+      throw new UsageError(
+        `--admin-listen ${admin.listen} is reachable from other machines: set --admin-token (or BEANPOLE_ADMIN_TOKEN) or --admin-users`,
+      );
     }
   } catch (err) {
     if (err instanceof UsageError) return { kind: 'usage-error', message: err.message };
@@ -453,7 +477,16 @@ function adminToken(value: string, where: string): string {
   return value;
 }
 
-/** `a,b:8080,[::1]` -> ['a', 'b', '::1']: names compared case-insensitively, ports ignored. */
+/** The users of --admin-users FILE, or a usage error naming the file and its problem. */
+function usersFrom(file: string, read: (file: string) => AdminUser[]): AdminUser[] {
+  try {
+    return read(file);
+  } catch (err) {
+    if (err instanceof UsersFileError) throw new UsageError(`--admin-users ${file}: ${err.message}`);
+    throw err;
+  }
+}
+
 /**
  * A URL path prefix as links will carry it: '/a/b', no trailing slash ('' for '/'). Only
  * characters that need no escaping in a URL path or an HTML attribute, so it is written into the
@@ -482,6 +515,7 @@ function postgresUrl(value: string, where: string): string {
   return value;
 }
 
+/** `a,b:8080,[::1]` -> ['a', 'b', '::1']: names compared case-insensitively, ports ignored. */
 function hostList(value: string): string[] {
   return value.split(',').map((item) => {
     const name = hostName(item.trim());

@@ -55,6 +55,10 @@ export const API = {
   /** POST {action: 'delete', handles? | search?}: cancels many queued jobs (running ones are skipped). */
   gearmanBulk: '/api/gearman/bulk',
   gearmanJobHistory: (handle: string) => `/api/gearman/jobs/${encodeURIComponent(handle)}/history`,
+  /** GET: SignedInDto, who this request's token is and what it may do. */
+  me: '/api/me',
+  /** GET ?limit=N&before=SEQ: AuditPageDto, the changes made through the API, newest first. */
+  audit: '/api/audit',
 } as const;
 
 /** Bodies longer than this come with GET /api/jobs/:id only in part; the rest is fetched on demand. */

@@ -1,5 +1,6 @@
 /** JSON shapes the admin API and socket.io send; the dashboard reads exactly these. */
 import type { BuryCause } from './bury-cause.js';
+import type { Role } from './roles.js';
 
 export type { BuryCause };
 
@@ -214,6 +215,52 @@ export interface AdminConfigDto {
   binlog: boolean;
   /** Cluster mode: this node's id; null for a server with jobs of its own. */
   clusterNode: number | null;
+}
+
+/**
+ * GET /api/me: who the request is from. `user` is a name from --admin-users, `--admin-token` for
+ * the admin token, or null when the dashboard needs no token. `role` is what this user may do here
+ * (viewer in --admin-read-only mode, whatever the user's own role).
+ */
+export interface SignedInDto {
+  user: string | null;
+  role: Role;
+}
+
+/** What an audited change was done to. Absent fields do not apply. */
+export interface AuditTargetDto {
+  tube?: string;
+  /** The job ids named (the first 100 of a bulk action's), and how many there were. */
+  jobIds?: number[];
+  jobCount?: number;
+  /** The search that selected the jobs (a bulk action by search), as its fields. */
+  search?: Record<string, string | boolean>;
+  /** Anything else: the tube a move went to, an attached server's address, a connection id. */
+  detail?: string;
+}
+
+/** One change made through the dashboard or the API. */
+export interface AuditEntryDto {
+  /** Increases with every entry (its order); the page cursor. */
+  seq: number;
+  /** Epoch ms. */
+  at: number;
+  /** As GET /api/me says it. */
+  user: string | null;
+  role: Role;
+  /** What was done: `job.delete`, `tube.kick`, `bulk.move`, ... */
+  action: string;
+  target: AuditTargetDto;
+  /** The HTTP status answered, the error code when it failed, and how many jobs or tubes it changed when it says. */
+  result: { status: number; error?: string; count?: number };
+  /** Cluster mode: the node that served it. */
+  node?: number;
+}
+
+/** GET /api/audit: newest first; `next` is the `before` of the following page (null: no more). */
+export interface AuditPageDto {
+  entries: AuditEntryDto[];
+  next: number | null;
 }
 
 /** GET /api/cluster/nodes: one node of the cluster. Times are epoch ms. */

@@ -20,8 +20,8 @@ export const HISTORY_KINDS = [
 export type HistoryKind = (typeof HISTORY_KINDS)[number];
 
 /**
- * Who made a change that no client connection made: the dashboard, and (once the dashboard has
- * users with roles) which user; null there until then.
+ * Who made a change that no client connection made: the dashboard, and which of its users
+ * (--admin-users, or `--admin-token`); null when the dashboard needs no token.
  */
 export interface HistoryActor {
   via: 'dashboard';

@@ -22,19 +22,14 @@ import { externalRoutes } from './external-routes.js';
 import { clusterRoutes } from './cluster-routes.js';
 import type { ClusterNodes } from '../operations/cluster-nodes.js';
 import { apiRoutes } from './routes.js';
-import {
-  allowedHostsOnly,
-  bearer,
-  hostCheck,
-  limitSocketEvents,
-  readOnlyGuard,
-  requireToken,
-  sameOriginForChanges,
-  securityHeaders,
-  socketHandshakeAllowed,
-  tokenMatches,
-} from './security.js';
+import { allowedHostsOnly, hostCheck, limitSocketEvents, sameOriginForChanges, securityHeaders, socketHandshakeAllowed } from './security.js';
 import type { StatsHistory } from './stats-history.js';
+import type { AuditLog } from '../common/audit-log.js';
+import { Access } from './access.js';
+import { auditRoutes } from './audit-routes.js';
+import { guardedRouter } from './guarded-router.js';
+import { guardSocket } from './socket-access.js';
+import type { AdminUsers } from './users.js';
 
 /** The Gearman side, when the server has a Gearman port. */
 export interface AdminGearman {
@@ -56,6 +51,8 @@ export interface AdminContext {
   historyDir: string | null;
   /** Cluster mode: the nodes view; null for a server with jobs of its own. */
   cluster: ClusterNodes | null;
+  /** Where changes made through the API are recorded (GET /api/audit reads it). */
+  audit: AuditLog;
 }
 
 /** The dashboard, attached to its HTTP server. */
@@ -68,12 +65,19 @@ export interface AttachedAdmin {
  * The dashboard's HTTP side on `server` (already listening; see shell.ts): the REST API,
  * socket.io, /metrics, /healthz and the built UI. `history` has sampled the stats since start.
  */
-export function attachAdmin(server: http.Server, ctx: AdminContext, history: StatsHistory, minutes: MinuteHistory): AttachedAdmin {
+export function attachAdmin(
+  server: http.Server,
+  ctx: AdminContext,
+  history: StatsHistory,
+  minutes: MinuteHistory,
+  users: AdminUsers,
+): AttachedAdmin {
   const { ops, info, options } = ctx;
+  const access = new Access(users, options.readOnly, ctx.audit);
   const config: AdminConfigDto = {
     version: info.version,
     readOnly: options.readOnly,
-    tokenRequired: options.token !== null,
+    tokenRequired: users.required,
     maxJobSize: ops.maxJobSize,
     binlog: ctx.binlog,
     clusterNode: ctx.cluster?.nodeId() ?? null,
@@ -84,37 +88,43 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
   app.use(securityHeaders());
   // The dashboard's script and JSON answers shrink about 4x; socket.io compresses its own.
   app.use(compression());
-  const isAllowedHost = hostCheck(options);
+  const isAllowedHost = hostCheck({ ...options, tokenRequired: users.required });
   app.use(allowedHostsOnly(isAllowedHost));
-  app.get('/healthz', (_req, res) => {
+  const top = guardedRouter(access);
+  app.use(top.router);
+  top.get('/healthz', 'public', (_req, res) => {
     res.json({ ok: true, draining: ops.draining });
   });
-  app.get('/metrics', requireToken(options.token), async (_req, res) => {
+  top.get('/metrics', 'viewer', async (_req, res) => {
     const [counts, tubes] = await Promise.all([ops.serverCounts(), ops.tubes()]);
     const gearman =
       ctx.gearman === null ? null : { counts: await ctx.gearman.ops.serverCounts(), snapshot: await ctx.gearman.view.snapshot() };
     res.type('text/plain; version=0.0.4').send(prometheusText(counts, tubes, info, gearman));
   });
   // The config says whether a token is needed, so it is readable without one.
-  app.get('/api/config', (_req, res) => {
+  top.get('/api/config', 'public', (_req, res) => {
     res.json(config);
   });
-  app.use('/api', requireToken(options.token), sameOriginForChanges(), readOnlyGuard(options.readOnly));
-  if (ctx.gearman !== null) app.use(gearmanRoutes(ctx.gearman.view, ctx.gearman.ops));
+  // Each route's guard (access.ts) signs the request in and checks its role.
+  app.use('/api', sameOriginForChanges());
+  if (ctx.gearman !== null) app.use(gearmanRoutes(ctx.gearman.view, ctx.gearman.ops, access));
   // Before apiRoutes, whose last handler answers 404 for any other /api path.
   const external = new ExternalServers();
   for (const address of options.attach) external.add(address, 'flag');
-  app.use(externalRoutes(external));
-  if (ctx.cluster !== null) app.use(clusterRoutes(ctx.cluster));
-  app.use(apiRoutes({ ops, info, config, minutes }));
+  app.use(externalRoutes(external, access));
+  if (ctx.cluster !== null) app.use(clusterRoutes(ctx.cluster, access));
+  app.use(auditRoutes(ctx.audit, access));
+  app.use(apiRoutes({ ops, info, config, minutes, access }));
   const indexFile = path.join(ctx.uiDir, 'index.html');
   if (existsSync(indexFile)) {
     const page = withBasePath(readFileSync(indexFile, 'utf8'), options.basePath);
     app.use(express.static(ctx.uiDir, { index: false, maxAge: '1h' }));
     // Deep links (/tubes/a%2Fb, /jobs/7) load the app, which routes on the client.
-    app.get(/^(?!\/api\/|\/socket\.io\/).*/, (_req, res) => {
+    const files = guardedRouter(access);
+    files.get(/^(?!\/api\/|\/socket\.io\/).*/, 'public', (_req, res) => {
       res.set('Cache-Control', 'no-cache').type('html').send(page);
     });
+    app.use(files.router);
   }
   app.use(errorHandler(ctx.log));
   const handshakeAllowed = socketHandshakeAllowed(isAllowedHost);
@@ -126,12 +136,9 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
     serveClient: false,
     allowRequest: (req, callback) => callback(null, handshakeAllowed(req)),
   });
-  io.use((socket, next) => {
-    const given = typeof socket.handshake.auth.token === 'string' ? socket.handshake.auth.token : bearer(socket.handshake.headers.authorization);
-    if (options.token === null || tokenMatches(options.token, given)) return next();
-    next(new Error('unauthorized'));
-  });
+  // The rate limit first: a socket flooding events it may not send is cut off like any other.
   io.on('connection', (socket) => limitSocketEvents(socket));
+  guardSocket(io, access);
   const live = new LiveUpdates(io, ops, info, config, history, undefined, ctx.gearman?.view ?? null);
 
   return {
@@ -141,6 +148,7 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
       await new Promise<void>((resolve) => {
         void io.close(() => resolve());
       });
+      await ctx.audit.close();
     },
   };
 }

@@ -1,5 +1,7 @@
 /** The dashboard's view of the cluster (cluster mode only): its nodes and their health. */
-import express, { type Router } from 'express';
+import type { Router } from 'express';
+import type { Access } from './access.js';
+import { guardedRouter } from './guarded-router.js';
 import { API } from '../../shared/api.js';
 import type { ClusterNodeDto } from '../../shared/dto.js';
 import type { ClusterNodes, NodeRecord } from '../operations/cluster-nodes.js';
@@ -23,11 +25,11 @@ export function clusterNodeDto(row: NodeRecord, cluster: ClusterNodes, now: numb
   };
 }
 
-export function clusterRoutes(cluster: ClusterNodes): Router {
-  const router = express.Router();
-  router.get(API.clusterNodes, async (_req, res) => {
+export function clusterRoutes(cluster: ClusterNodes, access: Access): Router {
+  const r = guardedRouter(access);
+  r.get(API.clusterNodes, 'viewer', async (_req, res) => {
     const now = cluster.now();
     res.json((await cluster.nodes()).map((row) => clusterNodeDto(row, cluster, now)));
   });
-  return router;
+  return r.router;
 }

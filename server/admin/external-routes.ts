@@ -1,4 +1,7 @@
 import express, { type Request, type Response, type Router } from 'express';
+import type { Access } from './access.js';
+import { bodyOnly, externalThing } from './audit-targets.js';
+import { guardedRouter } from './guarded-router.js';
 import { z } from 'zod';
 import { API } from '../../shared/api.js';
 import type { ExternalJobDto, ExternalServerDto } from '../../shared/dto.js';
@@ -33,54 +36,61 @@ function jobDto(job: ExternalJob): ExternalJobDto {
  * Read-only mode and the token apply as to the rest of /api; adding needs both, since it makes
  * this server open connections.
  */
-export function externalRoutes(servers: ExternalServers): Router {
-  const router = express.Router();
+export function externalRoutes(servers: ExternalServers, access: Access): Router {
+  const r = guardedRouter(access);
   const json = express.json({ limit: '2mb', strict: true });
   const route = (fn: (req: Request, res: Response) => unknown) => fn;
   const server = (req: Request): ExternalServer => servers.get(parse(serverId, req.params.id));
   const tube = (req: Request): string => parse(tubeName, String(req.params.name));
 
-  router.get(
+  r.get(
     API.external,
+    'viewer',
     route(async (_req, res) => {
       const all = servers.list();
       await Promise.all(all.map((s) => s.probe()));
       res.json(all.map(serverDto));
     }),
   );
-  router.post(
+  r.post(
     API.external,
+    { role: 'admin', audit: { action: 'server.attach', target: bodyOnly(['address']) } },
     json,
     route((req, res) => {
       const { address } = parse(addSchema, req.body);
       res.status(201).json(serverDto(servers.add(address, 'dashboard')));
     }),
   );
-  router.delete(
+  r.delete(
     '/api/external/:id',
+    { role: 'admin', audit: { action: 'server.detach', target: externalThing } },
     route((req, res) => {
       servers.remove(parse(serverId, req.params.id));
       res.status(204).end();
     }),
   );
-  router.get(
+  r.get(
     '/api/external/:id/stats',
+    'viewer',
     route(async (req, res) => res.json(await server(req).stats())),
   );
-  router.get(
+  r.get(
     '/api/external/:id/tubes',
+    'viewer',
     route(async (req, res) => res.json(await server(req).tubes())),
   );
-  router.get(
+  r.get(
     '/api/external/:id/tubes/:name/peek',
+    'viewer',
     route(async (req, res) => {
       const { state } = parse(peekQuery, req.query);
       const job = await server(req).peek(tube(req), state);
       res.json(job === null ? null : jobDto(job));
     }),
   );
-  router.post(
+  r.post(
     '/api/external/:id/tubes/:name/jobs',
+    { role: 'operator', audit: { action: 'external.put', target: externalThing } },
     json,
     route(async (req, res) => {
       const r = parse(putSchema, req.body);
@@ -88,16 +98,18 @@ export function externalRoutes(servers: ExternalServers): Router {
       res.status(201).json({ id });
     }),
   );
-  router.post(
+  r.post(
     '/api/external/:id/tubes/:name/kick',
+    { role: 'operator', audit: { action: 'external.kick', target: externalThing } },
     json,
     route(async (req, res) => {
       const { bound } = parse(kickSchema, req.body);
       res.json({ count: await server(req).kick(tube(req), bound) });
     }),
   );
-  router.post(
+  r.post(
     '/api/external/:id/tubes/:name/pause',
+    { role: 'operator', audit: { action: 'external.pause', target: externalThing } },
     json,
     route(async (req, res) => {
       const { seconds } = parse(pauseSchema, req.body);
@@ -105,28 +117,31 @@ export function externalRoutes(servers: ExternalServers): Router {
       res.status(204).end();
     }),
   );
-  router.get(
+  r.get(
     '/api/external/:id/jobs/:jid',
+    'viewer',
     route(async (req, res) => {
       const job = await server(req).job(parse(jobId, req.params.jid));
       if (job === null) throw new ApiError(404, 'NOT_FOUND', 'no such job there');
       res.json(jobDto(job));
     }),
   );
-  router.delete(
+  r.delete(
     '/api/external/:id/jobs/:jid',
+    { role: 'operator', audit: { action: 'external.job-delete', target: externalThing } },
     route(async (req, res) => {
       // beanstalkd deletes only jobs no other client holds: a reserved one is NOT_FOUND.
       if (!(await server(req).deleteJob(parse(jobId, req.params.jid)))) throw new ApiError(404, 'NOT_FOUND', 'no such job there, or a worker holds it');
       res.status(204).end();
     }),
   );
-  router.post(
+  r.post(
     '/api/external/:id/jobs/:jid/kick',
+    { role: 'operator', audit: { action: 'external.job-kick', target: externalThing } },
     route(async (req, res) => {
       if (!(await server(req).kickJob(parse(jobId, req.params.jid)))) throw new ApiError(404, 'NOT_FOUND', 'no such buried or delayed job there');
       res.status(204).end();
     }),
   );
-  return router;
+  return r.router;
 }

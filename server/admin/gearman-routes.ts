@@ -1,5 +1,8 @@
 import { actorOf } from './actor.js';
 import express, { type Request, type Response, type Router } from 'express';
+import type { Access } from './access.js';
+import { bulkSelection, namedInPath } from './audit-targets.js';
+import { guardedRouter } from './guarded-router.js';
 import { z } from 'zod';
 import { API, type BulkResponse } from '../../shared/api.js';
 import { GEARMAN_JOB_STATES, type GearmanJobState, type GearmanSearchPageDto } from '../../shared/dto.js';
@@ -61,15 +64,16 @@ const ENGINE_STATES: Readonly<Record<GearmanJobState, JobState>> = { queued: 're
  * The dashboard's Gearman section: functions and workers, a function's jobs by state, one job by
  * handle, and cancelling a queued job. Read-only mode and the token apply as to the rest of /api.
  */
-export function gearmanRoutes(view: GearmanView, ops: Operations): Router {
-  const router = express.Router();
+export function gearmanRoutes(view: GearmanView, ops: Operations, access: Access): Router {
+  const r = guardedRouter(access);
   const route = (fn: (req: Request, res: Response) => unknown) => fn;
   // Searches read a job's data, not the unique id kept in front of it.
   const searches = new Searches(ops, dataOf);
   const json = express.json({ limit: '1mb', strict: true });
 
-  router.get(
+  r.get(
     API.gearmanSearch,
+    'viewer',
     route(async (req, res) => {
       const q = parseOrThrow(searchQuery, req.query);
       const signal = abandoned(res);
@@ -83,8 +87,9 @@ export function gearmanRoutes(view: GearmanView, ops: Operations): Router {
     }),
   );
 
-  router.post(
+  r.post(
     API.gearmanBulk,
+    { role: 'operator', audit: { action: 'gearman.bulk', target: bulkSelection } },
     json,
     route(async (req, res) => {
       const r = parseOrThrow(bulkSchema, req.body);
@@ -111,13 +116,15 @@ export function gearmanRoutes(view: GearmanView, ops: Operations): Router {
     }),
   );
 
-  router.get(
+  r.get(
     API.gearman,
+    'viewer',
     route(async (_req, res) => res.json(await view.snapshot())),
   );
 
-  router.get(
+  r.get(
     API.gearmanJobs,
+    'viewer',
     route(async (req, res) => {
       const q = parseOrThrow(listQuery, req.query);
       const page = await view.jobs(q.function, q.state, q.limit, q.cursor ?? null);
@@ -127,8 +134,9 @@ export function gearmanRoutes(view: GearmanView, ops: Operations): Router {
     }),
   );
 
-  router.get(
+  r.get(
     '/api/gearman/jobs/:handle',
+    'viewer',
     route(async (req, res) => {
       const job = await view.job(parseOrThrow(handleParam, String(req.params.handle)));
       if (job === undefined) throw new ApiError(404, 'NOT_FOUND', 'no such Gearman job');
@@ -136,8 +144,9 @@ export function gearmanRoutes(view: GearmanView, ops: Operations): Router {
     }),
   );
 
-  router.get(
+  r.get(
     '/api/gearman/jobs/:handle/history',
+    'viewer',
     route(async (req, res) => {
       const history = await view.history(parseOrThrow(handleParam, String(req.params.handle)));
       if (history === undefined) throw new ApiError(404, 'NOT_FOUND', 'no such Gearman job handle');
@@ -145,8 +154,9 @@ export function gearmanRoutes(view: GearmanView, ops: Operations): Router {
     }),
   );
 
-  router.delete(
+  r.delete(
     '/api/gearman/jobs/:handle',
+    { role: 'operator', audit: { action: 'gearman.cancel', target: namedInPath('handle', 'handle') } },
     route(async (req, res) => {
       const result = await view.cancel(parseOrThrow(handleParam, String(req.params.handle)), actorOf(req));
       if (!result.ok) {
@@ -157,5 +167,5 @@ export function gearmanRoutes(view: GearmanView, ops: Operations): Router {
       res.status(204).end();
     }),
   );
-  return router;
+  return r.router;
 }

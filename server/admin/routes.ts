@@ -1,5 +1,8 @@
 import { actorOf } from './actor.js';
 import express, { type Request, type Response, type Router } from 'express';
+import type { Access } from './access.js';
+import { allTubes, bulkSelection, oneJob, oneTube, namedInPath } from './audit-targets.js';
+import { guardedRouter } from './guarded-router.js';
 import { z } from 'zod';
 import { API, type BulkResponse, type CountResponse } from '../../shared/api.js';
 import type { AdminConfigDto, NextJobDto, SearchPageDto } from '../../shared/dto.js';
@@ -19,6 +22,7 @@ export interface RoutesContext {
   config: AdminConfigDto;
   /** The minute samples of the long charts. */
   minutes: MinuteHistory;
+  access: Access;
 }
 
 const MAX_PAGE = 500;
@@ -78,6 +82,8 @@ const editSchema = z
     kick: z.boolean().default(false),
   })
   .transform(toMilliseconds);
+/** The fields of a job edit its audit entry names. */
+const EDIT_FIELDS = ['priority', 'ttr', 'ttrSeconds', 'delay', 'delaySeconds', 'tube', 'kick'] as const;
 const kickSchema = z.strictObject({ bound: z.number().int().min(0).max(MAX_U32) });
 const pauseSchema = z.union([z.strictObject({ seconds: u32 }), z.strictObject({ untilResumed: z.literal(true) })]);
 
@@ -149,7 +155,7 @@ function valueOf<T>(result: Result<T>): T {
  */
 export function apiRoutes(ctx: RoutesContext): Router {
   const { ops, info } = ctx;
-  const router = express.Router();
+  const r = guardedRouter(ctx.access);
   const json = express.json({ limit: Math.ceil(ops.maxJobSize * 1.4) + 64 * 1024, strict: true });
 
   const changed = (): Promise<void> => {
@@ -177,20 +183,23 @@ export function apiRoutes(ctx: RoutesContext): Router {
   // Express 5 passes a rejected promise to the error handler.
   const route = (fn: (req: Request, res: Response) => unknown) => fn;
 
-  router.get(
+  r.get(
     API.stats,
+    'viewer',
     route(async (_req, res) => res.json(statsDto(await ops.serverCounts(), info, ops.now()))),
   );
-  router.get(
+  r.get(
     API.tubes,
+    'viewer',
     route(async (_req, res) => {
       const tubes = await ops.tubes();
       const now = ops.now();
       res.json(tubes.map((t) => tubeDto(t, now)));
     }),
   );
-  router.get(
+  r.get(
     '/api/tubes/:name',
+    'viewer',
     route(async (req, res) => {
       const name = tubeParam(req);
       const tube = await ops.tube(name);
@@ -199,8 +208,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.get(
+  r.get(
     '/api/tubes/:name/jobs',
+    'viewer',
     route(async (req, res) => {
       const name = await existingTube(req);
       const q = parse(listQuery, req.query);
@@ -211,8 +221,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.post(
+  r.post(
     '/api/tubes/:name/jobs',
+    { role: 'operator', audit: { action: 'job.put', target: oneTube(['priority', 'delay', 'delaySeconds', 'ttr', 'ttrSeconds']) } },
     json,
     route(async (req, res) => {
       const name = tubeParam(req);
@@ -226,8 +237,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.get(
+  r.get(
     '/api/jobs/:id',
+    'viewer',
     route(async (req, res) => {
       const job = await ops.job(parse(jobId, req.params.id));
       if (job === undefined) throw engineError('NOT_FOUND');
@@ -235,8 +247,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.get(
+  r.get(
     '/api/jobs/:id/next',
+    'viewer',
     route(async (req, res) => {
       const id = parse(jobId, req.params.id);
       const job = await ops.job(id);
@@ -245,13 +258,15 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.get(
+  r.get(
     '/api/jobs/:id/history',
+    'viewer',
     route(async (req, res) => res.json(await ops.jobHistory(parse(jobId, req.params.id)))),
   );
 
-  router.get(
+  r.get(
     '/api/jobs/:id/body',
+    'viewer',
     route(async (req, res) => {
       const job = await ops.job(parse(jobId, req.params.id));
       if (job === undefined) throw engineError('NOT_FOUND');
@@ -259,8 +274,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.delete(
+  r.delete(
     '/api/jobs/:id',
+    { role: 'operator', audit: { action: 'job.delete', target: oneJob() } },
     route(async (req, res) => {
       valueOf(await ops.delete(parse(jobId, req.params.id), actorOf(req)));
       await changed();
@@ -268,8 +284,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.post(
+  r.post(
     '/api/jobs/:id/kick',
+    { role: 'operator', audit: { action: 'job.kick', target: oneJob() } },
     route(async (req, res) => {
       const job = valueOf(await ops.kickJob(parse(jobId, req.params.id), actorOf(req)));
       await changed();
@@ -277,8 +294,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.patch(
+  r.patch(
     '/api/jobs/:id',
+    { role: 'operator', audit: { action: 'job.edit', target: oneJob(EDIT_FIELDS) } },
     json,
     route(async (req, res) => {
       const id = parse(jobId, req.params.id);
@@ -298,8 +316,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.post(
+  r.post(
     '/api/tubes/:name/kick',
+    { role: 'operator', audit: { action: 'tube.kick', target: oneTube(['bound']) } },
     json,
     route(async (req, res) => {
       const name = await existingTube(req);
@@ -310,8 +329,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.post(
+  r.post(
     '/api/tubes/:name/pause',
+    { role: 'operator', audit: { action: 'tube.pause', target: oneTube(['seconds', 'untilResumed']) } },
     json,
     route(async (req, res) => {
       const name = tubeParam(req);
@@ -321,13 +341,15 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.get(
+  r.get(
     '/api/tubes/:name/settings',
+    'viewer',
     route(async (req, res) => res.json(await ops.tubeSettings(tubeParam(req)))),
   );
 
-  router.put(
+  r.put(
     '/api/tubes/:name/settings',
+    { role: 'admin', audit: { action: 'tube.settings', target: oneTube(['deadLetterAfter']) } },
     json,
     route(async (req, res) => {
       const name = tubeParam(req);
@@ -338,8 +360,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.post(
+  r.post(
     API.allTubesKick,
+    { role: 'operator', audit: { action: 'tubes.kick', target: allTubes(['bound']) } },
     json,
     route(async (req, res) => {
       const { bound } = parse(kickSchema, req.body);
@@ -354,8 +377,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.post(
+  r.post(
     API.allTubesPause,
+    { role: 'operator', audit: { action: 'tubes.pause', target: allTubes(['seconds', 'untilResumed']) } },
     json,
     route(async (req, res) => {
       const pauseMs = pauseMsOf(parse(pauseSchema, req.body));
@@ -366,8 +390,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.delete(
+  r.delete(
     '/api/tubes/:name/jobs',
+    { role: 'operator', audit: { action: 'tube.clear', target: oneTube(['state']) } },
     route(async (req, res) => {
       const name = await existingTube(req);
       const { state } = parse(clearQuery, req.query);
@@ -377,8 +402,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.post(
+  r.post(
     '/api/tubes/:name/move',
+    { role: 'operator', audit: { action: 'tube.move', target: oneTube(['state', 'to', 'limit']) } },
     json,
     route(async (req, res) => {
       const name = await existingTube(req);
@@ -392,8 +418,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
 
   const searches = new Searches(ops);
 
-  router.get(
+  r.get(
     API.search,
+    'viewer',
     route(async (req, res) => {
       const q = parse(searchQuery, req.query);
       const signal = abandoned(res);
@@ -407,16 +434,18 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.delete(
+  r.delete(
     '/api/search/:token',
+    'viewer',
     route((req, res) => {
       searches.cancel(String(req.params.token));
       res.status(204).end();
     }),
   );
 
-  router.post(
+  r.post(
     API.bulk,
+    { role: 'operator', audit: { action: 'bulk', target: bulkSelection } },
     json,
     route(async (req, res) => {
       const r = parse(bulkSchema, req.body);
@@ -447,8 +476,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
     }),
   );
 
-  router.get(
+  r.get(
     API.history,
+    'viewer',
     route((req, res) => {
       const { minutes } = parse(historyQuery, req.query);
       res.json(ctx.minutes.serverHistory(minutes));
@@ -456,32 +486,37 @@ export function apiRoutes(ctx: RoutesContext): Router {
   );
 
   const health = new TubeHealth(ops, (name, minutes) => ctx.minutes.tubeHistory(name, minutes));
-  router.get(
+  r.get(
     API.tubeHealth,
+    'viewer',
     route(async (_req, res) => res.json(await health.report())),
   );
 
-  router.get(
+  r.get(
     '/api/tubes/:name/history',
+    'viewer',
     route((req, res) => res.json(ctx.minutes.tubeHistory(tubeParam(req)))),
   );
 
-  router.get(
+  r.get(
     API.connections,
+    'viewer',
     route(async (_req, res) => {
       const now = ops.now();
       res.json((await ops.sessions()).map((s) => connectionDto(s, now)));
     }),
   );
 
-  router.delete(
+  r.delete(
     '/api/connections/:id',
+    { role: 'admin', audit: { action: 'connection.close', target: namedInPath('connection', 'id') } },
     route(async (req, res) => {
       valueOf(await ops.closeConnection(parse(jobId, req.params.id)));
       res.status(204).end();
     }),
   );
 
-  router.use('/api', (_req, _res, next) => next(new ApiError(404, 'NOT_FOUND', 'no such API path')));
-  return router;
+  // Signed in first: a caller without a token learns nothing of which paths exist.
+  r.router.use('/api', ctx.access.guard({ role: 'viewer' }), (_req, _res, next) => next(new ApiError(404, 'NOT_FOUND', 'no such API path')));
+  return r.router;
 }

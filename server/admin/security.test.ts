@@ -48,7 +48,7 @@ describe('EventBucket', () => {
 });
 
 describe('hostCheck', () => {
-  const base = { listen: '127.0.0.1', token: null, allowedHosts: [] };
+  const base = { listen: '127.0.0.1', tokenRequired: false, allowedHosts: [] };
 
   it('without a token: the listen address, loopback names and the allowed names, any port, any case', () => {
     const ok = hostCheck({ ...base, listen: '127.0.0.5', allowedHosts: ['dash.example', '10.0.0.7'] });
@@ -69,7 +69,7 @@ describe('hostCheck', () => {
   });
 
   it('with a token, any name: the token is the defence', () => {
-    const ok = hostCheck({ ...base, token: 't' });
+    const ok = hostCheck({ ...base, tokenRequired: true });
     expect(ok('rebind.attacker.example:1')).toBe(true);
     expect(ok('not a host')).toBe(true);
   });

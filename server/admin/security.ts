@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
 import helmet from 'helmet';
@@ -32,26 +31,10 @@ export function securityHeaders(): RequestHandler {
   });
 }
 
-/** True when `given` is the token (constant time). */
-export function tokenMatches(token: string, given: string | undefined): boolean {
-  if (given === undefined) return false;
-  const a = Buffer.from(token);
-  const b = Buffer.from(given);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
 /** The bearer token of an `Authorization: Bearer ...` header. */
 export function bearer(header: string | undefined): string | undefined {
   const m = header === undefined ? null : /^Bearer\s+(.+)$/i.exec(header);
   return m === null ? undefined : m[1]!.trim();
-}
-
-/** With a token set, every request needs it. */
-export function requireToken(token: string | null): RequestHandler {
-  return (req, _res, next) => {
-    if (token === null || tokenMatches(token, bearer(req.headers.authorization))) return next();
-    next(new ApiError(401, 'UNAUTHORIZED', 'this API needs the admin token (Authorization: Bearer ...)'));
-  };
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -78,14 +61,6 @@ export function sameOriginForChanges(): RequestHandler {
   };
 }
 
-/** --admin-read-only: every change is refused. */
-export function readOnlyGuard(readOnly: boolean): RequestHandler {
-  return (req, _res, next) => {
-    if (!readOnly || SAFE_METHODS.has(req.method)) return next();
-    next(new ApiError(403, 'READ_ONLY', 'this dashboard is read-only (--admin-read-only)'));
-  };
-}
-
 /** Names that always reach this machine, whatever DNS says. */
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '::1'];
 
@@ -93,12 +68,15 @@ const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '::1'];
  * Which Host headers the admin server answers. Without a token only its own names: the listen
  * address, loopback names and --admin-allowed-hosts. A page on `rebind.attacker.example`, whose
  * DNS later points at 127.0.0.1, is same-origin with itself and could otherwise read and change
- * jobs (DNS rebinding); its requests carry `Host: rebind.attacker.example`. With a token, the token
+ * jobs (DNS rebinding); its requests carry `Host: rebind.attacker.example`. With a token (the admin
+ * token or a users file), the token
  * is the defence (a rebinding page does not have it) and remote operators may use any name.
  * A request without Host (HTTP/1.0, not a browser) passes; one whose Host cannot be read does not.
  */
-export function hostCheck(options: Pick<AdminOptions, 'listen' | 'token' | 'allowedHosts'>): (host: string | undefined) => boolean {
-  if (options.token !== null) return () => true;
+export function hostCheck(
+  options: Pick<AdminOptions, 'listen' | 'allowedHosts'> & { tokenRequired: boolean },
+): (host: string | undefined) => boolean {
+  if (options.tokenRequired) return () => true;
   const allowed = new Set([...LOOPBACK_NAMES, ...options.allowedHosts]);
   const listen = hostName(options.listen.includes(':') ? `[${options.listen}]` : options.listen);
   if (listen !== null) allowed.add(listen);

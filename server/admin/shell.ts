@@ -5,6 +5,7 @@ import type { AdminContext, AttachedAdmin } from './app.js';
 import { stripBasePath } from './base-path.js';
 import { MinuteHistory } from './minute-history.js';
 import { StatsHistory } from './stats-history.js';
+import { AdminUsers } from './users.js';
 
 /** Requests held while the dashboard's modules load; more are answered 503 (they load in ~200 ms). */
 const MAX_HELD_REQUESTS = 256;
@@ -29,6 +30,8 @@ export class AdminShell {
   private readonly server = http.createServer();
   private readonly history: StatsHistory;
   private readonly minutes: MinuteHistory;
+  /** Who each token is; read again from --admin-users on SIGHUP, loaded or not. */
+  private readonly users: AdminUsers;
   private attached: AttachedAdmin | null = null;
   private modules: ReturnType<AdminLoader> | null = null;
   private loading = false;
@@ -44,8 +47,13 @@ export class AdminShell {
     this.history.start();
     this.minutes = new MinuteHistory(ctx.ops, ctx.historyDir, ctx.log);
     this.minutes.start();
+    this.users = new AdminUsers(ctx.options, ctx.log);
+    // Only with a users file: without one, SIGHUP keeps whatever else the server makes of it.
+    if (ctx.options.usersFile !== null) process.on('SIGHUP', this.reloadUsers);
     this.listenForRequests();
   }
+
+  private readonly reloadUsers = (): void => this.users.reload();
 
   /**
    * Loads the modules now, without serving anything yet: a server that gives up root (-u) must
@@ -79,6 +87,7 @@ export class AdminShell {
     this.closing = true;
     this.history.stop();
     this.minutes.stop();
+    process.off('SIGHUP', this.reloadUsers);
     for (const { refuse } of this.held.splice(0)) refuse();
     if (this.attached !== null) return this.attached.close();
     if (!this.server.listening) return;
@@ -139,7 +148,7 @@ export class AdminShell {
       // listeners it finds when it attaches, so these must be gone first).
       this.server.removeAllListeners('request');
       this.server.removeAllListeners('upgrade');
-      this.attached = attachAdmin(this.server, this.ctx, this.history, this.minutes);
+      this.attached = attachAdmin(this.server, this.ctx, this.history, this.minutes, this.users);
       this.stripBasePathFirst();
       log.info({ ms: Math.round(performance.now() - started) }, 'dashboard loaded (first request)');
     } catch (err) {

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { ServerOptions } from '../cli.js';
+import type { AuditLog } from '../common/audit-log.js';
 import type { GearmanRegistry } from '../gearman/registry.js';
 import type { ClusterNodes } from '../operations/cluster-nodes.js';
 import type { Operations } from '../operations/operations.js';
@@ -26,6 +27,8 @@ export interface Backend {
     readonly historyDir: string | null;
     /** Cluster mode: the nodes view. */
     readonly cluster: ClusterNodes | null;
+    /** Where changes made through the dashboard are recorded. */
+    readonly audit: AuditLog;
   };
   /** Said in the "listening" log line (the cluster node's id), or empty. */
   readonly label: Record<string, number>;

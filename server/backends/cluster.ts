@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { MAX_CLUSTER_JOB_SIZE } from '../cli.js';
+import { ClusterAuditLog } from '../cluster/cluster-audit.js';
 import { ClusterNode } from '../cluster/cluster-node.js';
 import { ClusterStore } from '../cluster/cluster-store.js';
 import { ClusterGearmanRegistry } from '../cluster/gearman-registry.js';
@@ -53,6 +54,8 @@ export async function openClusterBackend({ options, log }: BackendContext): Prom
       binlog: false,
       historyDir: null,
       cluster: { nodeId: () => node.id, nodes: () => node.nodes(), leaseMs: cluster.leaseMs, now: node.now },
+      // Shared by the nodes, in their database.
+      audit: new ClusterAuditLog(node.pool, () => node.id, log),
     },
     get label() {
       return { node: node.id };

@@ -12,6 +12,8 @@ import { GEARMAN_JOB_RECORD_BYTES, MAX_UNIQUE_BYTES } from '../gearman/limits.js
 import { LocalGearmanRegistry } from '../gearman/registry.js';
 import { machineFacts, memoryBudget } from '../memory-budget.js';
 import { MemoryOperations } from '../operations/memory-operations.js';
+import { MemoryAuditLog } from '../common/audit-entries.js';
+import { FileAuditLog } from '../persistence/audit-file.js';
 import { Binlog } from '../persistence/binlog.js';
 import { BINLOG_EXIT_CODE, BinlogDirError, openBinlog, type OpenedBinlog } from '../persistence/open-binlog.js';
 import { fileOwner, withUserIds } from '../privileges.js';
@@ -87,7 +89,13 @@ export async function openMemoryBackend({ options, log, user }: BackendContext):
     beanstalk,
     gearman,
     info: processInfo(() => binlog?.stats() ?? noBinlog),
-    dashboard: { binlog: binlog !== null, historyDir: binlogDir === null ? null : path.join(binlogDir, 'stats-history'), cluster: null },
+    dashboard: {
+      binlog: binlog !== null,
+      historyDir: binlogDir === null ? null : path.join(binlogDir, 'stats-history'),
+      cluster: null,
+      // With -b, DIR/audit.log (bounded, rotated); else the newest entries in memory.
+      audit: binlogDir === null ? new MemoryAuditLog() : new FileAuditLog(binlogDir, log),
+    },
     label: {},
     setDraining() {
       engine.setDraining();

@@ -186,6 +186,22 @@ export const MIGRATIONS: readonly string[] = [
   UPDATE beanpole_gearman_tubes SET max_queue_high = max_queue, max_queue_low = max_queue;
   `,
   gearmanJobRetriesMigration(),
+  `
+  -- The dashboard's audit log, shared by the nodes: every change made through the admin API on
+  -- any node, newest last. Each insert trims it to the newest rows (cluster-audit.ts), as the
+  -- job history is trimmed to its ring.
+  CREATE TABLE beanpole_audit (
+    seq bigserial PRIMARY KEY,
+    at bigint NOT NULL,
+    node integer NOT NULL,
+    -- A --admin-users name, '--admin-token', or null when the dashboard needs no token.
+    username text,
+    role text NOT NULL,
+    action text NOT NULL,
+    target jsonb NOT NULL,
+    result jsonb NOT NULL
+  ) WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01);
+  `,
 ];
 
 /**

@@ -39,6 +39,8 @@ import type {
   TubeMinuteDto,
   ExternalJobDto,
   ExternalServerDto,
+  AuditPageDto,
+  SignedInDto,
 } from '../../shared/dto.js';
 import type { JobHistoryDto } from '../../shared/history.js';
 
@@ -217,6 +219,9 @@ export const api = {
   gearmanJobs: (fn: string, query: { state: GearmanJobState; limit: number; cursor: string | null }, signal?: AbortSignal) =>
     json<GearmanJobPageDto>('GET', withQuery(API.gearmanJobs, { function: fn, ...query }), undefined, signal),
   cancelGearmanJob: (handle: string) => discard('DELETE', API.gearmanJob(handle)),
+  me: (signal?: AbortSignal) => json<SignedInDto>('GET', API.me, undefined, signal),
+  audit: (before: number | null, limit: number, signal?: AbortSignal) =>
+    json<AuditPageDto>('GET', withQuery(API.audit, { before, limit }), undefined, signal),
 };
 
 /** A message for the person: the server's explanation when there is one. */

@@ -18,6 +18,7 @@ export type Route =
   | { page: 'search'; spec: SearchSpec }
   | { page: 'servers' }
   | { page: 'nodes' }
+  | { page: 'audit' }
   | { page: 'server'; id: number; tube: string | null }
   | { page: 'gearman' }
   | { page: 'gearman-function'; name: string; state: GearmanJobState }
@@ -56,6 +57,7 @@ export function parseRoute(pathname: string, search: string): Route {
   if (path === '/search') return { page: 'search', spec: searchSpecOf(query) };
   if (path === '/servers') return { page: 'servers' };
   if (path === '/nodes') return { page: 'nodes' };
+  if (path === '/audit') return { page: 'audit' };
   if (path.startsWith('/servers/')) {
     const id = Number(path.slice('/servers/'.length));
     if (Number.isInteger(id) && id >= 1 && id <= 1_000_000) return { page: 'server', id, tube: query.get('tube') || null };
@@ -150,6 +152,8 @@ export function routeTitle(route: Route): string {
       return 'Other servers';
     case 'nodes':
       return 'Cluster nodes';
+    case 'audit':
+      return 'Audit log';
     case 'server':
       return route.tube === null ? `Server ${route.id}` : `Server ${route.id} ${route.tube}`;
     case 'gearman':

@@ -42,6 +42,16 @@ export async function startSession(): Promise<void> {
     return;
   }
   connectSocket(auth.token);
+  await loadSignedIn();
+}
+
+/** Who the token is, and so which controls the pages show. */
+async function loadSignedIn(): Promise<void> {
+  try {
+    server.me = await api.me();
+  } catch {
+    server.me = null; // a 401 shows the sign-in form; the controls stay hidden meanwhile
+  }
 }
 
 /** Tries a token: true when the server accepts it (the live link is then reopened with it). */
@@ -64,10 +74,12 @@ export async function signIn(token: string): Promise<boolean> {
     // the snapshot brings it too
   }
   connectSocket(token);
+  await loadSignedIn();
   return true;
 }
 
 export function signOut(): void {
+  server.me = null;
   disconnectSocket();
   server.setLink('unauthorized', 'signed out');
   auth.setToken(null);

@@ -1,8 +1,10 @@
 /** What the server pushes: config, stats, the tube list and the throughput history. */
 
 import { forgetTube, observeTube } from './tube-rates.js';
+import { roleAllows, type Role } from '../../../shared/roles.js';
 import type {
   AdminConfigDto,
+  SignedInDto,
   ServerStatsDto,
   SnapshotDto,
   StatsTickDto,
@@ -71,9 +73,15 @@ export class ServerState {
   drainingAnnounced = $state(false);
   readonly throughput = new Throughput();
 
-  /** Until the config is known, mutating controls stay hidden. */
-  get readOnly(): boolean {
-    return this.config?.readOnly ?? true;
+  /** Who is signed in and what they may do here (GET /api/me); null until known. */
+  me = $state.raw<SignedInDto | null>(null);
+
+  /**
+   * True when the signed-in user may do what `role` may. Until the server has said who that is,
+   * controls that change anything stay hidden; the server refuses them anyway.
+   */
+  may(role: Role): boolean {
+    return this.me !== null && roleAllows(this.me.role, role);
   }
 
   get draining(): boolean {
