@@ -23,11 +23,9 @@ import { JobEditor } from './edits.js';
 import { FailureRules } from './failures.js';
 import { WIDE_SESSION_TUBES, WaitingSessions } from './waiting.js';
 import { JobQueues } from './queues.js';
-import { type EngineOptions, type JobEdit, type KickKind, type PutRequest } from './requests.js';
+import type { EngineOptions, JobEdit, KickKind, PutRequest } from './requests.js';
 
 export type { EngineOptions, JobEdit, KickKind, PutRequest };
-
-
 export { WIDE_SESSION_TUBES };
 
 /**
@@ -519,11 +517,8 @@ export class Engine {
    * when this release reaches the dead-letter limit (the job's state says which).
    */
   release(session: Session, id: number, priority: number, delayMs: number): Result<Job> {
-    const job = this.reservedBy(session, id);
-    if (job === undefined) return fail('NOT_FOUND');
-    if (!this.journalOf(job).canUpdate(1)) return fail('INTERNAL_ERROR');
-    this.removeReserved(session, job);
-    this.schedule(session);
+    const job = this.takeBack(session, id);
+    if (typeof job === 'string') return fail(job);
     job.priority = priority;
     job.delayMs = delayMs;
     job.releases++;
@@ -537,16 +532,23 @@ export class Engine {
   }
 
   bury(session: Session, id: number, priority: number): Result<Job> {
-    const job = this.reservedBy(session, id);
-    if (job === undefined) return fail('NOT_FOUND');
-    if (!this.journalOf(job).canUpdate(1)) return fail('INTERNAL_ERROR');
-    this.removeReserved(session, job);
-    this.schedule(session);
+    const job = this.takeBack(session, id);
+    if (typeof job === 'string') return fail(job);
     job.priority = priority;
     this.history.record(id, this.clock.now(), 'bury', session.id, session.peer);
     this.queues.bury(job, 'reserved', BURY_CAUSE_CODE.bury);
     this.journalOf(job).update(job);
     return ok(job);
+  }
+
+  /** Takes job `id` back from `session`, which holds it, for a release or bury; or says why not. */
+  private takeBack(session: Session, id: number): Job | 'NOT_FOUND' | 'INTERNAL_ERROR' {
+    const job = this.reservedBy(session, id);
+    if (job === undefined) return 'NOT_FOUND';
+    if (!this.journalOf(job).canUpdate(1)) return 'INTERNAL_ERROR';
+    this.removeReserved(session, job);
+    this.schedule(session);
+    return job;
   }
 
   /**
@@ -884,7 +886,6 @@ export class Engine {
     if (this.watchers.any) this.watchers.end(job.id);
     this.tubeRegistry.removeIfUnused(job.tube);
   }
-
 
   /** The journal for `job`: none for a transient one. */
   private journalOf(job: Job): Journal {
