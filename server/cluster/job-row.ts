@@ -1,12 +1,13 @@
 /** A job as a row of beanpole_jobs, and the snapshots the operations hand out. */
 import { BURY_CAUSES } from '../../shared/bury-cause.js';
+import type { JobCounts } from '../common/job-counts.js';
 import type { JobBytes, JobSnapshot, JobState } from '../operations/operations.js';
 
 /** The columns every job read selects (bigints arrive as numbers: see pool.ts). */
 export const JOB_COLUMNS =
   'id, tube, state, priority, delay_ms, ttr_ms, created_at, due_at, holder_node, holder_conn, reserves, timeouts, releases, buries, kicks, strikes, bury_cause, bury_order, body_edits, body';
 
-export interface JobRow {
+export interface JobRow extends JobCounts {
   id: number;
   tube: string;
   state: number;
@@ -17,12 +18,6 @@ export interface JobRow {
   due_at: number;
   holder_node: number | null;
   holder_conn: number | null;
-  reserves: number;
-  timeouts: number;
-  releases: number;
-  buries: number;
-  kicks: number;
-  strikes: number;
   bury_cause: number;
   bury_order: number;
   body_edits: number;

@@ -1,4 +1,5 @@
 import { BURY_CAUSES, type BuryCause } from '../../shared/bury-cause.js';
+import type { JobCounts } from '../common/job-counts.js';
 import type { JobState } from '../../shared/dto.js';
 import type { Tube } from './tube.js';
 import { FAR, decodeCreated, encodeCreated } from './time-base.js';
@@ -314,7 +315,7 @@ export class Job implements BodyHolder {
  * A job as a binlog stores it and recovery hands it back: every field that survives a restart.
  * A reserved job's image says `ready` (a reservation does not outlive the server).
  */
-export interface JobImage {
+export interface JobImage extends JobCounts {
   id: number;
   tube: string;
   state: JobState;
@@ -325,12 +326,6 @@ export interface JobImage {
   /** Epoch ms when a delayed job becomes ready; 0 in other states. */
   deadlineAt: number;
   buriedSeq: number;
-  reserves: number;
-  timeouts: number;
-  releases: number;
-  buries: number;
-  kicks: number;
-  strikes: number;
   /** A BURY_CAUSES index. */
   buryCause: number;
   body: Buffer;

@@ -35,6 +35,7 @@ import {
   type TubeSettings,
   type TubeSettingsView,
 } from './operations.js';
+import { copyCounts, NO_COUNTS } from '../common/job-counts.js';
 import { ttrWithFloor } from '../common/rules.js';
 import { walkReadyAges } from './ready-ages.js';
 import { tubeSettingsView } from './tube-settings-view.js';
@@ -579,12 +580,7 @@ function emptyView(): JobView {
     file: 0,
     reservedBy: 0,
     holderNode: 0,
-    reserves: 0,
-    timeouts: 0,
-    releases: 0,
-    buries: 0,
-    kicks: 0,
-    strikes: 0,
+    ...NO_COUNTS,
     buryCause: 'none',
     bodyLength: 0,
     bodyStamp: 0,
@@ -604,12 +600,7 @@ function fillView(job: Job, view: JobView, reservedBy: number): JobView {
   view.deadlineAt = job.deadlineAt;
   view.file = job.file;
   view.reservedBy = reservedBy;
-  view.reserves = job.reserves;
-  view.timeouts = job.timeouts;
-  view.releases = job.releases;
-  view.buries = job.buries;
-  view.kicks = job.kicks;
-  view.strikes = job.strikes;
+  copyCounts(view, job);
   view.buryCause = BURY_CAUSES[job.buryCause] ?? 'none';
   view.bodyLength = job.bodyLength;
   view.bodyStamp = bodyStamp(job);

@@ -12,6 +12,7 @@ import type { BuryCause } from '../../shared/bury-cause.js';
 import type { JobState } from '../../shared/dto.js';
 import type { HistoryActor, JobHistoryDto } from '../../shared/history.js';
 import type { Durability, TubeSettings } from '../engine/journal.js';
+import type { JobCounts } from '../common/job-counts.js';
 import type { JobPage } from '../common/job-page.js';
 import type { FailureCode, ReserveOutcome, Result } from '../common/result.js';
 import type { CountedCommand } from '../engine/stats.js';
@@ -56,7 +57,7 @@ export interface TubeName {
 }
 
 /** Everything about a job except its body. Times are epoch ms; durations ms. */
-export interface JobView {
+export interface JobView extends JobCounts {
   id: number;
   tube: string;
   state: JobState;
@@ -74,13 +75,6 @@ export interface JobView {
   holderNode: number;
   /** Kept in memory only (NewJob.transient): a Gearman foreground job. */
   transient: boolean;
-  reserves: number;
-  timeouts: number;
-  releases: number;
-  buries: number;
-  kicks: number;
-  /** Releases plus timeouts since the job was put or last kicked (what the dead-letter rule counts). */
-  strikes: number;
   /** Why it is buried (meaningful while it is). */
   buryCause: BuryCause;
   bodyLength: number;

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { MAX_JOB_SIZE_LIMIT, MAX_TUBE_NAME_LENGTH } from '../../shared/limits.js';
+import { NO_COUNTS } from '../common/job-counts.js';
 import type { Job, JobImage, JobState } from '../engine/job.js';
 import { Harness, T0, type Client } from '../engine/testing.js';
 import { Binlog } from './binlog.js';
@@ -31,12 +32,7 @@ export function jobImage(over: Partial<JobImage> = {}): JobImage {
     createdAt: T0,
     deadlineAt: 0,
     buriedSeq: 0,
-    reserves: 0,
-    timeouts: 0,
-    releases: 0,
-    buries: 0,
-    kicks: 0,
-    strikes: 0,
+    ...NO_COUNTS,
     buryCause: 0,
     body: Buffer.from(`body of ${over.id ?? 1}`),
     ...over,

@@ -1,0 +1,23 @@
+/** A job's counters, as stats-job shows them; every store and the binlog keep the same six. */
+export interface JobCounts {
+  reserves: number;
+  timeouts: number;
+  releases: number;
+  buries: number;
+  kicks: number;
+  /** Releases plus timeouts since the job was put or last kicked (what the dead-letter rule counts). */
+  strikes: number;
+}
+
+/** A new job's counters. */
+export const NO_COUNTS: Readonly<JobCounts> = { reserves: 0, timeouts: 0, releases: 0, buries: 0, kicks: 0, strikes: 0 };
+
+/** Copies `from`'s counters onto `to` (a view reused for many jobs). */
+export function copyCounts(to: JobCounts, from: Readonly<JobCounts>): void {
+  to.reserves = from.reserves;
+  to.timeouts = from.timeouts;
+  to.releases = from.releases;
+  to.buries = from.buries;
+  to.kicks = from.kicks;
+  to.strikes = from.strikes;
+}
