@@ -18,8 +18,8 @@ export interface ThrowawayPostgres {
   readonly pid: number;
   /** postgres://beanpole@127.0.0.1:PORT/NAME, made empty for a test or a benchmark run. */
   createDatabase(name: string): Promise<string>;
-  /** Fast shutdown then start again on the same port and data (a database restart mid-load). */
-  restart(): Promise<void>;
+  /** Fast shutdown then start again on the same port and data (a database restart mid-load), after `downMs`. */
+  restart(downMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -134,8 +134,9 @@ export async function startThrowawayPostgres(options: ThrowawayOptions = {}): Pr
       }
       return `postgres://${SUPERUSER}@127.0.0.1:${port}/${name}`;
     },
-    async restart() {
+    async restart(downMs = 0) {
       await shutdown();
+      if (downMs > 0) await new Promise((resolve) => setTimeout(resolve, downMs));
       await start();
     },
     async stop() {

@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type pg from 'pg';
 import { NodeLease, type NodeRow } from './node-lease.js';
-import { createPool, HOT_POOL_SIZE, type Queryable } from './pool.js';
+import { checkIn, checkOut, createPool, HOT_POOL_SIZE, type Queryable } from './pool.js';
 import { migrate } from './schema.js';
 
 export interface ClusterNodeOptions {
@@ -84,12 +84,12 @@ export class ClusterNode {
   static async open(options: ClusterNodeOptions): Promise<ClusterNode> {
     const node = new ClusterNode(options);
     try {
-      const client = await node.pool.connect();
+      const client = await checkOut(node.pool);
       try {
         const { from, to } = await migrate(client);
         if (from !== to) options.log.info({ from, to }, 'cluster: database schema migrated');
       } finally {
-        client.release();
+        checkIn(client);
       }
       await node.lease.register();
     } catch (err) {

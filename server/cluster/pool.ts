@@ -70,7 +70,7 @@ export async function run<R extends pg.QueryResultRow>(pool: Queryable, statemen
  * back if it throws.
  */
 export async function inTransaction<T>(pool: pg.Pool, work: (db: pg.PoolClient) => Promise<T>): Promise<T> {
-  const db = await pool.connect();
+  const db = await checkOut(pool);
   let broken = false;
   try {
     await db.query('BEGIN');
@@ -82,6 +82,25 @@ export async function inTransaction<T>(pool: pg.Pool, work: (db: pg.PoolClient) 
     await db.query('ROLLBACK').catch(() => (broken = true));
     throw err;
   } finally {
-    db.release(broken);
+    checkIn(db, broken);
   }
 }
+
+/**
+ * A connection of the pool, held for a while: the pool listens for its errors only while it is
+ * idle, and a connection that dies while held (a database restart) would otherwise throw its
+ * 'error' event at the process. The statement in flight fails on its own; the holder releases.
+ */
+export async function checkOut(pool: pg.Pool): Promise<pg.PoolClient> {
+  const db = await pool.connect();
+  db.on('error', ignoreWhileCheckedOut);
+  return db;
+}
+
+/** Gives a connection from `checkOut` back to its pool (`broken`: to be closed instead). */
+export function checkIn(db: pg.PoolClient, broken = false): void {
+  db.off('error', ignoreWhileCheckedOut);
+  db.release(broken);
+}
+
+function ignoreWhileCheckedOut(): void {}

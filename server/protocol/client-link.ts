@@ -47,6 +47,26 @@ interface InOrder {
   reply: (value: unknown) => void;
 }
 
+/**
+ * Logs failed store operations at most once a second for the whole process, with how many
+ * there were since: a database outage fails every client's commands at once.
+ */
+class FailureLog {
+  private loggedAt = 0;
+  private since = 0;
+
+  note(log: Logger, err: unknown): void {
+    this.since++;
+    const now = Date.now();
+    if (now - this.loggedAt < 1000) return;
+    log.warn({ err: (err as Error)?.message ?? String(err), failures: this.since }, "store operations failed; their commands were answered with the protocol's error");
+    this.loggedAt = now;
+    this.since = 0;
+  }
+}
+
+const storeFailures = new FailureLog();
+
 export interface LinkContext {
   log: Logger;
   /** Replies wait until the records made before them are durable; told after each batch of work. */
@@ -100,7 +120,7 @@ export class ClientLink {
     private readonly socket: Socket,
     private readonly owner: LinkOwner,
     private readonly ctx: LinkContext,
-    /** What the client is told when an internal error ends the connection. */
+    /** What the client is told for a command the store failed, and when an internal error ends the connection. */
     private readonly internalErrorReply: Buffer,
     /** The store's clock (epoch ms). */
     private readonly now: () => number,
@@ -176,10 +196,20 @@ export class ClientLink {
           return;
         }
         this.guard(() => {
-          throw err;
-        });
+          this.storeFailed(err);
+          if (this.pauses === pauses && !this.pausedForOutput) this.resumeSoon();
+        }, true);
       },
     );
+  }
+
+  /**
+   * The store could not do an operation (a database that is down, a statement that failed): the
+   * client gets the protocol's error for that command, in its place, and the connection goes on.
+   */
+  private storeFailed(err: unknown): void {
+    storeFailures.note(this.ctx.log, err);
+    this.out.bytes(this.internalErrorReply);
   }
 
   /** True while pipelined answers are awaited: replies go through `later`, other commands through `whenDrained`. */
@@ -208,9 +238,9 @@ export class ClientLink {
       },
       (err: unknown) => {
         if (this.finished) return this.ctx.log.debug({ err }, 'an operation failed after its client had gone');
-        this.guard(() => {
-          throw err;
-        });
+        entry.done = true;
+        entry.reply = () => this.storeFailed(err);
+        this.replyInOrder();
       },
     );
   }

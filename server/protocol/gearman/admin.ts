@@ -35,6 +35,15 @@ const VERBOSITY: Readonly<Record<string, string>> = {
  * reply's text, or null for none.
  */
 export async function runAdminCommand(words: string[], ctx: GearmanAdminContext, peer: string): Promise<string | null> {
+  try {
+    return await adminCommand(words, ctx, peer);
+  } catch {
+    // The store could not answer (a database that is down): an error line, in the text protocol.
+    return err('INTERNAL_ERROR', 'the job store could not answer; try again');
+  }
+}
+
+async function adminCommand(words: string[], ctx: GearmanAdminContext, peer: string): Promise<string | null> {
   const command = words[0]!.toLowerCase();
   // A UNIX socket peer is on this machine too.
   const local = peer === 'unix' || isLoopback(peer.replace(/:\d+$/, ''));
