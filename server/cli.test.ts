@@ -93,8 +93,10 @@ describe('parseCommandLine: cluster mode', () => {
   const url = 'postgres://beanpole@db.internal:5432/jobs';
 
   it('takes --cluster URL or BEANPOLE_CLUSTER_URL (the flag wins), and --cluster-lease-ms', () => {
-    expect(parseCommandLine(['--cluster', url])).toStrictEqual(run({ cluster: { url, leaseMs: 5000 } }));
-    expect(parseCommandLine([], { BEANPOLE_CLUSTER_URL: url })).toStrictEqual(run({ cluster: { url, leaseMs: 5000 } }));
+    expect(parseCommandLine(['--cluster', url])).toStrictEqual(run({ cluster: { url, leaseMs: 5000, connectTimeoutMs: null } }));
+    expect(parseCommandLine([], { BEANPOLE_CLUSTER_URL: url })).toStrictEqual(run({ cluster: { url, leaseMs: 5000, connectTimeoutMs: null } }));
+    expect(parseCommandLine(['--cluster', url, '--cluster-connect-timeout', '30'])).toMatchObject({ options: { cluster: { connectTimeoutMs: 30_000 } } });
+    expect(parseCommandLine(['--cluster', url, '--cluster-connect-timeout', '-1'])).toMatchObject({ kind: 'usage-error' });
     expect(parseCommandLine(['--cluster', 'postgresql://x@h/d'], { BEANPOLE_CLUSTER_URL: url })).toMatchObject({
       options: { cluster: { url: 'postgresql://x@h/d' } },
     });

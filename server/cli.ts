@@ -55,6 +55,8 @@ export interface ClusterOptions {
   url: string;
   /** How long a node's reservations outlive its last heartbeat (--cluster-lease-ms). */
   leaseMs: number;
+  /** How long a starting node keeps trying to reach the database (--cluster-connect-timeout, ms); null: for ever. */
+  connectTimeoutMs: number | null;
 }
 
 export const DEFAULT_CLUSTER_LEASE_MS = 5000;
@@ -203,6 +205,10 @@ Cluster mode (several nodes sharing one PostgreSQL database):
                         PGPASSWORD or ~/.pgpass; not with -b, -f or -F
  --cluster-lease-ms MS  a dead node's reserved jobs go back to ready this
                         long after its last heartbeat (default 5000)
+ --cluster-connect-timeout S
+                        a node that cannot reach the database at start keeps
+                        trying, ever less often, for S seconds, then exits 111
+                        (default: for ever)
 `;
 
 const OPTIONS = {
@@ -239,6 +245,7 @@ const OPTIONS = {
   'gearman-job-retries': { type: 'string' },
   cluster: { type: 'string' },
   'cluster-lease-ms': { type: 'string' },
+  'cluster-connect-timeout': { type: 'string' },
   keepalive: { type: 'boolean' },
   'keepalive-idle': { type: 'string' },
   'keepalive-interval': { type: 'string' },
@@ -287,6 +294,7 @@ export function parseCommandLine(
   const keepAlive = (): KeepAliveOptions => (options.keepAlive ??= { idleSec: null, intervalSec: null, count: null });
   let clusterUrl: string | null = null;
   let clusterLeaseMs = DEFAULT_CLUSTER_LEASE_MS;
+  let clusterConnectTimeoutMs: number | null = null;
   /** A flag that makes no sense with --cluster (the binlog's), or null. */
   let localStoreFlag: string | null = null;
   const admin: AdminOptions = {
@@ -338,6 +346,9 @@ export function parseCommandLine(
           break;
         case 'cluster-lease-ms':
           clusterLeaseMs = integer(value, 'cluster lease', 100, 3_600_000);
+          break;
+        case 'cluster-connect-timeout':
+          clusterConnectTimeoutMs = integer(value, 'cluster connect timeout', 0, 86_400) * 1000;
           break;
         case 'listen':
           options.listen = value;
@@ -445,7 +456,7 @@ export function parseCommandLine(
         warnings.push(`maximum job size in cluster mode is ${MAX_CLUSTER_JOB_SIZE} bytes`);
         options.maxJobSize = MAX_CLUSTER_JOB_SIZE;
       }
-      options.cluster = { url: clusterUrl, leaseMs: clusterLeaseMs };
+      options.cluster = { url: clusterUrl, leaseMs: clusterLeaseMs, connectTimeoutMs: clusterConnectTimeoutMs };
     }
     // The flag wins over the variable; an empty variable means no token (set but blank in a shell).
     if (!noAdmin && admin.token === null && env.BEANPOLE_ADMIN_TOKEN) admin.token = adminToken(env.BEANPOLE_ADMIN_TOKEN, 'BEANPOLE_ADMIN_TOKEN');

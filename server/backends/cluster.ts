@@ -8,6 +8,7 @@ import { GearmanClusterStore } from '../cluster/gearman-store.js';
 import { MAX_UNIQUE_BYTES } from '../gearman/limits.js';
 import { noBinlogStats, processInfo } from '../server-info.js';
 import { VERSION } from '../version.js';
+import { startupFailure } from '../cluster/startup-errors.js';
 import { StartupError, type Backend, type BackendContext } from './backend.js';
 
 /** The exit status of a node that cannot use its database. */
@@ -18,32 +19,10 @@ const CLUSTER_EXIT_CODE = 111;
  * same database; each protocol has a realm of its own (its tables), as a single process keeps an
  * engine per protocol. This node holds only its clients' sessions.
  */
-export async function openClusterBackend({ options, log }: BackendContext): Promise<Backend> {
+export async function openClusterBackend(ctx: BackendContext): Promise<Backend> {
+  const { options, log } = ctx;
   const cluster = options.cluster!;
-  let node: ClusterNode;
-  let store: ClusterStore;
-  let gearmanStore: GearmanClusterStore | null = null;
-  try {
-    node = await ClusterNode.open({
-      url: cluster.url,
-      leaseMs: cluster.leaseMs,
-      address: `${os.hostname()}:${options.port}`,
-      version: VERSION,
-      historyEvents: options.historyEvents,
-      gearmanJobRetries: options.gearman?.jobRetries ?? 0,
-      log,
-    });
-    const limits = { maxJobBytes: options.maxJobBytes, deadLetterAfter: options.deadLetterAfter, historyEvents: options.historyEvents };
-    store = await ClusterStore.join(node, { ...limits, maxJobSize: options.maxJobSize });
-    if (options.gearman !== null) {
-      // A body keeps the unique id in front of the data (gearman/job-body.ts), under the cluster's cap.
-      const maxJobSize = Math.min(options.gearman.maxSize + MAX_UNIQUE_BYTES + 1, MAX_CLUSTER_JOB_SIZE);
-      gearmanStore = await GearmanClusterStore.joinGearman(node, { ...limits, maxJobSize });
-    }
-    node.start();
-  } catch (err) {
-    throw new StartupError(`cluster: cannot use the database: ${(err as Error).message}`, CLUSTER_EXIT_CODE);
-  }
+  const { node, store, gearmanStore } = await joinWhenReachable(ctx);
   const stores = gearmanStore === null ? [store] : [store, gearmanStore];
   const noBinlog = noBinlogStats(options.binlogSize);
   return {
@@ -68,6 +47,74 @@ export async function openClusterBackend({ options, log }: BackendContext): Prom
     // The node leaves the cluster: what its clients held is ready again for the other nodes.
     close: () => node.close(),
   };
+}
+
+/** The first wait after a failed attempt, and the longest. */
+const FIRST_RETRY_MS = 500;
+const LONGEST_RETRY_MS = 30_000;
+
+/**
+ * Joins the cluster, trying again with a growing delay while the database cannot be reached (it
+ * is starting, failing over, or the network is down), each attempt logged with its reason. The
+ * node opens no port meanwhile: clients find it closed, as they would a node not started yet.
+ * An answer that trying again will not change (a refused login, no such database, a role
+ * without rights) ends the start at once with one line; so does --cluster-connect-timeout.
+ */
+async function joinWhenReachable(ctx: BackendContext): Promise<Joined> {
+  const { log } = ctx;
+  const timeoutMs = ctx.options.cluster!.connectTimeoutMs;
+  const startedAt = Date.now();
+  for (let attempt = 1, waitMs = FIRST_RETRY_MS; ; attempt++, waitMs = Math.min(waitMs * 2, LONGEST_RETRY_MS)) {
+    try {
+      return await join(ctx);
+    } catch (err) {
+      const failure = startupFailure(err);
+      if (!failure.transient) throw new StartupError(`cluster: cannot use the database: ${failure.reason}`, CLUSTER_EXIT_CODE);
+      const left = timeoutMs === null ? Number.POSITIVE_INFINITY : startedAt + timeoutMs - Date.now();
+      if (left <= 0) {
+        throw new StartupError(`cluster: gave up reaching the database after ${attempt} attempts (--cluster-connect-timeout): ${failure.reason}`, CLUSTER_EXIT_CODE);
+      }
+      const retryInMs = Math.min(waitMs, left);
+      log.warn({ attempt, retryInMs, err: failure.reason }, `cluster: cannot reach the database (${failure.reason}); trying again in ${retryInMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, retryInMs));
+    }
+  }
+}
+
+interface Joined {
+  node: ClusterNode;
+  store: ClusterStore;
+  gearmanStore: GearmanClusterStore | null;
+}
+
+/** One attempt: connect, migrate, register, and serve both realms. */
+async function join({ options, log }: BackendContext): Promise<Joined> {
+  const cluster = options.cluster!;
+  let node: ClusterNode | null = null;
+  let gearmanStore: GearmanClusterStore | null = null;
+  try {
+    node = await ClusterNode.open({
+      url: cluster.url,
+      leaseMs: cluster.leaseMs,
+      address: `${os.hostname()}:${options.port}`,
+      version: VERSION,
+      historyEvents: options.historyEvents,
+      gearmanJobRetries: options.gearman?.jobRetries ?? 0,
+      log,
+    });
+    const limits = { maxJobBytes: options.maxJobBytes, deadLetterAfter: options.deadLetterAfter, historyEvents: options.historyEvents };
+    const store = await ClusterStore.join(node, { ...limits, maxJobSize: options.maxJobSize });
+    if (options.gearman !== null) {
+      // A body keeps the unique id in front of the data (gearman/job-body.ts), under the cluster's cap.
+      const maxJobSize = Math.min(options.gearman.maxSize + MAX_UNIQUE_BYTES + 1, MAX_CLUSTER_JOB_SIZE);
+      gearmanStore = await GearmanClusterStore.joinGearman(node, { ...limits, maxJobSize });
+    }
+    node.start();
+    return { node, store, gearmanStore };
+  } catch (err) {
+    await node?.close().catch(() => undefined);
+    throw err;
+  }
 }
 
 /** What every node of a cluster puts in its Gearman handles: the database's name. */

@@ -171,7 +171,13 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
 
   protected static async started<S extends ClusterStore>(store: S): Promise<S> {
     await store.wakeups.start();
-    await store.bodyBudget.sync();
+    try {
+      await store.bodyBudget.sync();
+    } catch (err) {
+      // Not joined yet, so the node's close would not end its notification connection.
+      await store.wakeups.close().catch(() => undefined);
+      throw err;
+    }
     store.node.join(store);
     store.pollTimer = setInterval(() => void store.poll(), SAFETY_POLL_MS);
     store.pollTimer.unref();
