@@ -30,6 +30,7 @@ import { PrivilegeError, becomeUser, fileOwner, lookUpUser, withUserIds } from '
 import type { ServerInfo } from './server-info.js';
 import { MemoryOperations } from './operations/memory-operations.js';
 import { Scheduler } from './scheduler.js';
+import { startAutomation, type Automation } from './automation/automation.js';
 import { VERSION } from './version.js';
 
 /** Composition root: options -> engine -> scheduler -> listeners -> signals. */
@@ -101,6 +102,8 @@ async function main(argv: string[]): Promise<void> {
   const beanstalk = new BeanstalkServer({ ops, info, log, onActivity: scheduler.poke, durability });
   const gearmanDurability = gearmanBinlog ?? immediateDurability;
   const gearmanOps = new MemoryOperations({ engine: gearmanEngine, durability: gearmanDurability, onActivity: gearmanScheduler.poke });
+  // Schedules and alert rules (server/automation); with -b their files sit in DIR.
+  const automation = await startAutomation({ ops, log, onActivity: scheduler.poke, dir: binlogDir, cluster: null, tickMs: options.automationTickMs });
   const registry = new LocalGearmanRegistry(gearmanOps, os.hostname());
   // Unique ids of restored jobs coalesce again.
   await registry.restore();
@@ -135,6 +138,7 @@ async function main(argv: string[]): Promise<void> {
     log.info({ signal }, 'shutting down');
     scheduler.stop();
     gearmanScheduler.stop();
+    automation.stop();
     // Everything appended is written and fsynced first; that also releases held replies. A
     // failure here is logged, never thrown: the process still exits, and recovery copes.
     for (const [i, journal] of [binlog, gearmanBinlog].entries()) {
@@ -174,6 +178,7 @@ async function main(argv: string[]): Promise<void> {
         historyDir: binlogDir === null ? null : path.join(binlogDir, 'stats-history'),
         cluster: null,
         onActivity: scheduler.poke,
+        automation,
       },
       user !== null,
       banner,
@@ -209,6 +214,7 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
   let node: ClusterNode;
   let store: ClusterStore;
   let gearmanStore: GearmanClusterStore | null = null;
+  let automation: Automation;
   try {
     node = await ClusterNode.open({
       url: cluster.url,
@@ -227,6 +233,7 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
       gearmanStore = await GearmanClusterStore.joinGearman(node, { ...limits, maxJobSize });
     }
     node.start();
+    automation = await startAutomation({ ops: store, log, onActivity: () => undefined, dir: null, cluster: { pool: node.pool, node: node.id }, tickMs: options.automationTickMs });
   } catch (err) {
     log.fatal({ err: (err as Error).message }, `cluster: cannot use the database: ${(err as Error).message}`);
     process.exit(111);
@@ -262,6 +269,7 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
+    automation.stop();
     // The node leaves the cluster: what its clients held is ready again for the other nodes.
     void Promise.all([beanstalk.close(), gearman?.close(), admin?.close()])
       .then(() => node.close())
@@ -296,6 +304,7 @@ async function clusterMain(options: ServerOptions, log: Logger): Promise<void> {
         historyDir: null,
         cluster: { nodeId: () => node.id, nodes: () => node.nodes(), leaseMs: cluster.leaseMs, now: node.now },
         onActivity: noop,
+        automation,
       },
       user !== null,
       banner,

@@ -5,6 +5,7 @@ import express from 'express';
 import type { Logger } from 'pino';
 import { Server as IoServer } from 'socket.io';
 import type { AdminConfigDto } from '../../shared/dto.js';
+import type { Automation } from '../automation/automation.js';
 import type { ClientToServerEvents, ServerToClientEvents } from '../../shared/events.js';
 import type { AdminOptions } from '../cli.js';
 import type { Operations } from '../operations/operations.js';
@@ -14,13 +15,14 @@ import type { ServerInfo } from '../server-info.js';
 import { withBasePath } from './base-path.js';
 import { errorHandler } from './errors.js';
 import { LiveUpdates } from './live.js';
-import { prometheusText } from './metrics.js';
+import { automationText, prometheusText } from './metrics.js';
 import compression from 'compression';
 import { ExternalServers } from './external.js';
 import type { MinuteHistory } from './minute-history.js';
 import { externalRoutes } from './external-routes.js';
 import { clusterRoutes, type AdminCluster } from './cluster-routes.js';
 import { apiRoutes } from './routes.js';
+import { automationRoutes } from './automation-routes.js';
 import {
   allowedHostsOnly,
   bearer,
@@ -57,6 +59,8 @@ export interface AdminContext {
   /** Cluster mode: the nodes view; null for a server with jobs of its own. */
   cluster: AdminCluster | null;
   onActivity: () => void;
+  /** Schedules and alert rules (server/automation); null: not offered (a test's dashboard). */
+  automation: Automation | null;
 }
 
 /** The dashboard, attached to its HTTP server. */
@@ -94,7 +98,8 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
     const [counts, tubes] = await Promise.all([ops.serverCounts(), ops.tubes()]);
     const gearman =
       ctx.gearman === null ? null : { counts: await ctx.gearman.ops.serverCounts(), snapshot: await ctx.gearman.view.snapshot() };
-    res.type('text/plain; version=0.0.4').send(prometheusText(counts, tubes, info, gearman));
+    const automation = ctx.automation === null ? '' : automationText(ctx.automation.schedules.fires(), await ctx.automation.alerts.states());
+    res.type('text/plain; version=0.0.4').send(prometheusText(counts, tubes, info, gearman) + automation);
   });
   // The config says whether a token is needed, so it is readable without one.
   app.get('/api/config', (_req, res) => {
@@ -107,6 +112,7 @@ export function attachAdmin(server: http.Server, ctx: AdminContext, history: Sta
   for (const address of options.attach) external.add(address, 'flag');
   app.use(externalRoutes(external));
   if (ctx.cluster !== null) app.use(clusterRoutes(ctx.cluster));
+  if (ctx.automation !== null) app.use(automationRoutes(ops, ctx.automation));
   app.use(apiRoutes({ ops, info, config, minutes, onActivity: ctx.onActivity }));
   const indexFile = path.join(ctx.uiDir, 'index.html');
   if (existsSync(indexFile)) {

@@ -1,15 +1,14 @@
 import type { TubeHealthDto, TubeMinuteDto } from '../../shared/dto.js';
-import type { JobView, Operations, TubeAges } from '../operations/operations.js';
+import type { Operations, TubeAges } from '../operations/operations.js';
+import { readyAges } from '../operations/ready-ages.js';
 
 /**
  * What the overview's attention list needs beyond a tube's counts, found by walking every job:
  * the oldest ready job of each tube (the queue head is the most urgent, not the oldest), and the
- * reserved jobs close to their TTR (workers about to lose them). The walk goes 2,048 jobs per
- * turn of the event loop, so a million jobs never hold up the job port; one walk runs at a time,
- * and its answer serves every request for HEALTH_MAX_AGE_MS.
+ * reserved jobs close to their TTR (workers about to lose them), by operations/ready-ages.ts. One
+ * walk runs at a time, and its answer serves every request for HEALTH_MAX_AGE_MS.
  */
 
-const SLICE = 2048;
 export const HEALTH_MAX_AGE_MS = 2000;
 /** A reservation with less than this share of its TTR left is "close to its TTR". */
 const NEAR_TTR_SHARE = 0.2;
@@ -18,8 +17,6 @@ export const RISE_MIN_JOBS = 100;
 const RISE_MINUTES = 5;
 
 type Tally = TubeAges;
-
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class TubeHealth {
   private last: { at: number; tubes: Map<string, Tally> } | null = null;
@@ -58,31 +55,8 @@ export class TubeHealth {
   }
 
   private async walk(): Promise<Map<string, Tally>> {
-    if (this.ops.readyAges !== undefined) {
-      // The store answers from its indexes (cluster mode): no walk.
-      const startedAt = this.ops.now();
-      const tubes = await this.ops.readyAges(NEAR_TTR_SHARE);
-      this.last = { at: startedAt, tubes };
-      return tubes;
-    }
-    const tubes = new Map<string, Tally>();
-    const scan = this.ops.scanJobs();
     const startedAt = this.ops.now();
-    const visit = (job: JobView): boolean => {
-      if (job.state !== 'ready' && job.state !== 'reserved') return true;
-      let tally = tubes.get(job.tube);
-      if (tally === undefined) {
-        tally = { oldestReadyCreatedAt: Infinity, nearTtr: 0 };
-        tubes.set(job.tube, tally);
-      }
-      if (job.state === 'ready') {
-        if (job.createdAt < tally.oldestReadyCreatedAt) tally.oldestReadyCreatedAt = job.createdAt;
-      } else if (Number.isFinite(job.deadlineAt) && job.deadlineAt - startedAt < job.ttrMs * NEAR_TTR_SHARE) {
-        tally.nearTtr++;
-      }
-      return true;
-    };
-    while (!(await scan.next(SLICE, visit))) await nextTurn();
+    const tubes = await readyAges(this.ops, NEAR_TTR_SHARE);
     this.last = { at: startedAt, tubes };
     return tubes;
   }
