@@ -119,6 +119,33 @@ describe('module layering', () => {
     }
   });
 
+  it('schedules and alerts import no door, no store of jobs, no dashboard and no engine', () => {
+    // They reach the jobs through the operations (a schedule's put is the API's put); their own
+    // stores in PostgreSQL live in server/cluster/, which imports them, not the reverse.
+    for (const [file, edges] of graph) {
+      if (!file.startsWith('server/schedules/') && !file.startsWith('server/alerts/')) continue;
+      for (const e of edges) {
+        const outside = ['server/protocol/', 'server/cluster/', 'server/admin/', 'server/persistence/', 'server/engine/', 'server/main.ts'];
+        expect(outside.some((o) => e.to.startsWith(o)), `${file} -> ${e.to}`).toBe(false);
+      }
+    }
+  });
+
+  it('schedules and alerts read time only as given (tick(now), an injected Timer), so tests use fake time', () => {
+    for (const file of files.filter((f) => f.startsWith('server/schedules/') || f.startsWith('server/alerts/'))) {
+      const text = readFileSync(path.join(ROOT, file), 'utf8');
+      expect(text, file).not.toMatch(/setTimeout|setInterval|Date\.now|new Date\(\)/);
+    }
+  });
+
+  it('the dashboard reaches schedules and alerts through their services, never their stores', () => {
+    const stores = ['server/schedules/memory-schedule-store.ts', 'server/schedules/schedule-file.ts', 'server/alerts/memory-alert-store.ts', 'server/alerts/alert-file.ts'];
+    for (const [file, edges] of graph) {
+      if (!file.startsWith('server/admin/')) continue;
+      for (const e of edges) expect(stores, `${file} -> ${e.to}`).not.toContain(e.to);
+    }
+  });
+
   it('value imports have no cycles', () => {
     const state = new Map<string, 'visiting' | 'done'>();
     const cycles: string[] = [];
