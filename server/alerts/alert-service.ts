@@ -8,6 +8,7 @@ import type { WebhookSender } from './webhook-sender.js';
 
 /** What the alerts read of the jobs at each tick. */
 export interface AlertFacts {
+  /** Every tube's counts as of now (not a cached moment-old copy: see tick). */
   tubes(): Pending<TubeCounts[]>;
   /** Per tube, when its oldest ready job was put (only asked when a rule needs it: it may walk every job). */
   readyAges(): Promise<Map<string, TubeAges>>;
@@ -100,11 +101,15 @@ export class AlertService {
 
   async tick(now: number): Promise<void> {
     const rules = (await this.store.rules()).filter((r) => r.enabled);
+    // No rule, no reading of every tube's counts (in a cluster, a query per tick).
+    if (rules.length === 0) return;
+    // The states before the counts: a node then only clears (or starts) what another node
+    // claimed on counts at least as new as its own, so two nodes never undo each other's claim
+    // on counts read a moment apart.
+    const active = new Set((await this.store.active()).map((a) => `${a.ruleId}\0${a.tube}`));
     const tubes = await this.facts.tubes();
     this.lows.update(tubes);
-    if (rules.length === 0) return;
     const ages = rules.some((r) => r.condition === 'oldest-ready') ? await this.facts.readyAges() : null;
-    const active = new Set((await this.store.active()).map((a) => `${a.ruleId}\0${a.tube}`));
     for (const rule of rules) {
       const matches = tubeMatcher(rule.tubes);
       const seen = new Set<string>();

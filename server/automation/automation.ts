@@ -91,7 +91,7 @@ export async function startAutomation(options: AutomationOptions): Promise<Autom
     sender,
     node,
     server: os.hostname(),
-    facts: { tubes: () => ops.tubes(), readyAges: () => readyAges(ops, 0.2) },
+    facts: { tubes: () => ops.tubes(true), readyAges: () => readyAges(ops, 0.2) },
   });
   const stops = [
     every(timer, options.tickMs ?? SCHEDULE_TICK_MS, now, () => schedules.tick(now()), (err) => log.warn({ err: err.message }, 'schedules: evaluation failed')),
