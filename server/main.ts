@@ -103,7 +103,12 @@ async function main(argv: string[]): Promise<void> {
   const gearmanDurability = gearmanBinlog ?? immediateDurability;
   const gearmanOps = new MemoryOperations({ engine: gearmanEngine, durability: gearmanDurability, onActivity: gearmanScheduler.poke });
   // Schedules and alert rules (server/automation); with -b their files sit in DIR.
-  const automation = await startAutomation({ ops, log, onActivity: scheduler.poke, dir: binlogDir, cluster: null, tickMs: options.automationTickMs });
+  const automation = await startAutomation({ ops, log, onActivity: scheduler.poke, dir: binlogDir, cluster: null, tickMs: options.automationTickMs }).catch(
+    (err: Error) => {
+      log.fatal({ dir: binlogDir, err: err.message }, `schedules or alert rules cannot be read: ${err.message}`);
+      return process.exit(BINLOG_EXIT_CODE);
+    },
+  );
   const registry = new LocalGearmanRegistry(gearmanOps, os.hostname());
   // Unique ids of restored jobs coalesce again.
   await registry.restore();
