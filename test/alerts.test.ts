@@ -55,7 +55,7 @@ describe('alert rules through the API', () => {
     expect(fired!.message).toMatch(/buried mail: tube mail\.eu: 1 buried/);
     expect(((await api(server.url, API.alert(rule.id))).json as AlertRuleDto).activeTubes).toEqual(['mail.eu']);
     const metrics = await (await fetch(new URL('/metrics', server.url))).text();
-    expect(metrics).toMatch(/^beanpole_alert_firing\{rule="buried mail",tube="mail\.eu"\} 1$/m);
+    expect(metrics).toMatch(new RegExp(`^beanpole_alert_firing\\{rule_id="${rule.id}",rule="buried mail",tube="mail\\.eu"\\} 1$`, 'm'));
     expect(await c.call(`kick-job ${id}\r\n`)).toBe('KICKED\r\n');
     const posts = (await hook.waitFor(2)) as AlertWebhookPayload[];
     expect(posts.map((p) => [p.event, p.tube])).toEqual([

@@ -78,7 +78,7 @@ describe('schedules through the API', () => {
       expect(run).toMatchObject({ kind: 'slot', jobState: 'reserved', error: null, node: 0 });
       expect(run.slotAt % 1000).toBe(0);
       const metrics = await (await fetch(new URL('/metrics', server.url))).text();
-      expect(metrics).toMatch(/^beanpole_schedule_fires_total\{schedule="nightly report",kind="slot"\} [1-9]/m);
+      expect(metrics).toMatch(new RegExp(`^beanpole_schedule_fires_total\\{schedule_id="${created.id}",schedule="nightly report",kind="slot"\\} [1-9]`, 'm'));
     } finally {
       await Promise.all(clients.splice(0).map((c) => c.disconnect()));
     }

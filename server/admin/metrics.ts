@@ -92,7 +92,7 @@ export function automationText(fires: ScheduleFires, alerts: AlertStates): strin
     'beanpole_schedule_fires_total',
     'counter',
     'Schedule runs made by this node, by schedule and kind (slot, catch-up, run-now).',
-    fires.fires.map((f) => [`{schedule="${label(f.schedule)}",kind="${f.kind}"}`, f.count]),
+    fires.fires.map((f) => [`{schedule_id="${f.id}",schedule="${label(f.schedule)}",kind="${f.kind}"}`, f.count]),
   );
   metric('beanpole_schedule_put_failures_total', 'counter', 'Schedule runs whose put failed (this node).', [['', fires.failures]]);
   metric('beanpole_alert_rules', 'gauge', 'Alert rules, by whether they are enabled.', [
@@ -103,7 +103,7 @@ export function automationText(fires: ScheduleFires, alerts: AlertStates): strin
     'beanpole_alert_firing',
     'gauge',
     'Alert rules firing now, by rule and tube (1 while firing).',
-    alerts.active.map((a) => [`{rule="${label(a.rule)}",tube="${label(a.tube)}"}`, 1]),
+    alerts.active.map((a) => [`{rule_id="${a.ruleId}",rule="${label(a.rule)}",tube="${label(a.tube)}"}`, 1]),
   );
   metric(
     'beanpole_alert_notifications_total',

@@ -27,7 +27,7 @@ export interface AlertServiceOptions {
 /** What /metrics says of the alerts. */
 export interface AlertStates {
   rules: { id: number; name: string; enabled: boolean }[];
-  active: { rule: string; tube: string }[];
+  active: { ruleId: number; rule: string; tube: string }[];
   /** Notifications this node sent, by outcome. */
   deliveries: Record<'delivered' | 'failed' | 'dropped' | 'suppressed', number>;
 }
@@ -94,7 +94,7 @@ export class AlertService {
     const names = new Map(rules.map((r) => [r.id, r.name]));
     const active = (await this.store.active()).flatMap((a) => {
       const rule = names.get(a.ruleId);
-      return rule === undefined ? [] : [{ rule, tube: a.tube }];
+      return rule === undefined ? [] : [{ ruleId: a.ruleId, rule, tube: a.tube }];
     });
     return { rules: rules.map((r) => ({ id: r.id, name: r.name, enabled: r.enabled })), active, deliveries: { ...this.deliveries } };
   }

@@ -143,7 +143,7 @@ describe('schedules on a fake clock', () => {
     const s = await created(schedules, fields(), at('2026-01-01T00:00:05Z'));
     await schedules.tick(at('2026-01-01T00:00:10Z'));
     expect(await store.runs(s.id)).toMatchObject([{ jobId: null, error: 'JOB_TOO_BIG' }]);
-    expect(schedules.fires()).toEqual({ fires: [{ schedule: 'report', kind: 'slot', count: 1 }], failures: 1 });
+    expect(schedules.fires()).toEqual({ fires: [{ id: s.id, schedule: 'report', kind: 'slot', count: 1 }], failures: 1 });
   });
 
   describe('saved in a directory (-b)', () => {

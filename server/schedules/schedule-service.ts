@@ -49,7 +49,7 @@ export function dueRuns(cron: CronSlots, checkedThrough: number, now: number, mi
 /** What /metrics says of this node's schedule runs. */
 export interface ScheduleFires {
   /** Runs this node made, by schedule name and kind, and how many of them failed to put a job. */
-  fires: { schedule: string; kind: RunKind; count: number }[];
+  fires: { id: number; schedule: string; kind: RunKind; count: number }[];
   failures: number;
 }
 
@@ -65,7 +65,7 @@ export class ScheduleService {
   private readonly node: number;
   private readonly missedAfterMs: number;
   private readonly parsed = new Map<string, CronSlots>();
-  private readonly fireCounts = new Map<string, { schedule: string; kind: RunKind; count: number }>();
+  private readonly fireCounts = new Map<string, { id: number; schedule: string; kind: RunKind; count: number }>();
   private failures = 0;
 
   constructor(options: ScheduleServiceOptions) {
@@ -156,8 +156,9 @@ export class ScheduleService {
       error = (err as Error).message;
     }
     if (error !== null) this.failures++;
-    const key = `${schedule.name}\0${kind}`;
-    const count = this.fireCounts.get(key) ?? { schedule: schedule.name, kind, count: 0 };
+    const key = `${schedule.id}\0${kind}`;
+    const count = this.fireCounts.get(key) ?? { id: schedule.id, schedule: schedule.name, kind, count: 0 };
+    count.schedule = schedule.name;
     count.count++;
     this.fireCounts.set(key, count);
     await this.store.finish(schedule.id, slotAt, kind, jobId, error);
