@@ -150,6 +150,9 @@ describe('schedules through the API', () => {
     const s = await create(server, { paused: true });
     const r = await api(server.url, API.schedule(s.id), { method: 'PATCH', json: { cron: 'every day' } });
     expect(r.status).toBe(400);
+    const lone = await api(server.url, API.schedule(s.id), { method: 'PATCH', json: { encoding: 'base64' } });
+    expect(lone.status).toBe(400);
+    expect((lone.json as { message: string }).message).toBe('encoding: give it with a body');
     expect((await api(server.url, API.schedules)).json).toHaveLength(1);
   });
 

@@ -201,7 +201,8 @@ export function automationRoutes(ops: Operations, automation: Automation): Route
     const patch = parse(schedulePatch, req.body);
     const old = await schedules.get(sid);
     if (old === undefined) throw noSchedule();
-    // A new encoding without a new body re-reads the old bytes' text: give both or neither.
+    // An encoding says how `body` is written: alone it would re-read the old bytes' text.
+    if (patch.encoding !== undefined && patch.body === undefined) throw new ApiError(400, 'BAD_REQUEST', 'encoding: give it with a body');
     const merged = parse(scheduleSchema, { ...scheduleInput(old), ...patch });
     const r = await schedules.update(sid, scheduleFieldsOf(merged), automation.now());
     if (!r.ok) throw badCron(r.message);
