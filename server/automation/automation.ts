@@ -57,9 +57,12 @@ export async function startAutomation(options: AutomationOptions): Promise<Autom
   let scheduleStore: ScheduleStore;
   let alertStore: AlertStore;
   if (cluster !== null) {
-    await createAutomationTables(cluster.pool);
-    scheduleStore = new ScheduleTableStore(cluster.pool);
-    alertStore = new AlertTableStore(cluster.pool);
+    // Not awaited: a node starts serving jobs without waiting for these tables; the stores'
+    // statements wait for them, and a failure is said by each evaluation until it is fixed.
+    const tables = createAutomationTables(cluster.pool);
+    tables.catch((err: Error) => log.error({ err: err.message }, 'schedules and alerts: cannot create their tables'));
+    scheduleStore = new ScheduleTableStore(cluster.pool, tables);
+    alertStore = new AlertTableStore(cluster.pool, tables);
   } else {
     const saving = <T>(what: string, save: (dir: string, state: T) => void) => (state: T) => {
       if (dir === null) return;

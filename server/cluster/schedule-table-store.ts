@@ -52,20 +52,29 @@ const fieldValues = (f: ScheduleFields): unknown[] => [f.name, f.cron, f.timeZon
 
 /** Schedules shared by every node of a cluster; the runs' primary key is the slot's claim. */
 export class ScheduleTableStore implements ScheduleStore {
-  constructor(private readonly pool: pg.Pool) {}
+  /** `ready`: the tables exist (automation-tables.ts); every statement waits for it. */
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly ready: Promise<void>,
+  ) {}
+
+  private async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+    await this.ready;
+    return this.pool.query<R>(text, values);
+  }
 
   async list(): Promise<Schedule[]> {
-    const { rows } = await this.pool.query<ScheduleRow>('SELECT * FROM beanpole_schedules ORDER BY id');
+    const { rows } = await this.query<ScheduleRow>('SELECT * FROM beanpole_schedules ORDER BY id');
     return rows.map(scheduleOf);
   }
 
   async get(id: number): Promise<Schedule | undefined> {
-    const { rows } = await this.pool.query<ScheduleRow>('SELECT * FROM beanpole_schedules WHERE id = $1', [id]);
+    const { rows } = await this.query<ScheduleRow>('SELECT * FROM beanpole_schedules WHERE id = $1', [id]);
     return rows[0] === undefined ? undefined : scheduleOf(rows[0]);
   }
 
   async create(fields: ScheduleFields, now: number): Promise<Schedule> {
-    const { rows } = await this.pool.query<ScheduleRow>(
+    const { rows } = await this.query<ScheduleRow>(
       `INSERT INTO beanpole_schedules (name, cron, time_zone, tube, body, encoding, priority, delay_ms, ttr_ms, paused, missed, created_at, updated_at, checked_through)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $12) RETURNING *`,
       [...fieldValues(fields), now],
@@ -75,7 +84,7 @@ export class ScheduleTableStore implements ScheduleStore {
 
   async update(id: number, fields: ScheduleFields, now: number): Promise<Schedule | undefined> {
     // Resumed: slots while paused are not missed ones.
-    const { rows } = await this.pool.query<ScheduleRow>(
+    const { rows } = await this.query<ScheduleRow>(
       `UPDATE beanpole_schedules SET name = $1, cron = $2, time_zone = $3, tube = $4, body = $5, encoding = $6, priority = $7,
          delay_ms = $8, ttr_ms = $9, missed = $11, updated_at = $12,
          checked_through = CASE WHEN paused AND NOT $10 THEN greatest(checked_through, $12) ELSE checked_through END,
@@ -87,16 +96,16 @@ export class ScheduleTableStore implements ScheduleStore {
   }
 
   async remove(id: number): Promise<boolean> {
-    const r = await this.pool.query('DELETE FROM beanpole_schedules WHERE id = $1', [id]);
+    const r = await this.query('DELETE FROM beanpole_schedules WHERE id = $1', [id]);
     return (r.rowCount ?? 0) > 0;
   }
 
   async advance(id: number, through: number): Promise<void> {
-    await this.pool.query('UPDATE beanpole_schedules SET checked_through = $2 WHERE id = $1 AND checked_through < $2', [id, through]);
+    await this.query('UPDATE beanpole_schedules SET checked_through = $2 WHERE id = $1 AND checked_through < $2', [id, through]);
   }
 
   async claim(id: number, slotAt: number, kind: RunKind, firedAt: number, node: number): Promise<boolean> {
-    const r = await this.pool.query(
+    const r = await this.query(
       `INSERT INTO beanpole_schedule_runs (schedule_id, slot_at, manual, kind, fired_at, node)
        SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM beanpole_schedules WHERE id = $1)
        ON CONFLICT DO NOTHING`,
@@ -104,7 +113,7 @@ export class ScheduleTableStore implements ScheduleStore {
     );
     if ((r.rowCount ?? 0) === 0) return false;
     // Older runs are forgotten: their slots are long past checked_through.
-    await this.pool.query(
+    await this.query(
       `DELETE FROM beanpole_schedule_runs WHERE schedule_id = $1 AND (slot_at, manual) NOT IN
          (SELECT slot_at, manual FROM beanpole_schedule_runs WHERE schedule_id = $1 ORDER BY fired_at DESC, slot_at DESC LIMIT $2)`,
       [id, RUNS_KEPT],
@@ -113,7 +122,7 @@ export class ScheduleTableStore implements ScheduleStore {
   }
 
   async finish(id: number, slotAt: number, kind: RunKind, jobId: number | null, error: string | null): Promise<void> {
-    await this.pool.query('UPDATE beanpole_schedule_runs SET job_id = $4, error = $5 WHERE schedule_id = $1 AND slot_at = $2 AND manual = $3', [
+    await this.query('UPDATE beanpole_schedule_runs SET job_id = $4, error = $5 WHERE schedule_id = $1 AND slot_at = $2 AND manual = $3', [
       id,
       slotAt,
       kind === 'run-now',
@@ -123,7 +132,7 @@ export class ScheduleTableStore implements ScheduleStore {
   }
 
   async runs(id: number): Promise<ScheduleRun[]> {
-    const { rows } = await this.pool.query<RunRow>(
+    const { rows } = await this.query<RunRow>(
       'SELECT * FROM beanpole_schedule_runs WHERE schedule_id = $1 ORDER BY fired_at DESC, slot_at DESC LIMIT $2',
       [id, RUNS_KEPT],
     );
