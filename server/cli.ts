@@ -30,6 +30,11 @@ export interface ServerOptions {
   cluster: ClusterOptions | null;
   /** TCP keepalive timings for every door's accepted sockets (--keepalive ...); null: the OS's. */
   keepAlive: KeepAliveOptions | null;
+  /**
+   * How often schedules and alert rules are evaluated (ms; --automation-tick); null: schedules
+   * every second and alert rules every five seconds. Tests set it low to run fast.
+   */
+  automationTickMs: number | null;
 }
 
 /**
@@ -154,6 +159,9 @@ Beyond beanstalkd:
                         jobs (default 100000, about 37 bytes each, for the
                         beanstalkd jobs and as many for Gearman's; 0 keeps
                         none; at most 10000000)
+ --automation-tick MS   evaluate schedules and alert rules every MS ms
+                        (10-60000; default: schedules every second, alert
+                        rules every 5 seconds); mostly for tests
 
 Dashboard and admin API (HTTP + socket.io):
  --admin-listen ADDR    listen address (default 127.0.0.1); an address other
@@ -228,6 +236,7 @@ const OPTIONS = {
   'max-job-bytes': { type: 'string' },
   'dead-letter-after': { type: 'string' },
   'history-events': { type: 'string' },
+  'automation-tick': { type: 'string' },
   'admin-listen': { type: 'string' },
   'admin-port': { type: 'string' },
   'admin-token': { type: 'string' },
@@ -290,6 +299,7 @@ export function parseCommandLine(
     gearman: null,
     cluster: null,
     keepAlive: null,
+    automationTickMs: null,
   };
   const keepAlive = (): KeepAliveOptions => (options.keepAlive ??= { idleSec: null, intervalSec: null, count: null });
   let clusterUrl: string | null = null;
@@ -383,6 +393,9 @@ export function parseCommandLine(
           break;
         case 'history-events':
           options.historyEvents = integer(value, 'history size', 0, MAX_HISTORY_EVENTS);
+          break;
+        case 'automation-tick':
+          options.automationTickMs = integer(value, 'automation tick', 10, 60_000);
           break;
         case 'admin-listen':
           admin.listen = value;

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AdminContext } from './admin/app.js';
 import { AdminShell } from './admin/shell.js';
+import { startAutomation, type Automation } from './automation/automation.js';
 import { StartupError, type Backend } from './backends/backend.js';
 import { openClusterBackend } from './backends/cluster.js';
 import { openMemoryBackend } from './backends/memory.js';
@@ -37,6 +38,8 @@ async function main(argv: string[]): Promise<void> {
   const open = options.cluster === null ? openMemoryBackend : openClusterBackend;
   const backend = await open({ options, log, user }).catch((err: unknown) => startupFailed(log, err));
   const beanstalk = new BeanstalkServer({ ops: backend.beanstalk, info: backend.info, log });
+  // Schedules and alert rules: timers of their own over the beanstalkd realm's operations.
+  const automation = startAutomation({ ops: backend.beanstalk, log, stores: backend.automation, tickMs: options.automationTickMs });
   const gearman =
     backend.gearman === null || options.gearman === null
       ? null
@@ -62,6 +65,7 @@ async function main(argv: string[]): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'shutting down');
+    automation.stop();
     backend.stop();
     void Promise.all([beanstalk.close(), gearman?.close(), admin?.close()])
       .then(() => backend.close())
@@ -84,7 +88,7 @@ async function main(argv: string[]): Promise<void> {
   const banner: BannerFacts = { beanstalkd: null, gearman: null, dashboard: null };
   const tune = await socketTuner(options, log);
   if (tune !== null) for (const door of [beanstalk, gearman]) door?.server.on('connection', tune);
-  if (options.admin !== null) admin = await startDashboard(dashboardContext(backend, options, log), user !== null, banner, tune);
+  if (options.admin !== null) admin = await startDashboard(dashboardContext(backend, automation, options, log), user !== null, banner, tune);
   try {
     const where = await beanstalk.listen(options.listen, options.port);
     // Root is given up before the first client is served (this runs before any I/O callback),
@@ -104,7 +108,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 /** What the dashboard reads: the backend's stores, Gearman's view of its realm, and where the jobs are. */
-function dashboardContext(backend: Backend, options: ServerOptions, log: Logger): AdminContext {
+function dashboardContext(backend: Backend, automation: Automation, options: ServerOptions, log: Logger): AdminContext {
   const { gearman } = backend;
   return {
     ops: backend.beanstalk,
@@ -113,6 +117,7 @@ function dashboardContext(backend: Backend, options: ServerOptions, log: Logger)
     log,
     options: options.admin!,
     uiDir: UI_DIR,
+    automation,
     ...backend.dashboard,
   };
 }

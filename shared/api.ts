@@ -59,6 +59,20 @@ export const API = {
   me: '/api/me',
   /** GET ?limit=N&before=SEQ: AuditPageDto, the changes made through the API, newest first. */
   audit: '/api/audit',
+  /** GET: ScheduleDto[]; POST ScheduleRequest: a new schedule (201). */
+  schedules: '/api/schedules',
+  /** GET a ScheduleDto; PATCH part of a ScheduleRequest; DELETE. */
+  schedule: (id: number) => `/api/schedules/${id}`,
+  /** POST: puts the schedule's job now (paused or not); answers the ScheduleRunDto. */
+  scheduleRun: (id: number) => `/api/schedules/${id}/run`,
+  /** GET ?cron=&timeZone=: whether the expression parses, and its next runs (CronPreviewDto). */
+  cronPreview: '/api/schedules/preview',
+  /** GET: AlertRuleDto[]; POST AlertRuleRequest (201). */
+  alerts: '/api/alerts',
+  /** GET an AlertRuleDto; PATCH part of an AlertRuleRequest; DELETE. */
+  alert: (id: number) => `/api/alerts/${id}`,
+  /** GET: AlertEventDto[], newest first (?rule=ID for one rule's). */
+  alertHistory: '/api/alerts/history',
 } as const;
 
 /** Bodies longer than this come with GET /api/jobs/:id only in part; the rest is fetched on demand. */
@@ -155,4 +169,41 @@ export interface MoveJobsRequest {
 
 export interface CountResponse {
   count: number;
+}
+
+/**
+ * POST /api/schedules (PATCH takes any subset). The job's fields are a put's (PutJobRequest):
+ * seconds for durations, `body` as text or base64.
+ */
+export interface ScheduleRequest {
+  name: string;
+  cron: string;
+  /** IANA zone; default UTC. */
+  timeZone?: string;
+  tube: string;
+  body: string;
+  encoding?: 'utf8' | 'base64';
+  priority?: number;
+  delaySeconds?: number;
+  ttrSeconds?: number;
+  paused?: boolean;
+  /** Default 'skip'. */
+  missed?: 'skip' | 'catch-up-once';
+}
+
+/** POST /api/schedules/preview's answer: the next runs of an expression, or why it does not parse. */
+export type CronPreviewDto = { ok: true; nextRuns: number[] } | { ok: false; message: string };
+
+/** POST /api/alerts (PATCH takes any subset). Durations in seconds. */
+export interface AlertRuleRequest {
+  name: string;
+  condition: 'buried' | 'oldest-ready' | 'unwatched' | 'backlog-rising';
+  threshold?: number;
+  forSeconds?: number;
+  /** Tube name or glob; default '*'. */
+  tubes?: string;
+  webhookUrl: string;
+  format?: 'json' | 'slack';
+  minIntervalSeconds?: number;
+  enabled?: boolean;
 }

@@ -365,3 +365,101 @@ export interface ApiErrorDto {
   error: string;
   message: string;
 }
+
+/** What a schedule does with slots that passed while no node was running: see README "Schedules". */
+export type MissedSlotPolicy = 'skip' | 'catch-up-once';
+
+/** GET /api/schedules, /api/schedules/:id: a job put on a cron expression. Durations in seconds, as a put's. */
+export interface ScheduleDto {
+  id: number;
+  name: string;
+  /** 5 fields (minute precision) or 6 (with seconds first), as the cron parser (croner) reads them. */
+  cron: string;
+  /** IANA time zone the expression is read in ('UTC', 'Europe/Berlin'). */
+  timeZone: string;
+  tube: string;
+  /** The job's body as text (utf8) or base64. */
+  body: string;
+  encoding: 'utf8' | 'base64';
+  priority: number;
+  delaySeconds: number;
+  ttrSeconds: number;
+  paused: boolean;
+  missed: MissedSlotPolicy;
+  createdAt: number;
+  updatedAt: number;
+  /** The next slots (epoch ms), none while paused. */
+  nextRuns: number[];
+  /** The latest runs, newest first. */
+  lastRuns: ScheduleRunDto[];
+}
+
+/** One run of a schedule: a slot (or a run-now) and the job it made. */
+export interface ScheduleRunDto {
+  /** The slot it was for (epoch ms); for a run-now, when it was asked for. */
+  slotAt: number;
+  firedAt: number;
+  /** `slot`: on time; `catch-up`: the one run for slots missed while down; `run-now`: by hand. */
+  kind: 'slot' | 'catch-up' | 'run-now';
+  /** The job made (null: the put failed, see `error`, or the node stopped between claim and put). */
+  jobId: number | null;
+  /** The job's state now (null: gone, or no job). */
+  jobState: JobState | null;
+  error: string | null;
+  /** Cluster mode: the node that fired it (0 on a single server). */
+  node: number;
+}
+
+/** The attention conditions an alert rule can watch (see README "Alerts"). */
+export type AlertCondition = 'buried' | 'oldest-ready' | 'unwatched' | 'backlog-rising';
+
+/** GET /api/alerts: a rule posting a webhook when its condition starts and when it clears, per tube. */
+export interface AlertRuleDto {
+  id: number;
+  name: string;
+  condition: AlertCondition;
+  /** buried: more than this many jobs; oldest-ready: seconds; backlog-rising: jobs above the low; unwatched: unused (0). */
+  threshold: number;
+  /** The condition must hold this long before the rule fires (seconds). */
+  forSeconds: number;
+  /** Tube name or glob (`*`, `?`); `*` is every tube. */
+  tubes: string;
+  webhookUrl: string;
+  /** `json`: the full event; `slack`: {"text": ...} for Slack-compatible incoming webhooks. */
+  format: 'json' | 'slack';
+  /** No second notification for the same rule and tube within this many seconds. */
+  minIntervalSeconds: number;
+  enabled: boolean;
+  createdAt: number;
+  /** Tubes the rule is firing for now. */
+  activeTubes: string[];
+}
+
+/** One entry of a rule's history: it fired or cleared for a tube, and how the webhook went. */
+export interface AlertEventDto {
+  id: number;
+  ruleId: number;
+  ruleName: string;
+  tube: string;
+  kind: 'fired' | 'cleared';
+  at: number;
+  /** What was measured (jobs, or seconds for oldest-ready). */
+  value: number;
+  /** pending, delivered, failed (retries spent), dropped (queue full), suppressed (min interval). */
+  delivery: 'pending' | 'delivered' | 'failed' | 'dropped' | 'suppressed';
+  attempts: number;
+  lastError: string | null;
+  node: number;
+}
+
+/** The JSON a rule posts (format `json`); format `slack` posts {"text": message}. */
+export interface AlertWebhookPayload {
+  event: 'fired' | 'cleared';
+  rule: { id: number; name: string; condition: AlertCondition; threshold: number; forSeconds: number };
+  tube: string;
+  value: number;
+  /** ISO 8601. */
+  at: string;
+  message: string;
+  server: string;
+}

@@ -6,6 +6,7 @@
  * everyone a viewer, the admin token stays an admin, socket.io signs in the same way, SIGHUP
  * reloads the users file, and a bad users file stops the start with a usage error.
  */
+import { localAutomationStores, startAutomation } from '../server/automation/automation.js';
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -92,6 +93,7 @@ function buildAdminApp(): { routes: TableRoute[]; close: () => Promise<void> } {
     historyDir: null,
     cluster: { nodeId: () => 1, nodes: () => Promise.resolve([]), leaseMs: 5000, now: Date.now },
     audit: new MemoryAuditLog(),
+    automation: startAutomation({ ops, log, stores: localAutomationStores(null, log), tickMs: 3_600_000 }),
   };
   const server = http.createServer();
   // The app is the first 'request' listener added (socket.io wraps it afterwards).
@@ -100,7 +102,13 @@ function buildAdminApp(): { routes: TableRoute[]; close: () => Promise<void> } {
     if (event === 'request') app ??= listener as { router: { stack: Layer[] } };
   });
   const attached = attachAdmin(server, ctx, new StatsHistory(ops, TEST_SERVER_INFO), new MinuteHistory(ops, null, log), new AdminUsers(ctx.options, log));
-  return { routes: routeTable(app!.router), close: () => attached.close() };
+  return {
+    routes: routeTable(app!.router),
+    close: () => {
+      ctx.automation?.stop();
+      return attached.close();
+    },
+  };
 }
 
 /** A concrete URL for a route path: each parameter gets a value that names nothing that exists. */

@@ -136,10 +136,23 @@ describe('module layering', () => {
       'server/operations': ['server/engine', 'server/common', 'shared'],
       'server/persistence': ['server/engine', 'server/common', 'shared'],
       'server/gearman': ['server/operations', 'server/common', 'shared'],
-      'server/cluster': ['server/gearman', 'server/operations', 'server/engine', 'server/common', 'shared'],
+      'server/schedules': ['server/operations', 'server/common', 'shared'],
+      'server/alerts': ['server/operations', 'server/common', 'shared'],
+      'server/automation': ['server/schedules', 'server/alerts', 'server/operations', 'server/common', 'shared'],
+      'server/cluster': ['server/schedules', 'server/alerts', 'server/gearman', 'server/operations', 'server/engine', 'server/common', 'shared'],
       'server/protocol': ['server/gearman', 'server/operations', 'server/common', 'shared', TOP],
-      'server/admin': ['server/gearman', 'server/operations', 'server/common', 'shared', TOP],
-      'server/backends': ['server/cluster', 'server/persistence', 'server/gearman', 'server/operations', 'server/engine', 'server/common', 'shared', TOP],
+      'server/admin': ['server/automation', 'server/schedules', 'server/alerts', 'server/gearman', 'server/operations', 'server/common', 'shared', TOP],
+      'server/backends': [
+        'server/automation',
+        'server/cluster',
+        'server/persistence',
+        'server/gearman',
+        'server/operations',
+        'server/engine',
+        'server/common',
+        'shared',
+        TOP,
+      ],
     };
     const folderOf = (file: string): string => {
       const parts = file.split('/');
@@ -185,6 +198,33 @@ describe('module layering', () => {
     };
     for (const file of files) visit(file, []);
     expect(cycles).toEqual([]);
+  });
+
+  it('schedules and alerts import no door, no store of jobs, no dashboard and no engine', () => {
+    // They reach the jobs through the operations (a schedule's put is the API's put); their own
+    // stores in PostgreSQL live in server/cluster/, which imports them, not the reverse.
+    for (const [file, edges] of graph) {
+      if (!file.startsWith('server/schedules/') && !file.startsWith('server/alerts/')) continue;
+      for (const e of edges) {
+        const outside = ['server/protocol/', 'server/cluster/', 'server/admin/', 'server/persistence/', 'server/engine/', 'server/main.ts'];
+        expect(outside.some((o) => e.to.startsWith(o)), `${file} -> ${e.to}`).toBe(false);
+      }
+    }
+  });
+
+  it('schedules and alerts read time only as given (tick(now), an injected Timer), so tests use fake time', () => {
+    for (const file of files.filter((f) => f.startsWith('server/schedules/') || f.startsWith('server/alerts/'))) {
+      const text = readFileSync(path.join(ROOT, file), 'utf8');
+      expect(text, file).not.toMatch(/setTimeout|setInterval|Date\.now|new Date\(\)/);
+    }
+  });
+
+  it('the dashboard reaches schedules and alerts through their services, never their stores', () => {
+    const stores = ['server/schedules/memory-schedule-store.ts', 'server/schedules/schedule-file.ts', 'server/alerts/memory-alert-store.ts', 'server/alerts/alert-file.ts'];
+    for (const [file, edges] of graph) {
+      if (!file.startsWith('server/admin/')) continue;
+      for (const e of edges) expect(stores, `${file} -> ${e.to}`).not.toContain(e.to);
+    }
   });
 
   it('value imports have no cycles', () => {

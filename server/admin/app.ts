@@ -14,7 +14,9 @@ import type { ServerInfo } from '../server-info.js';
 import { withBasePath } from './base-path.js';
 import { errorHandler } from './errors.js';
 import { LiveUpdates } from './live.js';
-import { prometheusText } from './metrics.js';
+import type { Automation } from '../automation/automation.js';
+import { automationRoutes } from './automation-routes.js';
+import { automationText, prometheusText } from './metrics.js';
 import compression from 'compression';
 import { ExternalServers } from './external.js';
 import type { MinuteHistory } from './minute-history.js';
@@ -53,6 +55,8 @@ export interface AdminContext {
   cluster: ClusterNodes | null;
   /** Where changes made through the API are recorded (GET /api/audit reads it). */
   audit: AuditLog;
+  /** Schedules and alert rules (server/automation); null: not offered (a test's dashboard). */
+  automation: Automation | null;
 }
 
 /** The dashboard, attached to its HTTP server. */
@@ -99,7 +103,8 @@ export function attachAdmin(
     const [counts, tubes] = await Promise.all([ops.serverCounts(), ops.tubes()]);
     const gearman =
       ctx.gearman === null ? null : { counts: await ctx.gearman.ops.serverCounts(), snapshot: await ctx.gearman.view.snapshot() };
-    res.type('text/plain; version=0.0.4').send(prometheusText(counts, tubes, info, gearman));
+    const automation = ctx.automation === null ? '' : automationText(ctx.automation.schedules.fires(), await ctx.automation.alerts.states());
+    res.type('text/plain; version=0.0.4').send(prometheusText(counts, tubes, info, gearman) + automation);
   });
   // The config says whether a token is needed, so it is readable without one.
   top.get('/api/config', 'public', (_req, res) => {
@@ -114,6 +119,7 @@ export function attachAdmin(
   app.use(externalRoutes(external, access));
   if (ctx.cluster !== null) app.use(clusterRoutes(ctx.cluster, access));
   app.use(auditRoutes(ctx.audit, access));
+  if (ctx.automation !== null) app.use(automationRoutes(ops, ctx.automation, access));
   app.use(apiRoutes({ ops, info, config, minutes, access }));
   const indexFile = path.join(ctx.uiDir, 'index.html');
   if (existsSync(indexFile)) {

@@ -1,6 +1,8 @@
 import type { GearmanSnapshotDto } from '../../shared/dto.js';
 import { COUNTED_COMMANDS, type ServerCounts, type TubeCounts } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
+import type { AlertStates } from '../alerts/alert-service.js';
+import type { ScheduleFires } from '../schedules/schedule-service.js';
 
 /** A Prometheus label value: backslash, quote and newline escaped. */
 function label(value: string): string {
@@ -72,5 +74,42 @@ export function prometheusText(
     metric('beanpole_gearman_jobs', 'gauge', 'Gearman jobs by function and state.', fnJobs);
     metric('beanpole_gearman_workers', 'gauge', 'Gearman workers that registered each function.', fnWorkers);
   }
+  return lines.join('\n') + '\n';
+}
+
+/**
+ * /metrics' lines for schedules and alert rules: this node's schedule runs (by schedule name and
+ * kind) and failed puts; each rule's firing tubes (1 while firing, the cluster's shared state);
+ * and this node's webhook notifications by outcome.
+ */
+export function automationText(fires: ScheduleFires, alerts: AlertStates): string {
+  const lines: string[] = [];
+  const metric = (name: string, type: 'gauge' | 'counter', help: string, samples: [string, number][]): void => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
+  };
+  metric(
+    'beanpole_schedule_fires_total',
+    'counter',
+    'Schedule runs made by this node, by schedule and kind (slot, catch-up, run-now).',
+    fires.fires.map((f) => [`{schedule_id="${f.id}",schedule="${label(f.schedule)}",kind="${f.kind}"}`, f.count]),
+  );
+  metric('beanpole_schedule_put_failures_total', 'counter', 'Schedule runs whose put failed (this node).', [['', fires.failures]]);
+  metric('beanpole_alert_rules', 'gauge', 'Alert rules, by whether they are enabled.', [
+    ['{enabled="true"}', alerts.rules.filter((r) => r.enabled).length],
+    ['{enabled="false"}', alerts.rules.filter((r) => !r.enabled).length],
+  ]);
+  metric(
+    'beanpole_alert_firing',
+    'gauge',
+    'Alert rules firing now, by rule and tube (1 while firing).',
+    alerts.active.map((a) => [`{rule_id="${a.ruleId}",rule="${label(a.rule)}",tube="${label(a.tube)}"}`, 1]),
+  );
+  metric(
+    'beanpole_alert_notifications_total',
+    'counter',
+    'Webhook notifications by this node, by outcome.',
+    Object.entries(alerts.deliveries).map(([outcome, n]) => [`{outcome="${outcome}"}`, n]),
+  );
   return lines.join('\n') + '\n';
 }

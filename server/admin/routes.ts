@@ -29,10 +29,10 @@ const MAX_PAGE = 500;
 /** Most jobs one bulk action takes (ids given, or matches of a search). */
 const MAX_BULK = 1_000_000;
 /** TTR of a job put without one (the usual client default), ms. */
-const DEFAULT_TTR_MS = 60_000;
+export const DEFAULT_TTR_MS = 60_000;
 
-const u32 = z.number().int().min(0).max(MAX_U32);
-const tubeName = z
+export const u32 = z.number().int().min(0).max(MAX_U32);
+export const tubeName = z
   .string()
   .max(MAX_TUBE_NAME_LENGTH)
   .refine(isValidTubeName, 'not a valid tube name (1-200 of A-Z a-z 0-9 - + / ; . $ _ ( ), not starting with -)');
@@ -134,7 +134,7 @@ const bulkSchema = z
  * not make a whole byte ('A' decodes to nothing), so a stray length is refused here. (A regex of
  * 4-character groups would be neater but overflows the regex stack on bodies of tens of MB.)
  */
-const isBase64 = (text: string): boolean =>
+export const isBase64 = (text: string): boolean =>
   /^[A-Za-z0-9+/]*={0,2}$/.test(text) && (text.endsWith('=') ? text.length % 4 === 0 : text.length % 4 !== 1);
 const jobId = z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 

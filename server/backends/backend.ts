@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { AutomationStores } from '../automation/automation.js';
 import type { ServerOptions } from '../cli.js';
 import type { AuditLog } from '../common/audit-log.js';
 import type { GearmanRegistry } from '../gearman/registry.js';
@@ -30,6 +31,8 @@ export interface Backend {
     /** Where changes made through the dashboard are recorded. */
     readonly audit: AuditLog;
   };
+  /** Where schedules and alert rules are kept. */
+  readonly automation: AutomationStores;
   /** Said in the "listening" log line (the cluster node's id), or empty. */
   readonly label: Record<string, number>;
   /** From now on, puts answer DRAINING (SIGUSR1, Gearman's `shutdown graceful`). */

@@ -9,6 +9,9 @@ import { MAX_UNIQUE_BYTES } from '../gearman/limits.js';
 import { noBinlogStats, processInfo } from '../server-info.js';
 import { VERSION } from '../version.js';
 import { startupFailure } from '../cluster/startup-errors.js';
+import { AlertTableStore } from '../cluster/alert-table-store.js';
+import { createAutomationTables } from '../cluster/automation-tables.js';
+import { ScheduleTableStore } from '../cluster/schedule-table-store.js';
 import { StartupError, type Backend, type BackendContext } from './backend.js';
 
 /** The exit status of a node that cannot use its database. */
@@ -25,6 +28,10 @@ export async function openClusterBackend(ctx: BackendContext): Promise<Backend> 
   const { node, store, gearmanStore } = await joinWhenReachable(ctx);
   const stores = gearmanStore === null ? [store] : [store, gearmanStore];
   const noBinlog = noBinlogStats(options.binlogSize);
+  // Not awaited: a node serves jobs without waiting for these tables; the stores' statements
+  // wait for them, and a failure is said by each evaluation until it is fixed.
+  const tables = createAutomationTables(node.pool);
+  tables.catch((err: Error) => log.error({ err: err.message }, 'schedules and alerts: cannot create their tables'));
   return {
     beanstalk: store,
     gearman: gearmanStore === null ? null : { ops: gearmanStore, registry: new ClusterGearmanRegistry(gearmanStore, clusterName(cluster.url)) },
@@ -36,6 +43,7 @@ export async function openClusterBackend(ctx: BackendContext): Promise<Backend> 
       // Shared by the nodes, in their database.
       audit: new ClusterAuditLog(node.pool, () => node.id, log),
     },
+    automation: { schedules: new ScheduleTableStore(node.pool, tables), alerts: new AlertTableStore(node.pool, tables), node: node.id },
     get label() {
       return { node: node.id };
     },

@@ -20,6 +20,7 @@ import { fileOwner, withUserIds } from '../privileges.js';
 import { Scheduler } from '../scheduler.js';
 import { noBinlogStats, processInfo } from '../server-info.js';
 import { TurnClock } from '../turn-clock.js';
+import { localAutomationStores, type AutomationStores } from '../automation/automation.js';
 import { StartupError, type Backend, type BackendContext } from './backend.js';
 
 /** Where Gearman's binlog lives inside `-b DIR`. */
@@ -96,6 +97,7 @@ export async function openMemoryBackend({ options, log, user }: BackendContext):
       // With -b, DIR/audit.log (bounded, rotated); else the newest entries in memory.
       audit: binlogDir === null ? new MemoryAuditLog() : new FileAuditLog(binlogDir, log),
     },
+    automation: automationStores(binlogDir, log),
     label: {},
     setDraining() {
       engine.setDraining();
@@ -114,6 +116,15 @@ export async function openMemoryBackend({ options, log, user }: BackendContext):
     },
     close: () => Promise.resolve(),
   };
+}
+
+/** Schedules and alert rules in memory, saved in -b DIR; a damaged file stops the start as a damaged binlog would. */
+function automationStores(dir: string | null, log: Logger): AutomationStores {
+  try {
+    return localAutomationStores(dir, log);
+  } catch (err) {
+    throw new StartupError(`schedules or alert rules cannot be read: ${(err as Error).message}`, BINLOG_EXIT_CODE);
+  }
 }
 
 function bestEffort(log: Logger, what: string, step: () => void): void {

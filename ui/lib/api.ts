@@ -15,6 +15,9 @@ import {
   type GearmanSearchSpec,
   type BulkResponse,
   type SearchSpec,
+  type ScheduleRequest,
+  type CronPreviewDto,
+  type AlertRuleRequest,
 } from '../../shared/api.js';
 import { withBase } from './base.js';
 import type {
@@ -41,6 +44,10 @@ import type {
   ExternalServerDto,
   AuditPageDto,
   SignedInDto,
+  ScheduleDto,
+  ScheduleRunDto,
+  AlertRuleDto,
+  AlertEventDto,
 } from '../../shared/dto.js';
 import type { JobHistoryDto } from '../../shared/history.js';
 
@@ -222,6 +229,18 @@ export const api = {
   me: (signal?: AbortSignal) => json<SignedInDto>('GET', API.me, undefined, signal),
   audit: (before: number | null, limit: number, signal?: AbortSignal) =>
     json<AuditPageDto>('GET', withQuery(API.audit, { before, limit }), undefined, signal),
+  schedules: (signal?: AbortSignal) => json<ScheduleDto[]>('GET', API.schedules, undefined, signal),
+  createSchedule: (request: ScheduleRequest) => json<ScheduleDto>('POST', API.schedules, request),
+  editSchedule: (id: number, request: Partial<ScheduleRequest>) => json<ScheduleDto>('PATCH', API.schedule(id), request),
+  deleteSchedule: (id: number) => discard('DELETE', API.schedule(id)),
+  runSchedule: (id: number) => json<ScheduleRunDto>('POST', API.scheduleRun(id)),
+  cronPreview: (cron: string, timeZone: string, signal?: AbortSignal) =>
+    json<CronPreviewDto>('GET', withQuery(API.cronPreview, { cron, timeZone }), undefined, signal),
+  alertRules: (signal?: AbortSignal) => json<AlertRuleDto[]>('GET', API.alerts, undefined, signal),
+  createAlertRule: (request: AlertRuleRequest) => json<AlertRuleDto>('POST', API.alerts, request),
+  editAlertRule: (id: number, request: Partial<AlertRuleRequest>) => json<AlertRuleDto>('PATCH', API.alert(id), request),
+  deleteAlertRule: (id: number) => discard('DELETE', API.alert(id)),
+  alertHistory: (signal?: AbortSignal) => json<AlertEventDto[]>('GET', withQuery(API.alertHistory, { limit: 100 }), undefined, signal),
 };
 
 /** A message for the person: the server's explanation when there is one. */

@@ -22,6 +22,8 @@ export type Route =
   | { page: 'server'; id: number; tube: string | null }
   | { page: 'gearman' }
   | { page: 'gearman-function'; name: string; state: GearmanJobState }
+  | { page: 'schedules' }
+  | { page: 'alerts' }
   | { page: 'not-found'; path: string };
 
 /** Largest job id the URL accepts (ids are u64 in beanstalkd; JSON numbers are exact up to 2^53). */
@@ -58,6 +60,8 @@ export function parseRoute(pathname: string, search: string): Route {
   if (path === '/servers') return { page: 'servers' };
   if (path === '/nodes') return { page: 'nodes' };
   if (path === '/audit') return { page: 'audit' };
+  if (path === '/schedules') return { page: 'schedules' };
+  if (path === '/alerts') return { page: 'alerts' };
   if (path.startsWith('/servers/')) {
     const id = Number(path.slice('/servers/'.length));
     if (Number.isInteger(id) && id >= 1 && id <= 1_000_000) return { page: 'server', id, tube: query.get('tube') || null };
@@ -160,6 +164,10 @@ export function routeTitle(route: Route): string {
       return 'Gearman';
     case 'gearman-function':
       return `Gearman ${route.name}`;
+    case 'schedules':
+      return 'Schedules';
+    case 'alerts':
+      return 'Alerts';
     case 'not-found':
       return 'Not found';
   }

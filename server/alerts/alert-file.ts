@@ -1,0 +1,42 @@
+import path from 'node:path';
+import { z } from 'zod';
+import { readJson, writeJsonAtomically } from '../common/json-file.js';
+import type { AlertRulesState } from './memory-alert-store.js';
+
+/** DIR/alerts.json with -b. Version 1: change FILE_VERSION (and read the old one) when the shape changes. */
+export const ALERTS_FILE = 'alerts.json';
+const FILE_VERSION = 1;
+
+const fileSchema = z.object({
+  version: z.literal(FILE_VERSION),
+  nextId: z.number().int().min(1),
+  rules: z.array(
+    z.object({
+      id: z.number().int(),
+      name: z.string(),
+      condition: z.enum(['buried', 'oldest-ready', 'unwatched', 'backlog-rising']),
+      threshold: z.number(),
+      forMs: z.number(),
+      tubes: z.string(),
+      webhookUrl: z.string(),
+      format: z.enum(['json', 'slack']),
+      minIntervalMs: z.number(),
+      enabled: z.boolean(),
+      createdAt: z.number(),
+    }),
+  ),
+});
+
+/** The saved rules in `dir`, or null. Throws when the file is damaged. */
+export function loadAlertRules(dir: string): AlertRulesState | null {
+  const file = path.join(dir, ALERTS_FILE);
+  const raw = readJson(file);
+  if (raw === null) return null;
+  const r = fileSchema.safeParse(raw);
+  if (!r.success) throw new Error(`${file}: not an alerts file this version reads: ${r.error.issues[0]?.message ?? ''}`);
+  return { nextId: r.data.nextId, rules: r.data.rules };
+}
+
+export function saveAlertRules(dir: string, state: AlertRulesState): void {
+  writeJsonAtomically(path.join(dir, ALERTS_FILE), { version: FILE_VERSION, ...state });
+}

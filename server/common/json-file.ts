@@ -1,0 +1,31 @@
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+
+/**
+ * A small JSON file in the binlog directory, replaced whole: written to FILE.tmp, fsynced, then
+ * renamed over FILE, so a crash leaves the old file or the new one, never half of one. For
+ * state that is small and changes rarely (schedules, alert rules), this is simpler than a record
+ * type in the binlog, whose compaction would have to carry it along (see README "Schedules").
+ */
+export function writeJsonAtomically(file: string, value: unknown): void {
+  const tmp = `${file}.tmp`;
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    writeSync(fd, JSON.stringify(value));
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
+}
+
+/** The file's JSON, or null when there is no file. Throws on a file that is not JSON. */
+export function readJson(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  return JSON.parse(text) as unknown;
+}
