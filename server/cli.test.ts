@@ -21,6 +21,7 @@ const DEFAULTS: ServerOptions = {
   gearman: { listen: '0.0.0.0', port: 4730, maxSize: DEFAULT_GEARMAN_MAX_SIZE, roundRobin: false, jobRetries: 0 },
   cluster: null,
   keepAlive: null,
+  tls: null,
 };
 
 function run(changes: Partial<ServerOptions>, warnings: string[] = []): CliResult {

@@ -11,6 +11,7 @@ import type { Operations } from '../operations/operations.js';
 import type { GearmanView } from '../gearman/view.js';
 import { gearmanRoutes } from './gearman-routes.js';
 import type { ServerInfo } from '../server-info.js';
+import type { TlsCredentials } from '../tls/credentials.js';
 import { withBasePath } from './base-path.js';
 import { errorHandler } from './errors.js';
 import { LiveUpdates } from './live.js';
@@ -53,6 +54,8 @@ export interface AdminContext {
   cluster: ClusterNodes | null;
   /** Where changes made through the API are recorded (GET /api/audit reads it). */
   audit: AuditLog;
+  /** The dashboard serves HTTPS with these (--tls-cert, --tls-key); null or absent: HTTP. */
+  tls?: TlsCredentials | null;
 }
 
 /** The dashboard, attached to its HTTP server. */
