@@ -114,6 +114,19 @@ async function waitForLog(proc: ServerProcess, text: string, count = 1): Promise
   expect(logLines(proc, text).length, `log lines with ${JSON.stringify(text)}:\n${proc.stderr()}`).toBeGreaterThanOrEqual(count);
 }
 
+/** GET `path` of the dashboard at `base` over HTTPS, trusting the test CA: status and body. */
+function httpsGet(base: string, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    https
+      .get(new URL(path, base), { ca: pki.read(ca.cert) }, (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      })
+      .on('error', reject);
+  });
+}
+
 /** The subject CN of the certificate the server presents to a new TLS client. */
 function servedCn(port: number): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -216,7 +229,7 @@ with socket.create_connection(("127.0.0.1", int(sys.argv[1]))) as raw:
 
 describe('--tls-allow-plain', () => {
   it('serves TLS and plaintext clients on the same beanstalkd and Gearman ports', async () => {
-    const srv = await start([...tlsArgs(), '--tls-allow-plain']);
+    const srv = await start([...tlsArgs(), '--tls-allow-plain'], true);
     const plain = await plainClient(srv.port);
     const secure = await tlsClient(srv.port);
     const id = await tcpPut(plain, 'from a plaintext producer');
@@ -224,6 +237,10 @@ describe('--tls-allow-plain', () => {
     expect(await gearmanLine(await plainClient(srv.gearman), 'version')).toMatch(/^OK /);
     expect(await gearmanLine(await tlsClient(srv.gearman), 'version')).toMatch(/^OK /);
     expect(logLines(srv.proc, 'refused')).toEqual([]);
+    // Without --tls-ca no certificate is asked for: no connection has an identity.
+    const rows = JSON.parse((await httpsGet(srv.url!, 'api/connections')).body) as { identity: string | null }[];
+    expect(rows.length).toBeGreaterThanOrEqual(2);
+    expect(rows.every((r) => r.identity === null)).toBe(true);
   });
 
   it('still refuses a TLS client that fails its handshake, and keeps serving plaintext', async () => {
@@ -237,13 +254,22 @@ describe('--tls-allow-plain', () => {
 describe('mutual TLS (--tls-ca)', () => {
   let srv: Awaited<ReturnType<typeof start>>;
   beforeAll(async () => {
-    srv = await start([...tlsArgs(), '--tls-ca', ca.cert]);
+    srv = await start([...tlsArgs(), '--tls-ca', ca.cert], true);
   });
 
   it('serves a client whose certificate the CA signed, on both ports', async () => {
     const c = await tlsClient(srv.port, client);
     expect(await c.call('list-tubes\r\n')).toBe('OK 14\r\n---\n- default\n\r\n');
     expect(await gearmanLine(await tlsClient(srv.gearman, client), 'version')).toMatch(/^OK /);
+  });
+
+  it("shows each connection's certificate CN in the dashboard's connection list", async () => {
+    const c = await tlsClient(srv.port, client);
+    expect(await c.call('use identified\r\n')).toBe('USING identified\r\n');
+    const { status, body } = await httpsGet(srv.url!, 'api/connections');
+    expect(status).toBe(200);
+    const rows = JSON.parse(body) as { identity: string | null; using: string }[];
+    expect(rows.find((r) => r.using === 'identified')?.identity).toBe('worker-7');
   });
 
   it('serves a Python client presenting its certificate', async () => {
@@ -257,7 +283,7 @@ with socket.create_connection(("127.0.0.1", int(sys.argv[1]))) as raw:
         print(s.recv(100).decode().split("\\r\\n")[0])
 `;
     const { stdout } = await run('python3', ['-c', script, String(srv.port), ca.cert, client.cert, client.key]);
-    expect(stdout).toBe('OK 14\n');
+    expect(stdout).toMatch(/^OK \d+\n$/);
   });
 
   it('refuses a client without a certificate, and one whose certificate another CA signed', async () => {
@@ -273,15 +299,8 @@ describe('the dashboard over HTTPS', () => {
   it('serves the API with the same certificate, and no plain HTTP', async () => {
     const srv = await start(tlsArgs(), true);
     expect(srv.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/$/);
-    const body = await new Promise<string>((resolve, reject) => {
-      https
-        .get(new URL('healthz', srv.url!), { ca: pki.read(ca.cert) }, (res) => {
-          let text = '';
-          res.on('data', (d: Buffer) => (text += d.toString()));
-          res.on('end', () => resolve(text));
-        })
-        .on('error', reject);
-    });
+    const { status, body } = await httpsGet(srv.url!, 'healthz');
+    expect(status).toBe(200);
     expect(JSON.parse(body)).toMatchObject({ ok: true });
     const plain = await fetch(new URL('healthz', srv.url!.replace('https:', 'http:'))).then(
       (r) => r.status,
@@ -324,7 +343,7 @@ describe('SIGHUP', () => {
 describe('handshake bounds', () => {
   it('idle half-open handshakes beyond the cap are closed oldest first, never block other clients, and time out', async () => {
     const limit = 8;
-    const srv = await start([...tlsArgs(), '--tls-allow-plain', '--tls-max-handshakes', String(limit), '--tls-handshake-timeout-ms', '4000']);
+    const srv = await start([...tlsArgs(), '--tls-allow-plain', '--tls-max-handshakes', String(limit), '--tls-handshake-timeout-ms', '6000']);
     // A slowloris: each sends the first bytes of a TLS record and then nothing.
     const stalled: RawClient[] = [];
     for (let i = 0; i < 3 * limit; i++) {
@@ -332,9 +351,9 @@ describe('handshake bounds', () => {
       c.send(Buffer.from([0x16, 0x03, 0x01]));
       stalled.push(c);
     }
-    // The oldest are closed to make room, and the newest still wait.
-    await stalled[0]!.waitClosed();
-    await stalled[2 * limit - 1]!.waitClosed();
+    // The oldest are closed to make room at once (well before the time limit), and the newest still wait.
+    await stalled[0]!.waitClosed(2000);
+    await stalled[2 * limit - 1]!.waitClosed(2000);
     expect(stalled[3 * limit - 1]!.closed).toBe(false);
     // Meanwhile both kinds of clients are served at once.
     expect(await (await tlsClient(srv.port)).call('list-tubes\r\n')).toMatch(/^OK /);
