@@ -17,6 +17,11 @@ import { startProcessServer, type ServerProcess } from './support/servers.js';
 import { TestPki, type CertFiles } from './support/tls-certs.js';
 
 const run = promisify(execFile);
+/** Perl's Gearman::Client (Debian's libgearman-client-perl), whose job servers take use_ssl. */
+const HAS_PERL_GEARMAN = await run('perl', ['-MGearman::Client', '-MIO::Socket::SSL', '-e', '1']).then(
+  () => true,
+  () => false,
+);
 const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 const pki = new TestPki();
@@ -284,6 +289,27 @@ with socket.create_connection(("127.0.0.1", int(sys.argv[1]))) as raw:
 `;
     const { stdout } = await run('python3', ['-c', script, String(srv.port), ca.cert, client.cert, client.key]);
     expect(stdout).toMatch(/^OK \d+\n$/);
+  });
+
+  it.skipIf(!HAS_PERL_GEARMAN)("serves Perl's Gearman::Client over TLS with its certificate, and refuses it without one", async () => {
+    const script = `
+use strict; use warnings; use Gearman::Client;
+my ($port, $ca, $cert, $key) = @ARGV;
+my $client = Gearman::Client->new(job_servers => [{ host => '127.0.0.1', port => $port, use_ssl => 1,
+  ca_file => $ca, ($cert ? (cert_file => $cert, key_file => $key) : ()) }]);
+my $handle = $client->dispatch_background('tls_fn', 'over tls');
+print defined $handle ? "handle\\n" : "no handle\\n";
+`;
+    const withCert = await run('perl', ['-e', script, String(srv.gearman), ca.cert, client.cert, client.key]);
+    expect(withCert.stdout).toBe('handle\n');
+    const status = await tlsClient(srv.gearman, client);
+    expect(await gearmanLine(status, 'status')).toMatch(/^tls_fn\t1\t0\t0\n$/);
+    // Without a certificate the handshake fails: no handle (Gearman::Client may also die of the closed socket).
+    const without = await run('perl', ['-e', script, String(srv.gearman), ca.cert]).then(
+      (r) => r.stdout,
+      (err: { stdout: string }) => err.stdout,
+    );
+    expect(without).not.toBe('handle\n');
   });
 
   it('refuses a client without a certificate, and one whose certificate another CA signed', async () => {
