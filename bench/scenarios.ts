@@ -231,6 +231,9 @@ function tlsScenario(name: string, load: 'put' | 'cycle', description: string): 
       rate(`${what} over TLS`),
       { key: 'plain.rate', label: `${what} plaintext`, better: 'higher' },
       { key: 'tlsPct', label: 'TLS rate, % of plaintext', better: 'higher' },
+      // CPU per job is steadier than a rate on a shared machine: a neighbour's load slows a run, not its work per job.
+      { key: 'cpuUsPerJob', label: 'server CPU µs/job over TLS', better: 'lower' },
+      { key: 'plain.cpuUsPerJob', label: 'server CPU µs/job plaintext', better: 'lower' },
     ],
     beanstalkd: true,
     unpinned: false,
@@ -239,6 +242,7 @@ function tlsScenario(name: string, load: 'put' | 'cycle', description: string): 
       const plain = await withServer(ctx, {}, (target) => measure(ctx, target, unit, { ...spec(), windows }));
       const secure = await withServer(ctx, { tls: true }, (target) => measure(ctx, target, unit, { ...spec(), windows, overTls: true }));
       const rateOf = (m: Measured): number => perSec(m.result.windows[0]!.counts[unit], m.result.windows[0]!.elapsedSec);
+      const cpuUsPerJob = (m: Measured): number => oneDecimal((1e6 * m.usage[0]!.serverSec) / m.result.windows[0]!.counts[unit]);
       const tlsRate = rateOf(secure);
       const plainRate = rateOf(plain);
       const generatorPct = Math.max(Number(secure.info.generatorCpuPct), Number(plain.info.generatorCpuPct));
@@ -246,7 +250,13 @@ function tlsScenario(name: string, load: 'put' | 'cycle', description: string): 
       if (generatorBound) ctx.note(`${name} ${ctx.target} round ${ctx.round}: the generator at ${generatorPct}% of its CPU: generator-bound, the rate may be the generator's`);
       const plainUsage = plain.usage[0]!;
       return {
-        metrics: { rate: tlsRate, 'plain.rate': plainRate, tlsPct: Math.round((100 * tlsRate) / plainRate) },
+        metrics: {
+          rate: tlsRate,
+          'plain.rate': plainRate,
+          tlsPct: Math.round((100 * tlsRate) / plainRate),
+          cpuUsPerJob: cpuUsPerJob(secure),
+          'plain.cpuUsPerJob': cpuUsPerJob(plain),
+        },
         info: { ...secure.info, ...cpuPercents(plainUsage, 'plain.'), 'plain.serverArgv': String(plain.info.serverArgv), generatorBound },
       };
     },
