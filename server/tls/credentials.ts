@@ -16,12 +16,13 @@ export class TlsLoadError extends Error {}
 export type ReloadResult = { ok: true } | { ok: false; reason: string };
 
 /**
- * The server's certificate, key and client CA, read from their files, and the SecureContext
- * made of them. Reloading builds a fresh context for the handshakes that follow; connections
- * already established keep the one they were made with, so a rotation drops nobody.
+ * The server's certificate, key and client CA, read from their files and checked to make a
+ * SecureContext. The TLS servers take the material (setSecureContext on reload): new handshakes
+ * use it, connections already established keep the context they were made with, so a rotation
+ * drops nobody.
  */
 export class TlsCredentials {
-  private current: { material: TlsMaterial; context: tls.SecureContext };
+  private current: TlsMaterial;
   private readonly reloaded = new Set<(material: TlsMaterial) => void>();
 
   private constructor(private readonly files: Pick<TlsOptions, 'certFile' | 'keyFile' | 'caFile'>) {
@@ -33,13 +34,9 @@ export class TlsCredentials {
     return new TlsCredentials(files);
   }
 
-  /** The context new handshakes use. */
-  get context(): tls.SecureContext {
-    return this.current.context;
-  }
-
+  /** What new handshakes use. */
   get material(): TlsMaterial {
-    return this.current.material;
+    return this.current;
   }
 
   /** Mutual TLS: a client must present a certificate signed by the CA. */
@@ -54,24 +51,26 @@ export class TlsCredentials {
 
   /** Reads the files again; on failure the old context stays in use and the reason is returned. */
   reload(): ReloadResult {
-    let next: TlsCredentials['current'];
+    let next: TlsMaterial;
     try {
       next = build(this.files);
     } catch (err) {
       return { ok: false, reason: (err as Error).message };
     }
     this.current = next;
-    for (const listener of this.reloaded) listener(next.material);
+    for (const listener of this.reloaded) listener(next);
     return { ok: true };
   }
 }
 
-function build(files: Pick<TlsOptions, 'certFile' | 'keyFile' | 'caFile'>): TlsCredentials['current'] {
+/** Reads the files and checks that they make a context; throws TlsLoadError when they do not. */
+function build(files: Pick<TlsOptions, 'certFile' | 'keyFile' | 'caFile'>): TlsMaterial {
   const material: TlsMaterial = { cert: readPem(files.certFile, 'certificate'), key: readPem(files.keyFile, 'key') };
   if (files.caFile !== null) material.ca = readPem(files.caFile, 'CA');
   try {
     // Throws when the key does not belong to the certificate, or a PEM block does not parse.
-    return { material, context: tls.createSecureContext(material) };
+    tls.createSecureContext(material);
+    return material;
   } catch (err) {
     throw new TlsLoadError(`TLS certificate ${files.certFile} with key ${files.keyFile}: ${(err as Error).message}`);
   }

@@ -71,11 +71,6 @@ export class TlsDoorway {
     credentials.onReload((material) => this.tls.setSecureContext(material));
   }
 
-  /** Handshakes under way (for tests and the log). */
-  get pending(): number {
-    return this.handshakes.size;
-  }
-
   /** Takes a socket the listener accepted; `deliver` gets the socket to serve, if any. */
   admit(raw: Socket, deliver: (socket: Socket) => void): void {
     // A client may reset the connection at any step: it is closed, and nothing else happens.
@@ -89,7 +84,7 @@ export class TlsDoorway {
       raw.unshift(chunk);
       if (chunk[0] === TLS_HANDSHAKE_RECORD) return this.handshake(handshake ?? this.begin(raw), deliver);
       if (this.options.allowPlain) return deliver(raw);
-      this.refuse(raw, 'plaintext client refused: this port speaks TLS only (--tls-allow-plain serves both)');
+      this.refuse(raw, handshake, 'plaintext client refused: this port speaks TLS only (--tls-allow-plain serves both)');
     });
     // Gone before saying anything: nothing to serve (the doors allow half-open connections).
     raw.once('end', () => {
@@ -142,9 +137,9 @@ export class TlsDoorway {
     raw?.destroy();
   };
 
-  private refuse(raw: Socket, why: string): void {
+  private refuse(raw: Socket, handshake: Handshake | null, why: string): void {
     this.logOnce(`plaintext ${peerOf(raw)}`, { peer: peerOf(raw) }, why);
-    for (const h of this.handshakes) if (h.raw === raw) this.settle(h);
+    if (handshake !== null) this.settle(handshake);
     raw.destroy();
   }
 
