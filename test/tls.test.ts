@@ -273,8 +273,11 @@ describe('mutual TLS (--tls-ca)', () => {
     expect(await c.call('use identified\r\n')).toBe('USING identified\r\n');
     const { status, body } = await httpsGet(srv.url!, 'api/connections');
     expect(status).toBe(200);
-    const rows = JSON.parse(body) as { identity: string | null; using: string }[];
-    expect(rows.find((r) => r.using === 'identified')?.identity).toBe('worker-7');
+    const rows = JSON.parse(body) as { identity: string | null; using: string; address: string }[];
+    const row = rows.find((r) => r.using === 'identified');
+    expect(row?.identity).toBe('worker-7');
+    // The peer's address reads through the TLS socket as through a plain one.
+    expect(row?.address).toBe(`127.0.0.1:${c.socket.localPort}`);
   });
 
   it('serves a Python client presenting its certificate', async () => {
