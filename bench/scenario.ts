@@ -86,6 +86,8 @@ export interface ServerNeeds {
   profileSuffix?: string;
   /** Beanpole serves Gearman too (Gearman scenarios). */
   gearman?: boolean;
+  /** TLS beside plaintext: Beanpole's own, or stunnel in front of beanstalkd (tls-* scenarios). */
+  tls?: boolean;
 }
 
 /** Largest body any scenario puts (4 KiB) with room to spare; beanstalkd's default is 65535 too. */
@@ -94,7 +96,7 @@ const MAX_JOB_SIZE = 65_535;
 /** Starts a fresh server for `ctx` (or uses the external one), runs `fn`, and always stops it. */
 export async function withServer<T>(ctx: RunContext, needs: ServerNeeds, fn: (target: Target) => Promise<T>): Promise<T> {
   if (ctx.settings.externalPort !== null) {
-    if (needs.binlog !== undefined || needs.admin === true) throw new Error(`${ctx.scenario} needs a server the harness starts (not --target-port)`);
+    if (needs.binlog !== undefined || needs.admin === true || needs.tls === true) throw new Error(`${ctx.scenario} needs a server the harness starts (not --target-port)`);
     return fn(externalTarget(ctx.settings.externalPort));
   }
   const opts: TargetOptions = {
@@ -110,6 +112,7 @@ export async function withServer<T>(ctx: RunContext, needs: ServerNeeds, fn: (ta
     gearman: needs.gearman ?? false,
     extraArgs: ctx.target === 'beanpole' ? ctx.settings.beanpoleArgs : [],
     nodeFloor: ctx.target === 'beanpole' && ctx.settings.nodeFloor,
+    tls: needs.tls ?? false,
   };
   const target = await startTarget(opts);
   try {
@@ -175,17 +178,23 @@ export async function measure(
   ctx: RunContext,
   target: Target,
   unit: CounterName,
-  load: Omit<LoadOptions, 'host' | 'port' | 'workers' | 'wait' | 'onWindowOpen' | 'onWindowClose'>,
+  load: Omit<LoadOptions, 'host' | 'port' | 'tlsCa' | 'workers' | 'wait' | 'onWindowOpen' | 'onWindowClose'> & {
+    /** Over TLS to the target's TLS port (it must have one). */
+    overTls?: boolean;
+  },
   hooks: { open?: (index: number) => void; close?: (index: number) => void } = {},
 ): Promise<Measured> {
   const starts: { wall: number; server: number; gen: NodeJS.CpuUsage; busy: number }[] = [];
   const usage: WindowUsage[] = [];
   const workers = workersFor(ctx);
   const wait = waitFor(ctx, load.connections);
+  const { overTls, ...loadOptions } = load;
+  if (overTls === true && target.tls === null) throw new Error(`${ctx.scenario}: the ${target.kind} target serves no TLS`);
   const result = await runLoad({
-    ...load,
+    ...loadOptions,
     host: target.host,
-    port: target.port,
+    port: overTls === true ? target.tls!.port : target.port,
+    tlsCa: overTls === true ? target.tls!.caPem : null,
     workers,
     wait,
     onWindowOpen: (index) => {

@@ -4,11 +4,12 @@
  */
 import os from 'node:os';
 import { openDashboards, type Dashboards } from './load/dashboards.js';
-import type { ConnectionSpec, ConsumerSpec, FillerSpec, ProducerSpec } from './load/plan.js';
+import type { ConnectionSpec, ConsumerSpec, CounterName, FillerSpec, ProducerSpec } from './load/plan.js';
 import type { WindowSpec } from './load/run-load.js';
 import { mergeSamples, microseconds, percentiles } from './load/samples.js';
 import { tubeName } from './load/wire.js';
 import { GEARMAN_SCENARIOS } from './gearman-scenarios.js';
+import { GENERATOR_BOUND_PCT } from './report.js';
 import type { Target } from './targets.js';
 import { cpuPercents, measure, withServer, type Measured, type MetricDef, type RunContext, type RunOutcome, type Scenario, type ServerNeeds } from './scenario.js';
 
@@ -206,6 +207,59 @@ function cycleScenario(name: string, tubes: number, pace: number, description: s
     beanstalkd: true,
     unpinned,
     run: (ctx) => runCycle(ctx, tubes, pace),
+  };
+}
+
+/**
+ * The put load, or the cycle's unpaced phase, over TLS and over plaintext in the same run, each on
+ * a fresh server: Beanpole with --tls-cert/--tls-key for TLS and without them for plaintext;
+ * beanstalkd behind stunnel (on the same CPU, so the server side gets the same core) for TLS,
+ * and beanstalkd alone for plaintext. Reports both rates and the TLS rate as a share of the
+ * plaintext one. The generator does the client side of TLS, so its CPU use is checked: at
+ * GENERATOR_BOUND_PCT of its core the run is flagged, as its rate may be the generator's.
+ */
+function tlsScenario(name: string, load: 'put' | 'cycle', description: string): Scenario {
+  const unit: CounterName = load === 'put' ? 'inserted' : 'deleted';
+  const what = load === 'put' ? 'puts/s' : 'jobs/s';
+  const producer: ProducerSpec = { role: 'producer', tubes: 1, bodySize: SMALL_BODY, depth: DEPTH, stamp: false, flowControl: false };
+  const spec = (): Pick<Parameters<typeof measure>[3], 'connections' | 'flowWindow' | 'setupTimeoutMs'> =>
+    load === 'put' ? { connections: repeat(CONNECTIONS, producer) } : cycleLoad(1);
+  return {
+    name,
+    description,
+    metrics: [
+      rate(`${what} over TLS`),
+      { key: 'plain.rate', label: `${what} plaintext`, better: 'higher' },
+      { key: 'tlsPct', label: 'TLS rate, % of plaintext', better: 'higher' },
+      // CPU per job is steadier than a rate on a shared machine: a neighbour's load slows a run, not its work per job.
+      { key: 'cpuUsPerJob', label: 'server CPU µs/job over TLS', better: 'lower' },
+      { key: 'plain.cpuUsPerJob', label: 'server CPU µs/job plaintext', better: 'lower' },
+    ],
+    beanstalkd: true,
+    unpinned: false,
+    run: async (ctx) => {
+      const windows = [{ warmupMs: ctx.settings.warmupMs, windowMs: ctx.settings.windowMs }];
+      const plain = await withServer(ctx, {}, (target) => measure(ctx, target, unit, { ...spec(), windows }));
+      const secure = await withServer(ctx, { tls: true }, (target) => measure(ctx, target, unit, { ...spec(), windows, overTls: true }));
+      const rateOf = (m: Measured): number => perSec(m.result.windows[0]!.counts[unit], m.result.windows[0]!.elapsedSec);
+      const cpuUsPerJob = (m: Measured): number => oneDecimal((1e6 * m.usage[0]!.serverSec) / m.result.windows[0]!.counts[unit]);
+      const tlsRate = rateOf(secure);
+      const plainRate = rateOf(plain);
+      const generatorPct = Math.max(Number(secure.info.generatorCpuPct), Number(plain.info.generatorCpuPct));
+      const generatorBound = generatorPct >= GENERATOR_BOUND_PCT;
+      if (generatorBound) ctx.note(`${name} ${ctx.target} round ${ctx.round}: the generator at ${generatorPct}% of its CPU: generator-bound, the rate may be the generator's`);
+      const plainUsage = plain.usage[0]!;
+      return {
+        metrics: {
+          rate: tlsRate,
+          'plain.rate': plainRate,
+          tlsPct: Math.round((100 * tlsRate) / plainRate),
+          cpuUsPerJob: cpuUsPerJob(secure),
+          'plain.cpuUsPerJob': cpuUsPerJob(plain),
+        },
+        info: { ...secure.info, ...cpuPercents(plainUsage, 'plain.'), 'plain.serverArgv': String(plain.info.serverArgv), generatorBound },
+      };
+    },
   };
 }
 
@@ -412,5 +466,7 @@ export const SCENARIOS: readonly Scenario[] = [
   putScenario('binlog', 'put with a binlog (-b, default fsync every 50 ms)', { binlog: { fsyncMs: null } }, false),
   putScenario('binlog-f0', 'put with a binlog fsynced before every reply (-b -f 0)', { binlog: { fsyncMs: 0 } }, false),
   dashboardsScenario,
+  tlsScenario('tls-put', 'put', 'put over TLS (Beanpole --tls-cert; beanstalkd behind stunnel) and plaintext, fresh servers, same run'),
+  tlsScenario('tls-cycle', 'cycle', 'the cycle (unpaced) over TLS (Beanpole --tls-cert; beanstalkd behind stunnel) and plaintext'),
   ...GEARMAN_SCENARIOS,
 ];

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { BEANPOLE_BIN, FLOOR_SERVER_BIN, findOnPath } from './paths.js';
 import { commandName, cpuSecondsOf, rssOf } from './procfs.js';
+import { benchCertificates, spawnStunnel, stunnelConfig } from './tls.js';
 
 /** Which server. */
 /** Beanpole, and the reference servers it is compared with: beanstalkd, or gearmand for Gearman scenarios. */
@@ -34,6 +35,11 @@ export interface TargetOptions {
   extraArgs?: readonly string[];
   /** Beanpole only: start the fixed-reply floor server (floor-server.ts) in its place (--node-floor). */
   nodeFloor?: boolean;
+  /**
+   * Serve TLS too (tls-* scenarios): Beanpole with --tls-cert, --tls-key and --tls-allow-plain
+   * (TLS and plaintext on its port); beanstalkd with stunnel in front, on the same CPUs.
+   */
+  tls?: boolean;
 }
 
 /** A server the load runs against. */
@@ -47,6 +53,8 @@ export interface Target {
   gearmanPort: number | null;
   /** The server's own PID (never a taskset wrapper), or null for an external server. */
   pid: number | null;
+  /** Where TLS clients connect (Beanpole's own port, or stunnel's), and the CA they trust; null: no TLS. */
+  tls: { port: number; caPem: string } | null;
   /** The command line it was started with. */
   argv: string[];
   /** Resident set size in bytes (VmRSS), NaN when unknown. */
@@ -147,7 +155,9 @@ function serverArgv(
   const nodeFlags = opts.cpuProfile === null ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfile.dir, '--cpu-prof-name', opts.cpuProfile.name];
   const admin = adminPort === null ? ['--no-admin'] : ['--admin-listen', HOST, '--admin-port', String(adminPort)];
   const gearman = gearmanPort === null ? ['--no-gearman'] : ['--gearman-listen', HOST, '--gearman-port', String(gearmanPort)];
-  return { exe: process.execPath, args: [...nodeFlags, BEANPOLE_BIN, ...flags, ...admin, ...gearman, ...(opts.extraArgs ?? [])] };
+  const certs = opts.tls === true ? benchCertificates() : null;
+  const tls = certs === null ? [] : ['--tls-cert', certs.cert, '--tls-key', certs.key, '--tls-allow-plain'];
+  return { exe: process.execPath, args: [...nodeFlags, BEANPOLE_BIN, ...flags, ...admin, ...gearman, ...tls, ...(opts.extraArgs ?? [])] };
 }
 
 /** Starts one server and waits until it accepts connections (and its dashboard too, if asked). */
@@ -210,6 +220,23 @@ export async function startTarget(opts: TargetOptions): Promise<Target> {
         throw new Error(`bench: PID ${pid} is still taskset, not the server`);
       }
 
+      let tls: Target['tls'] = null;
+      let stunnel: Awaited<ReturnType<typeof startStunnel>> | null = null;
+      if (opts.tls === true) {
+        const caPem = benchCertificates().caPem;
+        if (opts.kind === 'beanpole') tls = { port, caPem };
+        else {
+          try {
+            stunnel = await startStunnel(port, opts.cpus);
+          } catch (err) {
+            child.kill('SIGKILL');
+            await exited;
+            throw err;
+          }
+          tls = { port: stunnel.port, caPem };
+        }
+      }
+
       let stopped: Promise<void> | null = null;
       return {
         kind: opts.kind,
@@ -218,11 +245,14 @@ export async function startTarget(opts: TargetOptions): Promise<Target> {
         adminPort,
         gearmanPort,
         pid,
-        argv,
+        tls,
+        argv: stunnel === null ? argv : [...argv, '(behind stunnel)'],
         rssBytes: () => rssOf(pid),
-        cpuSeconds: () => cpuSecondsOf(pid),
+        // With stunnel in front, the server side is both processes (they share the server's CPU).
+        cpuSeconds: () => cpuSecondsOf(pid) + (stunnel?.cpuSeconds() ?? 0),
         stop: () =>
           (stopped ??= (async () => {
+            await stunnel?.stop();
             if (status.running) {
               child.kill('SIGTERM');
               const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
@@ -249,9 +279,50 @@ export function externalTarget(port: number): Target {
     adminPort: null,
     gearmanPort: null,
     pid: null,
+    tls: null,
     argv: [],
     rssBytes: () => NaN,
     cpuSeconds: () => NaN,
     stop: () => Promise.resolve(),
+  };
+}
+
+/** stunnel accepting TLS on a free port and forwarding to `beanstalkdPort`, once it accepts connections. */
+async function startStunnel(beanstalkdPort: number, cpus: string | null): Promise<{ port: number; stop(): Promise<void>; cpuSeconds(): number }> {
+  const port = await freePort();
+  const { child, configFile } = spawnStunnel(stunnelConfig(benchCertificates(), port, beanstalkdPort), cpus);
+  live.add(child);
+  let log = '';
+  child.stderr!.on('data', (d: Buffer) => (log = (log + d.toString('utf8')).slice(-LOG_TAIL)));
+  const status = { running: true };
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      status.running = false;
+      live.delete(child);
+      resolve();
+    }),
+  );
+  const removeConfig = (): void => rmSync(path.dirname(configFile), { recursive: true, force: true });
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  while (status.running && Date.now() < deadline && !(await canConnect(port))) await delay(20);
+  if (!status.running || Date.now() >= deadline) {
+    child.kill('SIGKILL');
+    await exited;
+    removeConfig();
+    throw new Error(`stunnel did not accept connections on ${port}:\n${log}`);
+  }
+  const pid = child.pid!;
+  return {
+    port,
+    cpuSeconds: () => cpuSecondsOf(pid),
+    stop: async () => {
+      if (status.running) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+        await exited;
+        clearTimeout(timer);
+      }
+      removeConfig();
+    },
   };
 }

@@ -4,7 +4,8 @@
 # differential suites), the stock `gearman` CLI, Perl's Gearman::Client and PHP's pecl gearman
 # (real client libraries),
 # Chromium with a font (the dashboard's end-to-end tests; Playwright downloads no browser),
-# unshare (the full-disk test's tiny tmpfs) and PostgreSQL (cluster mode: the tests start a
+# unshare (the full-disk test's tiny tmpfs), the openssl CLI and Python 3 (the TLS tests make their
+# certificates with openssl, and connect with openssl s_client and Python's ssl) and PostgreSQL (cluster mode: the tests start a
 # throwaway server of their own, so the packaged service is stopped).
 set -euo pipefail
 
@@ -17,6 +18,9 @@ php -r 'exit(class_exists("GearmanClient") ? 0 : 1);' >/dev/null 2>&1 || need+=(
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+perl -MIO::Socket::SSL -e 1 >/dev/null 2>&1 || need+=(libio-socket-ssl-perl)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 
 if [ ${#need[@]} -gt 0 ]; then

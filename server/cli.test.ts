@@ -22,6 +22,7 @@ const DEFAULTS: ServerOptions = {
   cluster: null,
   keepAlive: null,
   automationTickMs: null,
+  tls: null,
 };
 
 function run(changes: Partial<ServerOptions>, warnings: string[] = []): CliResult {
@@ -87,6 +88,38 @@ describe('parseCommandLine: TCP keepalive', () => {
     expect(parseCommandLine(['--keepalive-count', '128'])).toStrictEqual({ kind: 'usage-error', message: 'invalid keepalive probe count: 128' });
     expect(parseCommandLine(['--keepalive', 'x'])).toStrictEqual({ kind: 'usage-error', message: 'unknown argument: x' });
     expect(USAGE).toContain('--keepalive-interval S');
+  });
+});
+
+describe('parseCommandLine: TLS', () => {
+  // Any readable files do for the command line: the server reads them as PEM when it starts.
+  const cert = fileURLToPath(import.meta.url);
+  const key = fileURLToPath(new URL('./cli.ts', import.meta.url));
+
+  it('takes a certificate and its key, with the defaults for the rest', () => {
+    expect(parseCommandLine(['--tls-cert', cert, '--tls-key', key])).toStrictEqual(
+      run({ tls: { certFile: cert, keyFile: key, caFile: null, allowPlain: false, handshakeTimeoutMs: 10_000, maxHandshakes: 512 } }),
+    );
+    expect(
+      parseCommandLine(['--tls-cert', cert, '--tls-key', key, '--tls-ca', cert, '--tls-allow-plain', '--tls-handshake-timeout-ms', '500', '--tls-max-handshakes', '3']),
+    ).toStrictEqual(run({ tls: { certFile: cert, keyFile: key, caFile: cert, allowPlain: true, handshakeTimeoutMs: 500, maxHandshakes: 3 } }));
+  });
+
+  it('wants the certificate and the key together, and the other TLS flags only with them', () => {
+    expect(parseCommandLine(['--tls-cert', cert])).toStrictEqual({ kind: 'usage-error', message: '--tls-cert needs --tls-key' });
+    expect(parseCommandLine(['--tls-key', key])).toStrictEqual({ kind: 'usage-error', message: '--tls-key needs --tls-cert' });
+    expect(parseCommandLine(['--tls-ca', cert])).toStrictEqual({ kind: 'usage-error', message: '--tls-ca needs --tls-cert and --tls-key' });
+    expect(parseCommandLine(['--tls-allow-plain'])).toStrictEqual({ kind: 'usage-error', message: '--tls-allow-plain needs --tls-cert and --tls-key' });
+  });
+
+  it('refuses files it cannot read, and bounds out of range', () => {
+    expect(parseCommandLine(['--tls-cert', '/nonexistent/cert.pem', '--tls-key', key])).toStrictEqual({
+      kind: 'usage-error',
+      message: '--tls-cert /nonexistent/cert.pem: cannot read it (ENOENT)',
+    });
+    expect(parseCommandLine(['--tls-cert', cert, '--tls-key', key, '--tls-max-handshakes', '0'])).toStrictEqual({ kind: 'usage-error', message: 'invalid TLS handshake limit: 0' });
+    expect(parseCommandLine(['--tls-cert', cert, '--tls-key', key, '--tls-handshake-timeout-ms', 'x'])).toStrictEqual({ kind: 'usage-error', message: 'invalid TLS handshake timeout: x' });
+    expect(USAGE).toContain('--tls-allow-plain');
   });
 });
 

@@ -1,3 +1,4 @@
+import { accessSync, constants as fsConstants } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { DEFAULT_BINLOG_SIZE, DEFAULT_GEARMAN_MAX_SIZE, DEFAULT_MAX_JOB_SIZE, MAX_JOB_SIZE_LIMIT } from '../shared/limits.js';
 import { DEFAULT_HISTORY_EVENTS } from './engine/history.js';
@@ -35,7 +36,28 @@ export interface ServerOptions {
    * every second and alert rules every five seconds. Tests set it low to run fast.
    */
   automationTickMs: number | null;
+  /** TLS on the beanstalkd and Gearman ports and HTTPS on the dashboard (--tls-cert ...); null: plaintext. */
+  tls: TlsOptions | null;
 }
+
+/** TLS on every port, from PEM files read at start and again on SIGHUP. */
+export interface TlsOptions {
+  /** The server's certificate, a chain allowed (--tls-cert). */
+  certFile: string;
+  /** Its private key (--tls-key). */
+  keyFile: string;
+  /** Clients of the job ports must present a certificate signed by this CA (--tls-ca); null: none asked for. */
+  caFile: string | null;
+  /** Plaintext clients are served too on the job ports, told apart by their first byte (--tls-allow-plain). */
+  allowPlain: boolean;
+  /** A TLS handshake not done this long after the connection opened (ms) is closed. */
+  handshakeTimeoutMs: number;
+  /** Handshakes under way at once per port; past it the oldest is closed. */
+  maxHandshakes: number;
+}
+
+export const DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
+export const DEFAULT_TLS_MAX_HANDSHAKES = 512;
 
 /**
  * TCP keepalive on accepted sockets: a peer silent this long is probed, and given up (its
@@ -207,6 +229,23 @@ TCP keepalive (finds dead peers behind NAT and firewalls; their jobs are release
                         (1-127); each of these three implies --keepalive, and
                         applies to every port; unset: the OS's setting
 
+TLS (the beanstalkd and Gearman ports, and HTTPS on the dashboard):
+ --tls-cert FILE        the server's certificate (PEM, a chain allowed); with
+                        --tls-key, the job ports speak TLS only (a plaintext
+                        client is closed) and the dashboard serves HTTPS
+ --tls-key FILE         its private key (PEM)
+ --tls-ca FILE          clients of the job ports must present a certificate
+                        signed by this CA (mutual TLS); its subject CN is the
+                        client's identity
+ --tls-allow-plain      serve plaintext clients too, on the same ports (told
+                        apart by their first byte): for moving a fleet to TLS
+ --tls-handshake-timeout-ms MS  close a TLS handshake not done this long
+                        after the connection opened (default 10000)
+ --tls-max-handshakes N handshakes under way at once per port; past it the
+                        oldest is closed (default 512)
+                        SIGHUP reads the certificate, key and CA files again:
+                        new connections get them, open ones stay
+
 Cluster mode (several nodes sharing one PostgreSQL database):
  --cluster URL          keep jobs in PostgreSQL at postgres://USER@HOST:PORT/DB
                         (or set BEANPOLE_CLUSTER_URL); the password comes from
@@ -259,6 +298,12 @@ const OPTIONS = {
   'keepalive-idle': { type: 'string' },
   'keepalive-interval': { type: 'string' },
   'keepalive-count': { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+  'tls-ca': { type: 'string' },
+  'tls-allow-plain': { type: 'boolean' },
+  'tls-handshake-timeout-ms': { type: 'string' },
+  'tls-max-handshakes': { type: 'string' },
 } as const;
 
 const U64_MAX = 18446744073709551615n;
@@ -300,7 +345,9 @@ export function parseCommandLine(
     cluster: null,
     keepAlive: null,
     automationTickMs: null,
+    tls: null,
   };
+  const tls: Partial<TlsOptions> & { flags: string[] } = { flags: [] };
   const keepAlive = (): KeepAliveOptions => (options.keepAlive ??= { idleSec: null, intervalSec: null, count: null });
   let clusterUrl: string | null = null;
   let clusterLeaseMs = DEFAULT_CLUSTER_LEASE_MS;
@@ -455,8 +502,31 @@ export function parseCommandLine(
         case 'keepalive-count':
           keepAlive().count = integer(value, 'keepalive probe count', 1, MAX_KEEPALIVE_COUNT);
           break;
+        case 'tls-cert':
+          tls.certFile = readableFile(value, token.rawName);
+          break;
+        case 'tls-key':
+          tls.keyFile = readableFile(value, token.rawName);
+          break;
+        case 'tls-ca':
+          tls.caFile = readableFile(value, token.rawName);
+          tls.flags.push(token.rawName);
+          break;
+        case 'tls-allow-plain':
+          tls.allowPlain = true;
+          tls.flags.push(token.rawName);
+          break;
+        case 'tls-handshake-timeout-ms':
+          tls.handshakeTimeoutMs = integer(value, 'TLS handshake timeout', 1, 3_600_000);
+          tls.flags.push(token.rawName);
+          break;
+        case 'tls-max-handshakes':
+          tls.maxHandshakes = integer(value, 'TLS handshake limit', 1, 1_000_000);
+          tls.flags.push(token.rawName);
+          break;
       }
     }
+    options.tls = tlsOptions(tls);
     if (clusterUrl === null && env.BEANPOLE_CLUSTER_URL) clusterUrl = postgresUrl(env.BEANPOLE_CLUSTER_URL, 'BEANPOLE_CLUSTER_URL');
     if (clusterUrl !== null) {
       if (localStoreFlag !== null) {
@@ -489,6 +559,35 @@ export function parseCommandLine(
     options.gearman = { listen, port: gearmanPort, maxSize: gearmanMaxSize, roundRobin: gearmanRoundRobin, jobRetries: gearmanJobRetries };
   }
   return { kind: 'run', options, warnings };
+}
+
+/** The TLS flags together: a certificate and its key, or none of them. */
+function tlsOptions(flags: Partial<TlsOptions> & { flags: string[] }): TlsOptions | null {
+  const { certFile, keyFile } = flags;
+  if (certFile === undefined && keyFile === undefined) {
+    if (flags.flags.length > 0) throw new UsageError(`${flags.flags[0]} needs --tls-cert and --tls-key`);
+    return null;
+  }
+  if (certFile === undefined) throw new UsageError('--tls-key needs --tls-cert');
+  if (keyFile === undefined) throw new UsageError('--tls-cert needs --tls-key');
+  return {
+    certFile,
+    keyFile,
+    caFile: flags.caFile ?? null,
+    allowPlain: flags.allowPlain ?? false,
+    handshakeTimeoutMs: flags.handshakeTimeoutMs ?? DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS,
+    maxHandshakes: flags.maxHandshakes ?? DEFAULT_TLS_MAX_HANDSHAKES,
+  };
+}
+
+/** A file the server can read now (it is read at start, and again on SIGHUP). */
+function readableFile(path: string, flag: string): string {
+  try {
+    accessSync(path, fsConstants.R_OK);
+  } catch (err) {
+    throw new UsageError(`${flag} ${path}: cannot read it (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  return path;
 }
 
 /**

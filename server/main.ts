@@ -13,6 +13,8 @@ import { createLogger, type Logger } from './logger.js';
 import { BeanstalkServer } from './protocol/beanstalk/server.js';
 import { GearmanServer } from './protocol/gearman/server.js';
 import { PrivilegeError, becomeUser, lookUpUser } from './privileges.js';
+import type { TlsCredentials } from './tls/credentials.js';
+import { reloadTls, secureDoors } from './tls/secure-doors.js';
 import { VERSION } from './version.js';
 
 /** Composition root: options -> a backend (memory or cluster) -> the doors on it -> signals. */
@@ -88,7 +90,9 @@ async function main(argv: string[]): Promise<void> {
   const banner: BannerFacts = { beanstalkd: null, gearman: null, dashboard: null };
   const tune = await socketTuner(options, log);
   if (tune !== null) for (const door of [beanstalk, gearman]) door?.server.on('connection', tune);
-  if (options.admin !== null) admin = await startDashboard(dashboardContext(backend, automation, options, log), user !== null, banner, tune);
+  const tls = secureDoors(options.tls, [beanstalk, gearman], log);
+  if (tls !== null) process.on('SIGHUP', () => reloadTls(tls, log));
+  if (options.admin !== null) admin = await startDashboard(dashboardContext(backend, automation, options, log, tls), user !== null, banner, tune);
   try {
     const where = await beanstalk.listen(options.listen, options.port);
     // Root is given up before the first client is served (this runs before any I/O callback),
@@ -108,7 +112,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 /** What the dashboard reads: the backend's stores, Gearman's view of its realm, and where the jobs are. */
-function dashboardContext(backend: Backend, automation: Automation, options: ServerOptions, log: Logger): AdminContext {
+function dashboardContext(backend: Backend, automation: Automation, options: ServerOptions, log: Logger, tls: TlsCredentials | null): AdminContext {
   const { gearman } = backend;
   return {
     ops: backend.beanstalk,
@@ -119,6 +123,7 @@ function dashboardContext(backend: Backend, automation: Automation, options: Ser
     uiDir: UI_DIR,
     automation,
     ...backend.dashboard,
+    tls,
   };
 }
 

@@ -192,6 +192,8 @@ export interface ConnectionDto {
   id: number;
   /** Peer address (`ip:port`, or `unix`). */
   address: string;
+  /** The subject CN of the client certificate it presented over mutual TLS (--tls-ca); null: none. */
+  identity: string | null;
   producer: boolean;
   worker: boolean;
   waiting: boolean;

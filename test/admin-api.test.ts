@@ -748,6 +748,7 @@ describe('admin REST API on a real server', () => {
       'ageSeconds',
       'holding',
       'id',
+      'identity',
       'idleSeconds',
       'lastCommand',
       'producer',
@@ -758,6 +759,8 @@ describe('admin REST API on a real server', () => {
       'worker',
     ]);
     expect(wc!.address).toMatch(/^127\.0\.0\.1:\d+$/);
+    // A plaintext client has no certificate, so no identity (test/tls.test.ts has one that does).
+    expect(wc!.identity).toBeNull();
     expect(wc).toMatchObject({ using: 'conn-used', worker: true, producer: false, waiting: false });
     expect([...wc!.watching].sort()).toEqual(['conn-w1', 'conn-w2']);
     expect([...wc!.reserved].sort((a, b) => a - b)).toEqual(ids);

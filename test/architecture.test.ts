@@ -140,8 +140,10 @@ describe('module layering', () => {
       'server/alerts': ['server/operations', 'server/common', 'shared'],
       'server/automation': ['server/schedules', 'server/alerts', 'server/operations', 'server/common', 'shared'],
       'server/cluster': ['server/schedules', 'server/alerts', 'server/gearman', 'server/operations', 'server/engine', 'server/common', 'shared'],
-      'server/protocol': ['server/gearman', 'server/operations', 'server/common', 'shared', TOP],
-      'server/admin': ['server/automation', 'server/schedules', 'server/alerts', 'server/gearman', 'server/operations', 'server/common', 'shared', TOP],
+      // TLS below the doors: Node's tls and the command line's options, nothing of the jobs.
+      'server/tls': [TOP],
+      'server/protocol': ['server/tls', 'server/gearman', 'server/operations', 'server/common', 'shared', TOP],
+      'server/admin': ['server/tls', 'server/automation', 'server/schedules', 'server/alerts', 'server/gearman', 'server/operations', 'server/common', 'shared', TOP],
       'server/backends': [
         'server/automation',
         'server/cluster',

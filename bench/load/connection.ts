@@ -1,4 +1,5 @@
 import net from 'node:net';
+import tls from 'node:tls';
 import { InvalidReplyError, ReplyReader, lineEquals, showReply, type ReplyHandler } from './wire.js';
 
 /** Commands a connection sends before the load starts, and the exact reply line each must get. */
@@ -43,6 +44,8 @@ export class LoadConnection {
     private readonly setup: SetupStep,
     maxBody: number,
     private readonly onFailure: (message: string) => void,
+    /** Over TLS, trusting this CA (PEM); null: plaintext. */
+    tlsCa: string | null = null,
   ) {
     this.ready = new Promise((resolve, reject) => {
       this.readyResolve = resolve;
@@ -52,22 +55,32 @@ export class LoadConnection {
     this.ready.catch(() => undefined);
     this.reader = new ReplyReader((buf, ls, le, bs, be) => this.dispatch(buf, ls, le, bs, be), maxBody);
     const readBuf = Buffer.allocUnsafe(READ_BUFFER_BYTES);
-    this.socket = net.connect({
-      host,
-      port,
-      noDelay: true,
-      onread: {
-        buffer: readBuf,
-        callback: (n: number) => {
-          this.received(readBuf.subarray(0, n));
-          return true;
-        },
-      },
-    });
-    this.socket.once('connect', () => {
+    const onConnected = (): void => {
       if (this.setup.commands.length === 0) this.finishSetup();
       else this.sendSetup();
-    });
+    };
+    if (tlsCa === null) {
+      this.socket = net.connect({
+        host,
+        port,
+        noDelay: true,
+        onread: {
+          buffer: readBuf,
+          callback: (n: number) => {
+            this.received(readBuf.subarray(0, n));
+            return true;
+          },
+        },
+      });
+      this.socket.once('connect', onConnected);
+    } else {
+      // A TLS socket hands out decrypted bytes as 'data' events (no onread buffer there).
+      const secure = tls.connect({ host, port, ca: tlsCa });
+      secure.setNoDelay(true);
+      secure.on('data', (chunk: Buffer) => this.received(chunk));
+      secure.once('secureConnect', onConnected);
+      this.socket = secure;
+    }
     this.socket.on('error', (err) => this.fail(`connection error: ${err.message}`));
     this.socket.on('close', () => {
       if (!this.closing) this.fail('the server closed the connection');

@@ -59,6 +59,8 @@ export type ConnectionSpec = ProducerSpec | FillerSpec | ConsumerSpec | LatencyS
 export interface WorkerPlan {
   host: string;
   port: number;
+  /** Connect over TLS, trusting this CA (PEM); null: plaintext. */
+  tlsCa: string | null;
   /** This worker's slot in the shared counters. */
   workerIndex: number;
   shared: SharedArrayBuffer;

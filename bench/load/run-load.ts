@@ -39,6 +39,8 @@ export interface WindowSpec {
 export interface LoadOptions {
   host: string;
   port: number;
+  /** Connect over TLS, trusting this CA (PEM); absent or null: plaintext. */
+  tlsCa?: string | null;
   connections: ConnectionSpec[];
   /** Worker threads (at most one per connection). */
   workers: number;
@@ -117,6 +119,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
     const plan: WorkerPlan = {
       host: opts.host,
       port: opts.port,
+      tlsCa: opts.tlsCa ?? null,
       workerIndex,
       shared: state.buffer,
       connections,

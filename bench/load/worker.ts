@@ -56,7 +56,7 @@ const conns: LoadConnection[] = [];
 const roles: Startable[] = [];
 for (const spec of plan.connections) {
   const maxBody = spec.bodySize;
-  const conn = new LoadConnection(plan.host, plan.port, setupOf(spec), maxBody, fail);
+  const conn = new LoadConnection(plan.host, plan.port, setupOf(spec), maxBody, fail, plan.tlsCa);
   const role = roleOf(spec, conn);
   conn.attach(role);
   conns.push(conn);

@@ -11,6 +11,7 @@ import type { Operations } from '../operations/operations.js';
 import type { GearmanView } from '../gearman/view.js';
 import { gearmanRoutes } from './gearman-routes.js';
 import type { ServerInfo } from '../server-info.js';
+import type { TlsCredentials } from '../tls/credentials.js';
 import { withBasePath } from './base-path.js';
 import { errorHandler } from './errors.js';
 import { LiveUpdates } from './live.js';
@@ -57,6 +58,8 @@ export interface AdminContext {
   audit: AuditLog;
   /** Schedules and alert rules (server/automation); null: not offered (a test's dashboard). */
   automation: Automation | null;
+  /** The dashboard serves HTTPS with these (--tls-cert, --tls-key); null or absent: HTTP. */
+  tls?: TlsCredentials | null;
 }
 
 /** The dashboard, attached to its HTTP server. */

@@ -122,6 +122,7 @@ export function connectionDto(session: SessionView, now: number): ConnectionDto 
     })),
     id: session.id,
     address: session.peer,
+    identity: session.identity,
     producer: session.producer,
     worker: session.worker,
     waiting: session.waiting,

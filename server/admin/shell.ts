@@ -1,4 +1,5 @@
 import http from 'node:http';
+import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { AdminContext, AttachedAdmin } from './app.js';
@@ -6,6 +7,7 @@ import { stripBasePath } from './base-path.js';
 import { MinuteHistory } from './minute-history.js';
 import { StatsHistory } from './stats-history.js';
 import { AdminUsers } from './users.js';
+import type { TlsCredentials, TlsMaterial } from '../tls/credentials.js';
 
 /** Requests held while the dashboard's modules load; more are answered 503 (they load in ~200 ms). */
 const MAX_HELD_REQUESTS = 256;
@@ -27,7 +29,7 @@ export type AdminLoader = () => Promise<{ attachAdmin: typeof import('./app.js')
  * minutes.
  */
 export class AdminShell {
-  private readonly server = http.createServer();
+  private readonly server: http.Server;
   private readonly history: StatsHistory;
   private readonly minutes: MinuteHistory;
   /** Who each token is; read again from --admin-users on SIGHUP, loaded or not. */
@@ -43,6 +45,7 @@ export class AdminShell {
     private readonly ctx: AdminContext,
     private readonly load: AdminLoader = () => import('./app.js'),
   ) {
+    this.server = ctx.tls == null ? http.createServer() : httpsServer(ctx.tls);
     this.history = new StatsHistory(ctx.ops, ctx.info);
     this.history.start();
     this.minutes = new MinuteHistory(ctx.ops, ctx.historyDir, ctx.log);
@@ -78,7 +81,7 @@ export class AdminShell {
         const addr = this.server.address();
         const actual = typeof addr === 'object' && addr !== null ? addr.port : port;
         const host = listen.includes(':') ? `[${listen}]` : listen;
-        resolve(`http://${host}:${actual}${this.ctx.options.basePath}/`);
+        resolve(`${this.ctx.tls == null ? 'http' : 'https'}://${host}:${actual}${this.ctx.options.basePath}/`);
       });
     });
   }
@@ -170,4 +173,15 @@ export class AdminShell {
     this.modules ??= this.load();
     return this.modules;
   }
+}
+
+/**
+ * The dashboard over HTTPS with the job ports' certificate and key (no client certificate is
+ * asked for: browsers sign in with the token). A reload (SIGHUP) applies to later handshakes.
+ */
+function httpsServer(credentials: TlsCredentials): https.Server {
+  const serverSide = ({ cert, key }: TlsMaterial): { cert: Buffer; key: Buffer } => ({ cert, key });
+  const server = https.createServer(serverSide(credentials.material));
+  credentials.onReload((material) => server.setSecureContext(serverSide(material)));
+  return server;
 }

@@ -65,6 +65,9 @@ export class ClusterClient implements ClientOperations {
   /** Set before any reservation is asked for: a closing client then gives back whatever it holds, known or not. */
   private everReserved = false;
 
+  /** Who its client certificate says it is (mutual TLS), or null. */
+  readonly identity: string | null;
+
   constructor(
     private readonly store: ClientStore<ClusterClient>,
     readonly id: number,
@@ -74,6 +77,7 @@ export class ClusterClient implements ClientOperations {
   ) {
     this.openedAt = this.lastCommandAt = store.now();
     this.mayWatchNothing = options.watchNothing === true;
+    this.identity = options.identity ?? null;
     this.rotation = options.roundRobin === true ? new Rotation<string>() : null;
     store.localTube(DEFAULT_TUBE).using++;
     if (!this.mayWatchNothing) {
@@ -443,6 +447,7 @@ export class ClusterClient implements ClientOperations {
     return {
       id: this.id,
       peer: this.peer,
+      identity: this.identity,
       openedAt: this.openedAt,
       lastCommandAt: this.lastCommandAt,
       lastCommand: this.lastCommand,

@@ -56,6 +56,8 @@ export class Session {
   isWorker = false;
   /** Who the front door says this is (a peer address), for the dashboard's connection list. */
   peer = '';
+  /** Who its client certificate says it is (subject CN, mutual TLS), for the dashboard; null: none. */
+  identity: string | null = null;
   /** When it connected, and its last command and when (epoch ms; set by its front door). */
   openedAt = 0;
   lastCommandAt = 0;

@@ -82,11 +82,13 @@ export class GearmanSession {
     delegate: ClientDelegate,
     peer: string,
     private readonly news: SessionNews,
+    /** The client certificate's subject CN (mutual TLS), or null. */
+    identity: string | null = null,
   ) {
     this.ops = ctx.ops;
     this.registry = ctx.registry;
     // A worker watches only the functions it registers, and holds a job until it reports or leaves.
-    this.client = ctx.ops.connect(delegate, peer, { watchNothing: true, roundRobin: ctx.roundRobin });
+    this.client = ctx.ops.connect(delegate, peer, { watchNothing: true, roundRobin: ctx.roundRobin, identity });
     this.client.setHold(Number.POSITIVE_INFINITY);
   }
 

@@ -207,6 +207,7 @@ describe('snapshots', () => {
       {
         id: c.id,
         peer: 'test',
+        identity: null,
         openedAt: expect.any(Number),
         lastCommandAt: now,
         lastCommand: 'reserve-with-timeout',

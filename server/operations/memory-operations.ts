@@ -364,6 +364,7 @@ class MemoryClient implements ClientOperations {
     // The engine's records satisfy the delegate's read-only JobBytes; no adapter per job.
     this.session = engine.openSession(delegate, options);
     this.session.peer = peer;
+    this.session.identity = options.identity ?? null;
     const session = this.session;
     this.request = { tube: session.used, priority: 0, delayMs: 0, ttrMs: 0, body: EMPTY_BODY, bodyOwned: false, id: 0, transient: false, by: session };
   }
@@ -616,6 +617,7 @@ function sessionView(session: Session): SessionView {
   return {
     id: session.id,
     peer: session.peer,
+    identity: session.identity,
     openedAt: session.openedAt,
     lastCommandAt: session.lastCommandAt,
     lastCommand: session.lastCommand,

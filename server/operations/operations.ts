@@ -176,6 +176,8 @@ export interface ServerCounts {
 export interface SessionView {
   id: number;
   peer: string;
+  /** Who its client certificate says it is (subject CN, mutual TLS); null: no certificate. */
+  identity: string | null;
   /** Epoch ms: when it connected, and its last command. */
   openedAt: number;
   lastCommandAt: number;
@@ -248,6 +250,8 @@ export interface JobChange {
 
 export interface ConnectOptions {
   watchNothing?: boolean;
+  /** The client certificate's subject CN of a mutual-TLS client (see tls/peer-identity.ts); null or absent: none. */
+  identity?: string | null;
   /** A reserve takes the watched tubes in turn (Rotation), not the best job of them all. */
   roundRobin?: boolean;
 }

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { isPending, type Pending, type StoreActivity } from '../operations/operations.js';
+import { peerIdentityOf } from '../tls/peer-identity.js';
 import { ReplyBuffer } from './reply-buffer.js';
 import { readThroughSharedBuffer } from './shared-read-buffer.js';
 
@@ -115,6 +116,7 @@ export class ClientLink {
   private reader!: LinkReader;
   /** When the input being handled came (epoch ms), read once per turn; -1 until asked. */
   private turnTime = -1;
+  private identity: string | null | undefined;
 
   constructor(
     private readonly socket: Socket,
@@ -139,6 +141,15 @@ export class ClientLink {
   }
 
   /**
+   * The subject CN of the client certificate the peer presented over mutual TLS; null for
+   * plaintext and for TLS without a client certificate. Read once, at the first ask.
+   */
+  get peerIdentity(): string | null {
+    if (this.identity === undefined) this.identity = peerIdentityOf(this.socket);
+    return this.identity;
+  }
+
+  /**
    * When the commands being handled came (epoch ms), for the dashboard's "last command": one
    * clock reading per turn of input, however many commands it holds.
    */
@@ -151,6 +162,16 @@ export class ClientLink {
   start(reader: LinkReader): void {
     this.reader = reader;
     const socket = this.socket;
+    // A socket whose first bytes were read to tell plaintext from TLS (tls/tls-doorway.ts) holds
+    // them, paused, in its stream buffer: they are the first input, handled on the next tick
+    // (before any later read, which comes from the event loop); updateFlow then resumes reading.
+    const early: Buffer[] = [];
+    for (let chunk: unknown; socket.readableLength > 0 && (chunk = socket.read()) !== null; ) early.push(chunk as Buffer);
+    if (early.length > 0) {
+      process.nextTick(() => {
+        for (const chunk of early) if (!this.finished) this.handle(this.writeOwned, chunk, false);
+      });
+    }
     if (!readThroughSharedBuffer(socket, this.onTransientBytes)) socket.on('data', (chunk: Buffer) => this.handle(this.writeOwned, chunk, false));
     socket.on('end', () => this.onEnd());
     socket.on('drain', () => this.onDrain());

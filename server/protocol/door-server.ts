@@ -1,6 +1,7 @@
 import { lstatSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
 import type { Logger } from 'pino';
+import type { TlsDoorway } from '../tls/tls-doorway.js';
 
 /** What a door's server needs of a connection. */
 export interface DoorConnection {
@@ -15,9 +16,11 @@ export interface DoorConnection {
 export class DoorServer<C extends DoorConnection> {
   readonly server: net.Server;
   private readonly connections = new Set<C>();
+  /** With TLS on (useTls), every accepted socket passes through it before the door sees it. */
+  private tls: TlsDoorway | null = null;
 
   constructor(log: Logger, accept: (socket: net.Socket) => C) {
-    this.server = net.createServer({ allowHalfOpen: true, noDelay: true, keepAlive: true }, (socket) => {
+    const serve = (socket: net.Socket): void => {
       const conn = accept(socket);
       this.connections.add(conn);
       log.debug({ remote: `${socket.remoteAddress}:${socket.remotePort}` }, 'accept');
@@ -25,7 +28,16 @@ export class DoorServer<C extends DoorConnection> {
         this.connections.delete(conn);
         log.debug('close');
       });
+    };
+    this.server = net.createServer({ allowHalfOpen: true, noDelay: true, keepAlive: true }, (socket) => {
+      if (this.tls === null) serve(socket);
+      else this.tls.admit(socket, serve);
     });
+  }
+
+  /** Serves TLS (and plaintext, if the doorway allows it) from now on; call before listen. */
+  useTls(doorway: TlsDoorway): void {
+    this.tls = doorway;
   }
 
   /** Listens on `host:port`, or on a UNIX socket when `host` is `unix:/path`. */
@@ -60,6 +72,7 @@ export class DoorServer<C extends DoorConnection> {
 
   /** Stops accepting and closes every client. */
   close(): Promise<void> {
+    this.tls?.close();
     for (const conn of this.connections) conn.destroy();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }

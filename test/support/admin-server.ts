@@ -46,7 +46,7 @@ export async function startAdminServer(args: readonly string[] = []): Promise<Ad
     await server.stop();
     throw new Error(`no dashboard URL on stderr:\n${server.stderr()}`);
   }
-  if (!url.startsWith('http://127.0.0.1:')) {
+  if (!/^https?:\/\/127\.0\.0\.1:/.test(url)) {
     await server.stop();
     throw new Error(`dashboard is not on 127.0.0.1: ${url}`);
   }

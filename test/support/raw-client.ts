@@ -1,4 +1,5 @@
 import net from 'node:net';
+import tls from 'node:tls';
 
 /**
  * A byte-level beanstalkd client for tests: send any bytes, read whole replies
@@ -35,6 +36,19 @@ export class RawClient {
       const socket = net.connect({ port, host, allowHalfOpen: true });
       socket.setNoDelay(true);
       socket.once('connect', () => resolve(new RawClient(socket)));
+      socket.once('error', reject);
+    });
+  }
+
+  /**
+   * A client over TLS (the options carry the CA, a client certificate ...): resolves once the
+   * handshake is done as the client sees it, rejects when it fails.
+   */
+  static connectTls(port: number, options: tls.ConnectionOptions = {}): Promise<RawClient> {
+    return new Promise((resolve, reject) => {
+      const socket = tls.connect({ port, host: '127.0.0.1', ...options });
+      socket.setNoDelay(true);
+      socket.once('secureConnect', () => resolve(new RawClient(socket)));
       socket.once('error', reject);
     });
   }

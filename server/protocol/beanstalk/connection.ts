@@ -66,7 +66,7 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
   ) {
     this.ops = ctx.ops;
     this.link = new ClientLink(socket, this, ctx, REPLY.INTERNAL_ERROR, () => this.ops.now());
-    this.client = this.ops.connect(this, this.link.peer);
+    this.client = this.ops.connect(this, this.link.peer, { identity: this.link.peerIdentity });
     this.parser = new CommandParser(this);
     this.link.start(this.parser);
   }

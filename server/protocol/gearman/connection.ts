@@ -100,7 +100,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     this.maxData = this.ops.maxJobSize - MAX_UNIQUE_BYTES - 1;
     this.registry = ctx.registry;
     this.link = new ClientLink(socket, this, ctx, errorPacket('INTERNAL'), () => this.ops.now());
-    this.session = new GearmanSession(ctx, this, this.link.peer, this);
+    this.session = new GearmanSession(ctx, this, this.link.peer, this, this.link.peerIdentity);
     this.parser = new GearmanParser(this, this.maxData + ARGUMENT_ROOM);
     this.unlist = this.registry.list(() => ({
       fd: this.fd,
