@@ -77,10 +77,7 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, access: Access
     route(async (req, res) => {
       const q = parseOrThrow(searchQuery, req.query);
       const signal = abandoned(res);
-      const page =
-        q.next !== undefined
-          ? await searches.continue(q.next, q.limit, signal)
-          : await searches.start(gearmanFilter(q), q.limit, signal);
+      const page = await searches.page(q, () => gearmanFilter(q), signal);
       const now = ops.now();
       const { matches: _matches, ...rest } = page;
       res.json({ ...rest, jobs: (await view.records(page.jobs)).map((j) => gearmanJobDto(j, now)) } satisfies GearmanSearchPageDto);

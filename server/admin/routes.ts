@@ -424,10 +424,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     route(async (req, res) => {
       const q = parse(searchQuery, req.query);
       const signal = abandoned(res);
-      const page =
-        q.next !== undefined
-          ? await searches.continue(q.next, q.limit, signal)
-          : await searches.start(searchFilter(q), q.limit, signal);
+      const page = await searches.page(q, () => searchFilter(q), signal);
       const now = ops.now();
       const { matches, ...rest } = page;
       res.json({ ...rest, jobs: page.jobs.map((j, i) => ({ ...jobSummaryDto(j, now), match: matches[i] ?? null })) } satisfies SearchPageDto);

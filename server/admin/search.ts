@@ -231,6 +231,11 @@ export class Searches {
     return this.pageOf(search, limit, signal);
   }
 
+  /** A search request's page: the next of the search its `next` token names, else the first of a new one over `filter()`. */
+  page(q: { next?: string; limit: number }, filter: () => SearchFilter, signal: AbortSignal): Promise<SearchPage> {
+    return q.next !== undefined ? this.continue(q.next, q.limit, signal) : this.start(filter(), q.limit, signal);
+  }
+
   /** The next page of an open search. */
   continue(token: string, limit: number, signal: AbortSignal): Promise<SearchPage> {
     this.expire();

@@ -1,6 +1,6 @@
-import type pg from 'pg';
 import type { AlertStore } from '../alerts/alert-store.js';
 import { EVENTS_KEPT, type ActiveAlert, type AlertDelivery, type AlertEvent, type AlertRule, type AlertRuleFields } from '../alerts/rule.js';
+import { AutomationTableStore } from './automation-tables.js';
 
 interface RuleRow {
   id: number;
@@ -47,26 +47,14 @@ const ruleOf = (r: RuleRow): AlertRule => ({
 const fieldValues = (f: AlertRuleFields): unknown[] => [f.name, f.condition, f.threshold, f.forMs, f.tubes, f.webhookUrl, f.format, f.minIntervalMs, f.enabled];
 
 /** Alert rules shared by every node of a cluster; flipping a state row is the claim of a start or a clear. */
-export class AlertTableStore implements AlertStore {
-  /** `ready`: the tables exist (automation-tables.ts); every statement waits for it. */
-  constructor(
-    private readonly pool: pg.Pool,
-    private readonly ready: Promise<void>,
-  ) {}
+export class AlertTableStore extends AutomationTableStore implements AlertStore {
 
-  private async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
-    await this.ready;
-    return this.pool.query<R>(text, values);
+  rules(): Promise<AlertRule[]> {
+    return this.all('beanpole_alert_rules', ruleOf);
   }
 
-  async rules(): Promise<AlertRule[]> {
-    const { rows } = await this.query<RuleRow>('SELECT * FROM beanpole_alert_rules ORDER BY id');
-    return rows.map(ruleOf);
-  }
-
-  async rule(id: number): Promise<AlertRule | undefined> {
-    const { rows } = await this.query<RuleRow>('SELECT * FROM beanpole_alert_rules WHERE id = $1', [id]);
-    return rows[0] === undefined ? undefined : ruleOf(rows[0]);
+  rule(id: number): Promise<AlertRule | undefined> {
+    return this.byId('beanpole_alert_rules', id, ruleOf);
   }
 
   async create(fields: AlertRuleFields, now: number): Promise<AlertRule> {

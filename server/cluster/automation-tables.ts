@@ -93,3 +93,28 @@ export async function createAutomationTables(pool: pg.Pool): Promise<void> {
     client.release();
   }
 }
+
+/** A store over the automation tables: every statement waits until they exist (`ready`). */
+export abstract class AutomationTableStore {
+  constructor(
+    protected readonly pool: pg.Pool,
+    private readonly ready: Promise<void>,
+  ) {}
+
+  protected async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+    await this.ready;
+    return this.pool.query<R>(text, values);
+  }
+
+  /** Every row of `table`, by id, as records. */
+  protected async all<R extends pg.QueryResultRow, T>(table: string, of: (row: R) => T): Promise<T[]> {
+    const { rows } = await this.query<R>(`SELECT * FROM ${table} ORDER BY id`);
+    return rows.map(of);
+  }
+
+  /** Row `id` of `table` as a record, or undefined. */
+  protected async byId<R extends pg.QueryResultRow, T>(table: string, id: number, of: (row: R) => T): Promise<T | undefined> {
+    const { rows } = await this.query<R>(`SELECT * FROM ${table} WHERE id = $1`, [id]);
+    return rows[0] === undefined ? undefined : of(rows[0]);
+  }
+}

@@ -1,6 +1,6 @@
-import type pg from 'pg';
 import { RUNS_KEPT, type RunKind, type Schedule, type ScheduleFields, type ScheduleRun } from '../schedules/schedule.js';
 import type { ScheduleStore } from '../schedules/schedule-store.js';
+import { AutomationTableStore } from './automation-tables.js';
 
 interface ScheduleRow {
   id: number;
@@ -51,26 +51,14 @@ const scheduleOf = (r: ScheduleRow): Schedule => ({
 const fieldValues = (f: ScheduleFields): unknown[] => [f.name, f.cron, f.timeZone, f.tube, f.body, f.encoding, f.priority, f.delayMs, f.ttrMs, f.paused, f.missed];
 
 /** Schedules shared by every node of a cluster; the runs' primary key is the slot's claim. */
-export class ScheduleTableStore implements ScheduleStore {
-  /** `ready`: the tables exist (automation-tables.ts); every statement waits for it. */
-  constructor(
-    private readonly pool: pg.Pool,
-    private readonly ready: Promise<void>,
-  ) {}
+export class ScheduleTableStore extends AutomationTableStore implements ScheduleStore {
 
-  private async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
-    await this.ready;
-    return this.pool.query<R>(text, values);
+  list(): Promise<Schedule[]> {
+    return this.all('beanpole_schedules', scheduleOf);
   }
 
-  async list(): Promise<Schedule[]> {
-    const { rows } = await this.query<ScheduleRow>('SELECT * FROM beanpole_schedules ORDER BY id');
-    return rows.map(scheduleOf);
-  }
-
-  async get(id: number): Promise<Schedule | undefined> {
-    const { rows } = await this.query<ScheduleRow>('SELECT * FROM beanpole_schedules WHERE id = $1', [id]);
-    return rows[0] === undefined ? undefined : scheduleOf(rows[0]);
+  get(id: number): Promise<Schedule | undefined> {
+    return this.byId('beanpole_schedules', id, scheduleOf);
   }
 
   async create(fields: ScheduleFields, now: number): Promise<Schedule> {
