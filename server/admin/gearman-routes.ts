@@ -1,4 +1,5 @@
 import { actorOf } from './actor.js';
+import { afterChange } from '../operations/after-change.js';
 import express, { type Request, type Response, type Router } from 'express';
 import type { Access } from './access.js';
 import { bulkSelection, namedInPath } from './audit-targets.js';
@@ -106,9 +107,8 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, access: Access
         // longer matches is left alone.
         count = await actInSlices(found.ids, async (id) => (await found.stillMatches(id)) && (await ops.delete(id, actorOf(req))).ok);
       }
-      ops.onActivity();
       // Answered once the deletes are durable, as every change through the API is.
-      await new Promise<void>((resolve) => ops.durability.whenDurable(ops.durability.appendedSeq, resolve));
+      await afterChange(ops);
       res.json({ count, skipped: total - count, complete } satisfies BulkResponse);
     }),
   );

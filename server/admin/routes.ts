@@ -1,4 +1,5 @@
 import { actorOf } from './actor.js';
+import { afterChange } from '../operations/after-change.js';
 import express, { type Request, type Response, type Router } from 'express';
 import type { Access } from './access.js';
 import { allTubes, bulkSelection, oneJob, oneTube, namedInPath } from './audit-targets.js';
@@ -158,12 +159,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
   const r = guardedRouter(ctx.access);
   const json = express.json({ limit: Math.ceil(ops.maxJobSize * 1.4) + 64 * 1024, strict: true });
 
-  const changed = (): Promise<void> => {
-    // The store re-arms its timers for the change's deadlines.
-    ops.onActivity();
-    const { durability } = ops;
-    return new Promise((resolve) => durability.whenDurable(durability.appendedSeq, resolve));
-  };
+  const changed = (): Promise<void> => afterChange(ops);
   const tubeParam = (req: Request): string => parse(tubeName, String(req.params.name));
   const noTube = (name: string): ApiError => new ApiError(404, 'NOT_FOUND', `no tube named ${name}`);
   /** The tube named in the path, which must exist (checked before the rest of the request). */

@@ -4,6 +4,7 @@
  * way for a single server (in memory, saved in -b DIR) and for a cluster node (PostgreSQL); the
  * dashboard's routes only read and change them through the services.
  */
+import { afterChange } from '../operations/after-change.js';
 import os from 'node:os';
 import type { Logger } from 'pino';
 import { AlertService } from '../alerts/alert-service.js';
@@ -78,9 +79,7 @@ export function startAutomation(options: AutomationOptions): Automation {
   const put: PutJob = async (tube, job) => {
     const r = await ops.put(tube, job);
     if (!r.ok) return r;
-    ops.onActivity();
-    const { durability } = ops;
-    await new Promise<void>((resolve) => durability.whenDurable(durability.appendedSeq, resolve));
+    await afterChange(ops);
     return { ok: true, value: { id: r.value.id } } satisfies Result<{ id: number }>;
   };
   const schedules = new ScheduleService({ store: stores.schedules, put, node });

@@ -1,5 +1,7 @@
 /** Short messages after an action ("Kicked 3 jobs", "Tube not found"), shown in a live region. */
 
+import { describeError } from '../api.js';
+
 export type NoticeKind = 'info' | 'error';
 
 export interface Notice {
@@ -21,6 +23,16 @@ export class Notices {
 
   error(text: string): void {
     this.push('error', text);
+  }
+
+  /** Runs `step`, then says `done` or why it failed (the server's explanation when there is one). */
+  async after(step: () => Promise<unknown>, done: string): Promise<void> {
+    try {
+      await step();
+      this.info(done);
+    } catch (e) {
+      this.error(describeError(e));
+    }
   }
 
   dismiss(id: number): void {

@@ -41,12 +41,7 @@ export class SchedulesView {
   }
 
   private async act(step: () => Promise<unknown>, done: string): Promise<void> {
-    try {
-      await step();
-      notices.info(done);
-    } catch (e) {
-      notices.error(describeError(e));
-    }
+    await notices.after(step, done);
     await this.load();
   }
 }
