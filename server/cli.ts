@@ -1,4 +1,5 @@
 import { accessSync, constants as fsConstants } from 'node:fs';
+import { loadPolicyFile, PolicyFileError, type PolicyFile } from './policies/policy-file.js';
 import { parseArgs } from 'node:util';
 import { DEFAULT_BINLOG_SIZE, DEFAULT_GEARMAN_MAX_SIZE, DEFAULT_MAX_JOB_SIZE, MAX_JOB_SIZE_LIMIT } from '../shared/limits.js';
 import { DEFAULT_HISTORY_EVENTS } from './engine/history.js';
@@ -38,6 +39,8 @@ export interface ServerOptions {
   automationTickMs: number | null;
   /** TLS on the beanstalkd and Gearman ports and HTTPS on the dashboard (--tls-cert ...); null: plaintext. */
   tls: TlsOptions | null;
+  /** The --policies file and the policies it set at start (SIGHUP reads it again); null: none. */
+  policies: { file: string; doc: PolicyFile } | null;
 }
 
 /** TLS on every port, from PEM files read at start and again on SIGHUP. */
@@ -184,6 +187,10 @@ Beyond beanstalkd:
  --automation-tick MS   evaluate schedules and alert rules every MS ms
                         (10-60000; default: schedules every second, alert
                         rules every 5 seconds); mostly for tests
+ --policies FILE        tube and Gearman function policies (JSON: {"tubes":
+                        {"NAME": {"concurrency", "rate", "queueCap",
+                        "timeoutBackoff"}}, "functions": {...}}), applied at
+                        start and on SIGHUP over what the dashboard set
 
 Dashboard and admin API (HTTP + socket.io):
  --admin-listen ADDR    listen address (default 127.0.0.1); an address other
@@ -276,6 +283,7 @@ const OPTIONS = {
   'dead-letter-after': { type: 'string' },
   'history-events': { type: 'string' },
   'automation-tick': { type: 'string' },
+  policies: { type: 'string' },
   'admin-listen': { type: 'string' },
   'admin-port': { type: 'string' },
   'admin-token': { type: 'string' },
@@ -346,6 +354,7 @@ export function parseCommandLine(
     keepAlive: null,
     automationTickMs: null,
     tls: null,
+    policies: null,
   };
   const tls: Partial<TlsOptions> & { flags: string[] } = { flags: [] };
   const keepAlive = (): KeepAliveOptions => (options.keepAlive ??= { idleSec: null, intervalSec: null, count: null });
@@ -443,6 +452,9 @@ export function parseCommandLine(
           break;
         case 'automation-tick':
           options.automationTickMs = integer(value, 'automation tick', 10, 60_000);
+          break;
+        case 'policies':
+          options.policies = { file: value, doc: policiesFrom(value) };
           break;
         case 'admin-listen':
           admin.listen = value;
@@ -601,6 +613,15 @@ function adminToken(value: string, where: string): string {
 }
 
 /** The users of --admin-users FILE, or a usage error naming the file and its problem. */
+function policiesFrom(file: string): PolicyFile {
+  try {
+    return loadPolicyFile(file);
+  } catch (err) {
+    if (err instanceof PolicyFileError) throw new UsageError(`--policies ${file}: ${err.message}`);
+    throw err;
+  }
+}
+
 function usersFrom(file: string, read: (file: string) => AdminUser[]): AdminUser[] {
   try {
     return read(file);

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { startFilePolicies, type PolicyOrigin } from './policies/file-policies.js';
 import { fileURLToPath } from 'node:url';
 import type { AdminContext } from './admin/app.js';
 import { AdminShell } from './admin/shell.js';
@@ -39,6 +40,9 @@ async function main(argv: string[]): Promise<void> {
   const user = options.user === null ? null : startupStep(log, () => lookUpUser(options.user!));
   const open = options.cluster === null ? openMemoryBackend : openClusterBackend;
   const backend = await open({ options, log, user }).catch((err: unknown) => startupFailed(log, err));
+  const filePolicies = await startFilePolicies(options.policies, { tubes: backend.beanstalk, functions: backend.gearman?.ops ?? null }, log).catch(
+    (err: unknown) => startupFailed(log, new StartupError(`--policies: ${(err as Error).message}`, 1)),
+  );
   const beanstalk = new BeanstalkServer({ ops: backend.beanstalk, info: backend.info, log });
   // Schedules and alert rules: timers of their own over the beanstalkd realm's operations.
   const automation = startAutomation({ ops: backend.beanstalk, log, stores: backend.automation, tickMs: options.automationTickMs });
@@ -92,7 +96,7 @@ async function main(argv: string[]): Promise<void> {
   if (tune !== null) for (const door of [beanstalk, gearman]) door?.server.on('connection', tune);
   const tls = secureDoors(options.tls, [beanstalk, gearman], log);
   if (tls !== null) process.on('SIGHUP', () => reloadTls(tls, log));
-  if (options.admin !== null) admin = await startDashboard(dashboardContext(backend, automation, options, log, tls), user !== null, banner, tune);
+  if (options.admin !== null) admin = await startDashboard(dashboardContext(backend, automation, options, log, tls, filePolicies), user !== null, banner, tune);
   try {
     const where = await beanstalk.listen(options.listen, options.port);
     // Root is given up before the first client is served (this runs before any I/O callback),
@@ -112,7 +116,14 @@ async function main(argv: string[]): Promise<void> {
 }
 
 /** What the dashboard reads: the backend's stores, Gearman's view of its realm, and where the jobs are. */
-function dashboardContext(backend: Backend, automation: Automation, options: ServerOptions, log: Logger, tls: TlsCredentials | null): AdminContext {
+function dashboardContext(
+  backend: Backend,
+  automation: Automation,
+  options: ServerOptions,
+  log: Logger,
+  tls: TlsCredentials | null,
+  policyOrigin: PolicyOrigin | null,
+): AdminContext {
   const { gearman } = backend;
   return {
     ops: backend.beanstalk,
@@ -124,6 +135,7 @@ function dashboardContext(backend: Backend, automation: Automation, options: Ser
     automation,
     ...backend.dashboard,
     tls,
+    policyOrigin,
   };
 }
 

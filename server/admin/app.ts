@@ -25,6 +25,8 @@ import { externalRoutes } from './external-routes.js';
 import { clusterRoutes } from './cluster-routes.js';
 import type { ClusterNodes } from '../operations/cluster-nodes.js';
 import { apiRoutes } from './routes.js';
+import { policyRoutes } from './policy-routes.js';
+import type { PolicyOrigin } from '../policies/file-policies.js';
 import { allowedHostsOnly, hostCheck, limitSocketEvents, sameOriginForChanges, securityHeaders, socketHandshakeAllowed } from './security.js';
 import type { StatsHistory } from './stats-history.js';
 import type { AuditLog } from '../common/audit-log.js';
@@ -60,6 +62,8 @@ export interface AdminContext {
   automation: Automation | null;
   /** The dashboard serves HTTPS with these (--tls-cert, --tls-key); null or absent: HTTP. */
   tls?: TlsCredentials | null;
+  /** Which policies the --policies file set (null or absent: no file). */
+  policyOrigin?: PolicyOrigin | null;
 }
 
 /** The dashboard, attached to its HTTP server. */
@@ -123,6 +127,7 @@ export function attachAdmin(
   if (ctx.cluster !== null) app.use(clusterRoutes(ctx.cluster, access));
   app.use(auditRoutes(ctx.audit, access));
   if (ctx.automation !== null) app.use(automationRoutes(ops, ctx.automation, access));
+  app.use(policyRoutes(ops, ctx.gearman?.ops ?? null, ctx.policyOrigin ?? null, access));
   app.use(apiRoutes({ ops, info, config, minutes, access }));
   const indexFile = path.join(ctx.uiDir, 'index.html');
   if (existsSync(indexFile)) {

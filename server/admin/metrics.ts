@@ -58,6 +58,7 @@ export function prometheusText(
     );
   }
   metric('beanpole_tube_jobs', 'gauge', 'Jobs by tube and state.', tubeJobs);
+  policyMetrics(metric, tubes);
   if (gearman !== null) {
     const g = gearman.counts;
     metric('beanpole_gearman_jobs_created_total', 'counter', 'Gearman jobs submitted since start (coalesced submits not counted).', [['', g.totalJobs]]);
@@ -77,6 +78,25 @@ export function prometheusText(
   return lines.join('\n') + '\n';
 }
 
+
+type Metric = (name: string, type: 'gauge' | 'counter', help: string, samples: [string, number][]) => void;
+
+/** Tube policies at work: what holds reserves back now, and what they refused or delayed. */
+function policyMetrics(metric: Metric, tubes: readonly TubeCounts[]): void {
+  const held: [string, number][] = [];
+  const refused: [string, number][] = [];
+  const backoffs: [string, number][] = [];
+  for (const t of tubes) {
+    if (t.policy === null) continue;
+    const n = label(t.name);
+    held.push([`{tube="${n}",by="concurrency"}`, t.policy.capHeld ? 1 : 0], [`{tube="${n}",by="rate"}`, t.policy.rateHeld ? 1 : 0]);
+    refused.push([`{tube="${n}"}`, t.policy.refusedPuts]);
+    backoffs.push([`{tube="${n}"}`, t.policy.backoffs]);
+  }
+  metric('beanpole_tube_policy_held', 'gauge', "1 while a tube's concurrency cap or rate holds reserves back, by tube and limit.", held);
+  metric('beanpole_tube_policy_refused_puts_total', 'counter', "Puts refused by a tube's queue cap.", refused);
+  metric('beanpole_tube_policy_backoffs_total', 'counter', "Timed-out jobs sent back delayed by a tube's timeout backoff.", backoffs);
+}
 /**
  * /metrics' lines for schedules and alert rules: this node's schedule runs (by schedule name and
  * kind) and failed puts; each rule's firing tubes (1 while firing, the cluster's shared state);

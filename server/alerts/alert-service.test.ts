@@ -33,6 +33,7 @@ function tube(name: string, change: Partial<TubeCounts> = {}): TubeCounts {
     nextReadyCreatedAt: 0,
     deadLetterAfter: 0,
     ownSettings: null,
+    policy: null,
     ...change,
   };
 }

@@ -185,6 +185,7 @@ const CONDITION_WORDS: Record<AlertRule['condition'], (rule: AlertRule, value: n
   'oldest-ready': (r, v) => `oldest ready job ${v} s old (over ${r.threshold} s)`,
   unwatched: (_r, v) => `${v} ready and no worker watching`,
   'backlog-rising': (_r, v) => `backlog up ${v} ready jobs and not coming down`,
+  'cap-saturated': (_r, v) => `concurrency cap full: ${v} jobs reserved`,
 };
 
 /** The JSON a rule posts; `message` is also the Slack text. */
