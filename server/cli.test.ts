@@ -23,6 +23,7 @@ const DEFAULTS: ServerOptions = {
   keepAlive: null,
   automationTickMs: null,
   tls: null,
+  acl: null,
 };
 
 function run(changes: Partial<ServerOptions>, warnings: string[] = []): CliResult {
