@@ -41,7 +41,7 @@ async function main(argv: string[]): Promise<void> {
   const open = options.cluster === null ? openMemoryBackend : openClusterBackend;
   const backend = await open({ options, log, user }).catch((err: unknown) => startupFailed(log, err));
   // --acl: one set of rules for both job ports, checked above the store (the same in a cluster).
-  const acl = options.acl === null ? null : new Acl(options.acl.file, options.acl.rules, { beanstalkd: backend.beanstalk });
+  const acl = options.acl === null ? null : new Acl(options.acl.file, options.acl.rules, backend.beanstalk);
   const beanstalk = new BeanstalkServer({ ops: backend.beanstalk, info: backend.info, log, acl });
   // Schedules and alert rules: timers of their own over the beanstalkd realm's operations.
   const automation = startAutomation({ ops: backend.beanstalk, log, stores: backend.automation, tickMs: options.automationTickMs });

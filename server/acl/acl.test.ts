@@ -17,7 +17,7 @@ function memoryLog(): { log: pino.Logger; lines: string[] } {
 }
 
 /** Job 1 is in `secret`, job 2 in `jobs`; no others. */
-const JOBS = { beanstalkd: { peek: (id: number) => (id === 1 || id === 2 ? ({ id, tubeName: id === 1 ? 'secret' : 'jobs' } as JobBytes) : undefined) } };
+const JOBS = { peek: (id: number) => (id === 1 || id === 2 ? ({ id, tubeName: id === 1 ? 'secret' : 'jobs' } as JobBytes) : undefined) };
 
 function aclFrom(doc: unknown): { acl: Acl; file: string } {
   const file = path.join(dir, `acl-${Math.random().toString(36).slice(2)}.json`);

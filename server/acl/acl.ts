@@ -38,16 +38,17 @@ export class Acl implements AccessHolder {
   constructor(
     private readonly file: string,
     rules: AclRules,
-    /** Which tube a job is in, for commands that name a job: the job reads of the realm. */
-    private readonly jobs: { beanstalkd: Pick<JobReads, 'peek'> | null },
+    /** Which tube a job is in, for beanstalkd commands that name a job: the beanstalkd realm's reads. */
+    private readonly beanstalkJobs: Pick<JobReads, 'peek'>,
   ) {
     this.current = rules;
   }
 
   /** The access of a new connection; `close()` it when the connection ends. */
   connect(subject: AccessSubject): ConnectionAccess {
-    const reads = subject.protocol === 'beanstalkd' ? this.jobs.beanstalkd : null;
-    const tubeOfJob = reads === null ? noJobs : (id: number): Pending<string | undefined> => whenReady(reads.peek(id), (job) => job?.tubeName);
+    const reads = this.beanstalkJobs;
+    // Gearman's packets name functions, never a job by id.
+    const tubeOfJob = subject.protocol === 'gearman' ? noJobs : (id: number): Pending<string | undefined> => whenReady(reads.peek(id), (job) => job?.tubeName);
     const access = new ConnectionAccess(this, ruleFor(this.current, subject.identity), subject.protocol, tubeOfJob);
     const entry = { access, subject };
     this.open.add(entry);
