@@ -293,12 +293,19 @@ describe.each(MODES)('--acl %s', (mode, available) => {
       plain.send(`${command}\n`);
       expect(await plain.adminReply(true), command).toBe('ERR PERMISSION_DENIED Not+allowed+for+this+client+identity\r\n');
     }
+    // status and prioritystatus list only the functions the identity may use, as list-tubes does.
     plain.send('status\n');
-    expect(await plain.adminReply(false)).toMatch(/public_echo\t/);
+    const status = await plain.adminReply(false);
+    expect(status).toMatch(/^public_echo\t/m);
+    expect(status).not.toMatch(/billing_invoice/);
+    plain.send('prioritystatus\n');
+    expect(await plain.adminReply(false)).not.toMatch(/billing_invoice/);
     const billing = await gearman('billing'); // its commands omit admin
     billing.send('maxqueue billing_invoice 5\n');
     expect(await billing.adminReply(true)).toMatch(/^ERR PERMISSION_DENIED/);
     const ops = await gearman('ops'); // commands omitted: everything, admin too
+    ops.send('status\n');
+    expect(await ops.adminReply(false)).toMatch(/^billing_invoice\t/m);
     ops.send('maxqueue billing_invoice 5\n');
     expect(await ops.adminReply(true)).toBe('OK\r\n');
     ops.send('create function ops_made\n');

@@ -53,9 +53,9 @@ async function adminCommand(words: string[], ctx: GearmanAdminContext, peer: str
   const refusal = (): string | null => (!local ? refused() : access !== null && !access.mayAdminister() ? forbidden() : null);
   switch (command) {
     case 'status':
-      return status(ctx);
+      return status(ctx, access);
     case 'prioritystatus':
-      return priorityStatus(ctx);
+      return priorityStatus(ctx, access);
     case 'verbose':
       return `OK ${VERBOSITY[ctx.logLevel] ?? 'INFO'}\n`;
     case 'create':
@@ -122,8 +122,9 @@ interface FunctionCounts {
 /**
  * Every function: those the store has (jobs or workers), then those `create function` declared
  * that have neither. The realm's default tube exists whether or not anyone uses "default".
+ * Under --acl, only the functions the client's identity may use (as beanstalkd's list-tubes).
  */
-async function functions(ctx: GearmanAdminContext): Promise<FunctionCounts[]> {
+async function functions(ctx: GearmanAdminContext, access: ConnectionAccess | null): Promise<FunctionCounts[]> {
   const out: FunctionCounts[] = [];
   const seen = new Set<string>();
   for (const t of await ctx.ops.tubes(true)) {
@@ -133,13 +134,13 @@ async function functions(ctx: GearmanAdminContext): Promise<FunctionCounts[]> {
     out.push({ name: t.name, queued, running: t.reserved, workers: t.watching });
   }
   for (const name of ctx.registry.declared) if (!seen.has(name)) out.push({ name, queued: 0, running: 0, workers: 0 });
-  return out;
+  return access === null ? out : out.filter((f) => access.permits(f.name));
 }
 
 /** `FUNCTION\tTOTAL\tRUNNING\tAVAILABLE_WORKERS` per function; total counts queued and running jobs. */
-async function status(ctx: GearmanAdminContext): Promise<string> {
+async function status(ctx: GearmanAdminContext, access: ConnectionAccess | null): Promise<string> {
   let out = '';
-  for (const f of await functions(ctx)) out += `${printable(f.name)}\t${f.queued + f.running}\t${f.running}\t${f.workers}\n`;
+  for (const f of await functions(ctx, access)) out += `${printable(f.name)}\t${f.queued + f.running}\t${f.running}\t${f.workers}\n`;
   return out + END;
 }
 
@@ -147,8 +148,8 @@ async function status(ctx: GearmanAdminContext): Promise<string> {
  * `FUNCTION\tHIGH\tNORMAL\tLOW\tAVAILABLE_WORKERS`: queued (not running) jobs per priority,
  * counted in one pass over the jobs, as gearmand walks its queues.
  */
-async function priorityStatus(ctx: GearmanAdminContext): Promise<string> {
-  const list = await functions(ctx);
+async function priorityStatus(ctx: GearmanAdminContext, access: ConnectionAccess | null): Promise<string> {
+  const list = await functions(ctx, access);
   const counts = new Map<string, [number, number, number]>(list.map((f) => [f.name, [0, 0, 0]]));
   await ctx.ops.eachJob((job) => {
     if (job.state === 'reserved') return;
