@@ -6,6 +6,7 @@ import { DEFAULT_HISTORY_EVENTS } from './engine/history.js';
 import { parseHostPort } from './host-port.js';
 import { hostName, isLoopback } from './host-name.js';
 import { UsersFileError, loadUsersFile, type AdminUser } from './admin-users.js';
+import { AclFileError, loadAclFile, type AclRules } from './acl/acl-file.js';
 
 /** Everything the command line sets. */
 export interface ServerOptions {
@@ -41,6 +42,8 @@ export interface ServerOptions {
   tls: TlsOptions | null;
   /** The --policies file and the policies it set at start (SIGHUP reads it again); null: none. */
   policies: { file: string; doc: PolicyFile } | null;
+  /** Who may do what on the job ports (--acl FILE), as read at start; SIGHUP reads the file again. null: everyone everything. */
+  acl: { file: string; rules: AclRules } | null;
 }
 
 /** TLS on every port, from PEM files read at start and again on SIGHUP. */
@@ -252,6 +255,11 @@ TLS (the beanstalkd and Gearman ports, and HTTPS on the dashboard):
                         oldest is closed (default 512)
                         SIGHUP reads the certificate, key and CA files again:
                         new connections get them, open ones stay
+ --acl FILE             access rules for the job ports (JSON: {"identities":
+                        {"<certificate CN or glob>": {"tubes": [globs],
+                        "functions": [globs], "commands": [names]}, "*": ...}});
+                        refused commands answer FORBIDDEN (beanstalkd) or
+                        PERMISSION_DENIED (Gearman); SIGHUP reads it again
 
 Cluster mode (several nodes sharing one PostgreSQL database):
  --cluster URL          keep jobs in PostgreSQL at postgres://USER@HOST:PORT/DB
@@ -307,6 +315,7 @@ const OPTIONS = {
   'keepalive-interval': { type: 'string' },
   'keepalive-count': { type: 'string' },
   'tls-cert': { type: 'string' },
+  acl: { type: 'string' },
   'tls-key': { type: 'string' },
   'tls-ca': { type: 'string' },
   'tls-allow-plain': { type: 'boolean' },
@@ -355,6 +364,7 @@ export function parseCommandLine(
     automationTickMs: null,
     tls: null,
     policies: null,
+    acl: null,
   };
   const tls: Partial<TlsOptions> & { flags: string[] } = { flags: [] };
   const keepAlive = (): KeepAliveOptions => (options.keepAlive ??= { idleSec: null, intervalSec: null, count: null });
@@ -514,6 +524,9 @@ export function parseCommandLine(
         case 'keepalive-count':
           keepAlive().count = integer(value, 'keepalive probe count', 1, MAX_KEEPALIVE_COUNT);
           break;
+        case 'acl':
+          options.acl = { file: value, rules: aclFrom(value) };
+          break;
         case 'tls-cert':
           tls.certFile = readableFile(value, token.rawName);
           break;
@@ -612,7 +625,7 @@ function adminToken(value: string, where: string): string {
   return value;
 }
 
-/** The users of --admin-users FILE, or a usage error naming the file and its problem. */
+/** The --policies file's policies; a file that cannot be used is a usage error naming it. */
 function policiesFrom(file: string): PolicyFile {
   try {
     return loadPolicyFile(file);
@@ -622,6 +635,17 @@ function policiesFrom(file: string): PolicyFile {
   }
 }
 
+/** The --acl file's rules; a file that cannot be used is a usage error. */
+function aclFrom(file: string): AclRules {
+  try {
+    return loadAclFile(file);
+  } catch (err) {
+    if (err instanceof AclFileError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/** The users of --admin-users FILE, or a usage error naming the file and its problem. */
 function usersFrom(file: string, read: (file: string) => AdminUser[]): AdminUser[] {
   try {
     return read(file);

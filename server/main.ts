@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { startFilePolicies, type PolicyOrigin } from './policies/file-policies.js';
 import { fileURLToPath } from 'node:url';
+import { Acl } from './acl/acl.js';
 import type { AdminContext } from './admin/app.js';
 import { AdminShell } from './admin/shell.js';
 import { startAutomation, type Automation } from './automation/automation.js';
@@ -43,7 +44,9 @@ async function main(argv: string[]): Promise<void> {
   const filePolicies = await startFilePolicies(options.policies, { tubes: backend.beanstalk, functions: backend.gearman?.ops ?? null }, log).catch(
     (err: unknown) => startupFailed(log, new StartupError(`--policies: ${(err as Error).message}`, 1)),
   );
-  const beanstalk = new BeanstalkServer({ ops: backend.beanstalk, info: backend.info, log });
+  // --acl: one set of rules for both job ports, checked above the store (the same in a cluster).
+  const acl = options.acl === null ? null : new Acl(options.acl.file, options.acl.rules, backend.beanstalk);
+  const beanstalk = new BeanstalkServer({ ops: backend.beanstalk, info: backend.info, log, acl });
   // Schedules and alert rules: timers of their own over the beanstalkd realm's operations.
   const automation = startAutomation({ ops: backend.beanstalk, log, stores: backend.automation, tickMs: options.automationTickMs });
   const gearman =
@@ -57,6 +60,7 @@ async function main(argv: string[]): Promise<void> {
           pid: process.pid,
           logLevel: log.level,
           roundRobin: options.gearman.roundRobin,
+          acl,
           shutdown: (graceful) => (graceful ? drainThenShutdown() : shutdown('gearman shutdown')),
         });
   // Handlers go in before listening: Node's default SIGUSR1 action would open the inspector.
@@ -96,7 +100,8 @@ async function main(argv: string[]): Promise<void> {
   if (tune !== null) for (const door of [beanstalk, gearman]) door?.server.on('connection', tune);
   const tls = secureDoors(options.tls, [beanstalk, gearman], log);
   if (tls !== null) process.on('SIGHUP', () => reloadTls(tls, log));
-  if (options.admin !== null) admin = await startDashboard(dashboardContext(backend, automation, options, log, tls, filePolicies), user !== null, banner, tune);
+  if (acl !== null) process.on('SIGHUP', () => acl.reload(log));
+  if (options.admin !== null) admin = await startDashboard(dashboardContext(backend, automation, options, log, tls, acl, filePolicies), user !== null, banner, tune);
   try {
     const where = await beanstalk.listen(options.listen, options.port);
     // Root is given up before the first client is served (this runs before any I/O callback),
@@ -122,6 +127,7 @@ function dashboardContext(
   options: ServerOptions,
   log: Logger,
   tls: TlsCredentials | null,
+  acl: Acl | null,
   policyOrigin: PolicyOrigin | null,
 ): AdminContext {
   const { gearman } = backend;
@@ -136,6 +142,7 @@ function dashboardContext(
     ...backend.dashboard,
     tls,
     policyOrigin,
+    acl,
   };
 }
 

@@ -17,7 +17,7 @@ import { errorHandler } from './errors.js';
 import { LiveUpdates } from './live.js';
 import type { Automation } from '../automation/automation.js';
 import { automationRoutes } from './automation-routes.js';
-import { automationText, prometheusText } from './metrics.js';
+import { aclText, automationText, prometheusText } from './metrics.js';
 import compression from 'compression';
 import { ExternalServers } from './external.js';
 import type { MinuteHistory } from './minute-history.js';
@@ -35,6 +35,7 @@ import { auditRoutes } from './audit-routes.js';
 import { guardedRouter } from './guarded-router.js';
 import { guardSocket } from './socket-access.js';
 import type { AdminUsers } from './users.js';
+import type { Acl } from '../acl/acl.js';
 
 /** The Gearman side, when the server has a Gearman port. */
 export interface AdminGearman {
@@ -64,6 +65,8 @@ export interface AdminContext {
   tls?: TlsCredentials | null;
   /** Which policies the --policies file set (null or absent: no file). */
   policyOrigin?: PolicyOrigin | null;
+  /** --acl: its denial counters go into /metrics; null or absent: no rules. */
+  acl?: Pick<Acl, 'denialCounts'> | null;
 }
 
 /** The dashboard, attached to its HTTP server. */
@@ -111,7 +114,8 @@ export function attachAdmin(
     const gearman =
       ctx.gearman === null ? null : { counts: await ctx.gearman.ops.serverCounts(), snapshot: await ctx.gearman.view.snapshot() };
     const automation = ctx.automation === null ? '' : automationText(ctx.automation.schedules.fires(), await ctx.automation.alerts.states());
-    res.type('text/plain; version=0.0.4').send(prometheusText(counts, tubes, info, gearman) + automation);
+    const acl = ctx.acl == null ? '' : aclText(ctx.acl.denialCounts());
+    res.type('text/plain; version=0.0.4').send(prometheusText(counts, tubes, info, gearman) + automation + acl);
   });
   // The config says whether a token is needed, so it is readable without one.
   top.get('/api/config', 'public', (_req, res) => {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { API, type CronPreviewDto } from '../../shared/api.js';
 import { ALERT_CONDITIONS, type AlertEventDto, type AlertRuleDto, type ScheduleDto, type ScheduleRunDto } from '../../shared/dto.js';
 import type { AlertEvent, AlertRule, AlertRuleFields } from '../alerts/rule.js';
-import { TUBE_GLOB } from '../alerts/tube-glob.js';
+import { TUBE_GLOB } from '../common/tube-glob.js';
 import type { Automation } from '../automation/automation.js';
 import type { Operations } from '../operations/operations.js';
 import { MAX_CRON_LENGTH, parseCron } from '../schedules/cron.js';

@@ -3,10 +3,23 @@ import { COUNTED_COMMANDS, type ServerCounts, type TubeCounts } from '../operati
 import type { ServerInfo } from '../server-info.js';
 import type { AlertStates } from '../alerts/alert-service.js';
 import type { ScheduleFires } from '../schedules/schedule-service.js';
+import type { DenialCount } from '../acl/acl.js';
 
 /** A Prometheus label value: backslash, quote and newline escaped. */
 function label(value: string): string {
   return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+type Samples = [labels: string, value: number][];
+
+type Metric = (name: string, type: 'gauge' | 'counter', help: string, samples: Samples) => void;
+
+/** Writes one metric (its HELP and TYPE lines, then its samples) into `lines`. */
+function metricWriter(lines: string[]): Metric {
+  return (name, type, help, samples) => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
+  };
 }
 
 /** GET /metrics: the server's counters and gauges in the Prometheus text format (0.0.4). */
@@ -17,10 +30,7 @@ export function prometheusText(
   gearman: { counts: ServerCounts; snapshot: GearmanSnapshotDto } | null = null,
 ): string {
   const lines: string[] = [];
-  const metric = (name: string, type: 'gauge' | 'counter', help: string, samples: [string, number][]): void => {
-    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-    for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
-  };
+  const metric = metricWriter(lines);
   metric('beanpole_jobs', 'gauge', 'Jobs by state.', [
     ['{state="ready"}', s.ready],
     ['{state="reserved"}', s.reserved],
@@ -79,8 +89,6 @@ export function prometheusText(
 }
 
 
-type Metric = (name: string, type: 'gauge' | 'counter', help: string, samples: [string, number][]) => void;
-
 /** Tube policies at work: what holds reserves back now, and what they refused or delayed. */
 function policyMetrics(metric: Metric, tubes: readonly TubeCounts[]): void {
   const held: [string, number][] = [];
@@ -104,10 +112,7 @@ function policyMetrics(metric: Metric, tubes: readonly TubeCounts[]): void {
  */
 export function automationText(fires: ScheduleFires, alerts: AlertStates): string {
   const lines: string[] = [];
-  const metric = (name: string, type: 'gauge' | 'counter', help: string, samples: [string, number][]): void => {
-    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-    for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
-  };
+  const metric = metricWriter(lines);
   metric(
     'beanpole_schedule_fires_total',
     'counter',
@@ -130,6 +135,22 @@ export function automationText(fires: ScheduleFires, alerts: AlertStates): strin
     'counter',
     'Webhook notifications by this node, by outcome.',
     Object.entries(alerts.deliveries).map(([outcome, n]) => [`{outcome="${outcome}"}`, n]),
+  );
+  return lines.join('\n') + '\n';
+}
+
+/**
+ * /metrics' line for --acl: commands refused on the job ports, by the rule key that matched the
+ * client (a CN, a glob of CNs, `*`, or `(none)`) and protocol. Rule keys, not CNs: the series
+ * are as many as the file's entries, however many certificates a glob lets in.
+ */
+export function aclText(denials: readonly DenialCount[]): string {
+  const lines: string[] = [];
+  metricWriter(lines)(
+    'beanpole_acl_denials_total',
+    'counter',
+    'Commands refused by the access rules (--acl), by matching identity rule and protocol.',
+    denials.map((d) => [`{identity="${label(d.identity)}",protocol="${d.protocol}"}`, d.count]),
   );
   return lines.join('\n') + '\n';
 }

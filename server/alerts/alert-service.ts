@@ -3,7 +3,7 @@ import type { Pending, TubeAges, TubeCounts } from '../operations/operations.js'
 import type { AlertStore } from './alert-store.js';
 import { ReadyLows, conditionHolds } from './conditions.js';
 import type { ActiveAlert, AlertEvent, AlertRule, AlertRuleFields } from './rule.js';
-import { tubeMatcher } from './tube-glob.js';
+import { tubeMatcher } from '../common/tube-glob.js';
 import type { WebhookSender } from './webhook-sender.js';
 
 /** What the alerts read of the jobs at each tick. */
