@@ -76,7 +76,8 @@ function policyCases(servers: () => Promise<[AdminServerProcess, AdminServerProc
 
   it('hands out at most a burst, then a job per 1/rate seconds', async () => {
     const [a, b] = await servers();
-    await setPolicy(a, 'rated', { rate: { perSecond: 4, burst: 2 } });
+    // One token per two seconds: no token comes back between the reserves below, however slow the machine.
+    await setPolicy(a, 'rated', { rate: { perSecond: 0.5, burst: 2 } });
     const producer = await on(a, 'rated');
     const ids = [await tcpPut(producer, 'a'), await tcpPut(producer, 'b'), await tcpPut(producer, 'c')];
     const w1 = await on(a, 'rated');
@@ -84,7 +85,7 @@ function policyCases(servers: () => Promise<[AdminServerProcess, AdminServerProc
     expect((await tcpReserve(w1)).id).toBe(ids[0]);
     expect((await tcpReserve(w2)).id).toBe(ids[1]);
     await heldBack(w1);
-    // The next token comes within a quarter of a second: a blocked reserve gets the job then.
+    // The next token comes within two seconds: a blocked reserve gets the job then.
     expect(await reserveWaiting(w2)).toBe(ids[2]);
   });
 
