@@ -168,7 +168,7 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
 
   /** What this realm does with the other nodes' news. */
   protected wakeupHandlers(): WakeupHandlers {
-    return { ready: (tubes) => this.wake(tubes), due: (at) => this.armDue(at), policies: () => this.policies.refresh() };
+    return { ready: (tubes) => this.wake(tubes), due: (at) => this.armDue(at), policies: () => this.policies.refresh(() => this.wake(null)) };
   }
 
   /** Serves `realm` on `node`: listens for the other nodes' news and starts its timers. */

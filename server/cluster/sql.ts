@@ -160,7 +160,12 @@ export function clusterSql(realm: Realm) {
          WHERE tube = w.tube AND state = 0
          ORDER BY priority, id LIMIT $6::integer + ${LOCK_MARGIN}
        ) h
-       WHERE NOT EXISTS (SELECT 1 FROM ${t.tubes} p WHERE p.name = w.tube AND p.unpause_at > $4::bigint)
+       -- A paused tube is passed by; so is one with a cap or a rate, which only policy-sql.ts's
+       -- reserveGated serves (a node that does not know of a new policy yet cannot go round it).
+       WHERE NOT EXISTS (
+           SELECT 1 FROM ${t.tubes} p WHERE p.name = w.tube
+             AND (p.unpause_at > $4::bigint OR jsonb_typeof(p.policy->'concurrency') = 'number' OR jsonb_typeof(p.policy->'rate') = 'object')
+         )
          AND ${NODE_ALIVE}
      ),
      -- Only the rows taken are locked: rows locked and left would make other nodes' reserves

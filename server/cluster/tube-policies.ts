@@ -101,9 +101,9 @@ export class ClusterPolicies {
     this.byTube = next;
   }
 
-  /** Reads the policies again, logging rather than failing (the next poll tries again). */
-  refresh(): void {
-    this.load().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cluster: reading tube policies failed'));
+  /** Reads the policies again (another node changed one), then `changed()`; a failure is logged (the next poll tries again). */
+  refresh(changed: () => void): void {
+    this.load().then(changed, (err: unknown) => this.log.warn({ err: (err as Error).message }, 'cluster: reading tube policies failed'));
   }
 
   get(tube: string): TubePolicy | null {
