@@ -156,7 +156,7 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
     this.bodyBudget = new BodyBudget(this.pool, this.sql, () => node.id, o.maxJobBytes);
     this.tables = new TableCare(this.pool, this.sql, realm.tables.jobs, this.now);
     // Each realm has a channel of its own: a node hears only of the jobs its clients can take.
-    this.wakeups = new Wakeups(node.url, realm === BEANSTALK_REALM ? 'beanpole' : `${realm.prefix}wakeups`, () => node.id, this.wakeupHandlers(), node.log);
+    this.wakeups = new Wakeups(node.database, realm === BEANSTALK_REALM ? 'beanpole' : `${realm.prefix}wakeups`, () => node.id, this.wakeupHandlers(), node.log);
   }
 
   /** What this realm does with the other nodes' news. */
