@@ -20,6 +20,8 @@ export interface HostChooser {
   lost(host: DatabaseHost, why: string): void;
   /** One host of the list as a URL `pg` parses (user, database, sslmode... as written). */
   hostUrl(host: DatabaseHost): string;
+  /** Calls `listener` with the host left each time a search finds the primary elsewhere; returns the unsubscribe. */
+  onMove(listener: (from: DatabaseHost) => void): () => void;
 }
 
 /** SQLSTATE read_only_sql_transaction: a write reached a server that takes none (a standby, a demoted primary). */
@@ -95,6 +97,12 @@ export function failoverClientClass(chooser: HostChooser): new (config?: pg.Clie
       }
       this.connectedTo = host;
       this.connection.on('errorMessage', this.onServerError);
+      // A connection left on a host that is no longer the primary closes: the LISTEN connection
+      // would otherwise hear nothing from the other nodes, now on the new primary.
+      const unsubscribe = chooser.onMove((from) => {
+        if (from.host === host.host && from.port === host.port) void this.end().catch(() => undefined);
+      });
+      this.once('end', unsubscribe);
       return this;
     }
 

@@ -26,6 +26,7 @@ export class PrimaryFinder implements HostChooser {
   private lastFailure: { at: number; error: Error } | null = null;
   /** The connections of this node: `new database.Client(config)`, or a pool's `Client`. */
   readonly Client = failoverClientClass(this);
+  private readonly moveListeners = new Set<(from: DatabaseHost) => void>();
 
   constructor(
     readonly url: ClusterUrl,
@@ -61,6 +62,11 @@ export class PrimaryFinder implements HostChooser {
     return this.search;
   }
 
+  onMove(listener: (from: DatabaseHost) => void): () => void {
+    this.moveListeners.add(listener);
+    return () => this.moveListeners.delete(listener);
+  }
+
   lost(host: DatabaseHost, why: string): void {
     if (!this.searches || !this.trusted || !sameHost(host, this.known())) return;
     this.trusted = false;
@@ -75,10 +81,12 @@ export class PrimaryFinder implements HostChooser {
       const host = hosts[i]!;
       const why = await this.probe(host);
       if (why === null) {
+        const from = this.known();
         if (i !== this.found || this.lastFailure !== null) this.log.warn({ host: hostLabel(host) }, 'cluster: found the primary');
         this.found = i;
         this.trusted = true;
         this.lastFailure = null;
+        if (!sameHost(from, host)) for (const listener of [...this.moveListeners]) listener(from);
         return host;
       }
       refusals.push(`${hostLabel(host)}: ${why}`);
