@@ -24,6 +24,8 @@ const ANSWER_WITHIN_MS = 10_500;
 const SERVING_WITHIN_MS = 60_000;
 /** Between a loop's commands: load enough to cross the failover, light enough for two shared cores. */
 const PAUSE_MS = 15;
+/** After an INTERNAL_ERROR: the gap lasts seconds, and a client hammering it measures nothing more. */
+const ERROR_PAUSE_MS = 100;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -80,7 +82,8 @@ abstract class Loop {
     await this.done;
   }
 
-  protected abstract step(c: RawClient): Promise<void>;
+  /** One command or two; true when the database was away (an INTERNAL_ERROR). */
+  protected abstract step(c: RawClient): Promise<boolean>;
 
   /** Sends one command; the reply must come within ANSWER_WITHIN_MS. */
   protected async call(c: RawClient, line: string): Promise<string> {
@@ -96,13 +99,14 @@ abstract class Loop {
     const c = await RawClient.connect(this.port);
     try {
       while (!this.stopped) {
+        let failed: boolean;
         try {
-          await this.step(c);
+          failed = await this.step(c);
         } catch (err) {
           this.ledger.dropped.push(`node ${this.node}: ${(err as Error).message.slice(0, 200)}`);
           return;
         }
-        await sleep(PAUSE_MS);
+        await sleep(failed ? ERROR_PAUSE_MS : PAUSE_MS);
       }
     } finally {
       c.destroy();
@@ -112,26 +116,29 @@ abstract class Loop {
 
 class Producer extends Loop {
   private n = 0;
-  protected async step(c: RawClient): Promise<void> {
+  protected async step(c: RawClient): Promise<boolean> {
     const body = `n${this.node}-${this.n++}-${Math.random().toString(36).slice(2)}`;
     const sentAt = Date.now();
     const reply = await this.call(c, `put 0 0 60 ${body.length}\r\n${body}\r\n`);
     const m = /^INSERTED (\d+)\r\n$/.exec(reply);
     if (m !== null) this.ledger.put(this.node, Number(m[1]), body, sentAt);
+    return reply === 'INTERNAL_ERROR\r\n';
   }
 }
 
 class Worker extends Loop {
-  protected async step(c: RawClient): Promise<void> {
+  protected async step(c: RawClient): Promise<boolean> {
     const reply = await this.call(c, 'reserve-with-timeout 1\r\n');
     const m = /^RESERVED (\d+) \d+\r\n([^\r]*)\r\n$/.exec(reply);
-    if (m === null) return;
+    if (m === null) return reply === 'INTERNAL_ERROR\r\n';
     const id = Number(m[1]);
     if (this.ledger.deleted.has(id)) this.ledger.resurrected.push(id);
     const put = this.ledger.inserted.get(id);
     // A put answered INTERNAL_ERROR may have committed anyway: not acknowledged, not checked.
     if (put !== undefined && put !== m[2]) this.ledger.changed.push(`${id}: put ${put}, reserved ${m[2]}`);
-    if ((await this.call(c, `delete ${id}\r\n`)) === 'DELETED\r\n') this.ledger.deleted.add(id);
+    const deleted = await this.call(c, `delete ${id}\r\n`);
+    if (deleted === 'DELETED\r\n') this.ledger.deleted.add(id);
+    return deleted === 'INTERNAL_ERROR\r\n';
   }
 }
 
@@ -165,12 +172,13 @@ describe.skipIf(autoctlBinary() === null)('cluster mode over pg_auto_failover', 
       for (const loop of loops) loop.start();
       await Promise.all(servers.map((_, i) => ledger.putAfter(i, 0)));
 
-      const rounds: { killed: string; servingAfterMs: number[]; standbyBackAfterMs: number }[] = [];
+      const rounds: { killed: string; promotedAfterMs: number; servingAfterMs: number[]; standbyBackAfterMs: number }[] = [];
       for (let round = 0; round < 2; round++) {
         // A put acknowledged now went through synchronous replication: the standby has all before it.
         await ledger.putAfter(null, Date.now());
         const killedAt = Date.now();
         formation.kill(primary);
+        const promoted = formation.promoted(primary, SERVING_WITHIN_MS).then((at) => at - killedAt);
         const serving = await Promise.all(
           servers.map((_, i) =>
             Promise.race([
@@ -185,7 +193,7 @@ describe.skipIf(autoctlBinary() === null)('cluster mode over pg_auto_failover', 
         formation.start(killed);
         primary = await formation.settled(90_000);
         expect(primary).not.toBe(killed);
-        rounds.push({ killed: formation.nodes[killed]!.name, servingAfterMs: serving, standbyBackAfterMs: Date.now() - killedAt });
+        rounds.push({ killed: formation.nodes[killed]!.name, promotedAfterMs: await promoted, servingAfterMs: serving, standbyBackAfterMs: Date.now() - killedAt });
       }
       await Promise.all(loops.map((l) => l.stop()));
 

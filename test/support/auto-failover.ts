@@ -66,6 +66,8 @@ export interface Formation {
   states(): Promise<NodeState[]>;
   /** Waits until the monitor reports one primary and one secondary, both settled; returns the primary's index. */
   settled(timeoutMs: number): Promise<number>;
+  /** Resolves with the time the monitor first reports a node other than `old` promoted (wait_primary or primary). */
+  promoted(old: number, timeoutMs: number): Promise<number>;
   /** SIGKILL to the node's pg_autoctl and its PostgreSQL. */
   kill(i: number): void;
   /** Starts the node's pg_autoctl again (it rejoins as a standby). */
@@ -219,6 +221,15 @@ export async function startFormation(): Promise<Formation> {
         if (primary >= 0 && secondary >= 0) return nodes.findIndex((n) => n.port === now[primary]!.port);
         if (Date.now() > deadline) throw new Error(`the formation did not settle: ${JSON.stringify(now)}\n${formation.logs()}`);
         await sleep(250);
+      }
+    },
+    async promoted(old, timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const now = await states().catch(() => []);
+        if (now.some((s) => s.port !== nodes[old]!.port && (s.reported === 'wait_primary' || s.reported === 'primary'))) return Date.now();
+        if (Date.now() > deadline) throw new Error(`no node was promoted: ${JSON.stringify(now)}`);
+        await sleep(100);
       }
     },
     kill(i) {
