@@ -9,12 +9,17 @@
  * - meanwhile every command is answered within 10 s (INTERNAL_ERROR in the gap), and no
  *   client connection is dropped;
  * - no acknowledged put is lost, and no body changed: each is deleted or still there, as put;
- * - no acknowledged delete comes back: never reserved again, not there at the end.
+ * - no acknowledged delete comes back: never reserved again, not there at the end;
+ * - the same on the Gearman port: every acknowledged background submit (JOB_CREATED) is known at
+ *   the end, and the gaps are answered with ERROR packets.
  */
 import { afterAll, describe, expect, it } from 'vitest';
+import { PACKET } from '../server/protocol/gearman/packets.js';
 import { autoctlBinary, startFormation, type Formation } from './support/auto-failover.js';
+import { GearmanTestClient } from './support/gearman-client.js';
+import { startGearmanServer } from './support/gearman-server.js';
 import { RawClient } from './support/raw-client.js';
-import { startServer, type RunningServer } from './support/servers.js';
+import type { ServerProcess } from './support/servers.js';
 
 const NODES = 3;
 const LEASE_MS = 3000;
@@ -32,7 +37,14 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 /** What the clients saw acknowledged, and what went wrong. */
 class Ledger {
   readonly inserted = new Map<number, string>();
+  /** Gearman: handles of acknowledged background submits. */
+  readonly submitted = new Set<string>();
   readonly deleted = new Set<number>();
+  /**
+   * Deletes answered otherwise than DELETED or NOT_FOUND (INTERNAL_ERROR): the commit may have
+   * happened before the connection to the old primary broke, so the job may be gone or not.
+   */
+  readonly deleteUnknown = new Map<number, string>();
   readonly resurrected: number[] = [];
   readonly changed: string[] = [];
   readonly slow: string[] = [];
@@ -63,7 +75,7 @@ class Ledger {
 }
 
 /** One connection to one node, a command at a time; a dropped connection ends it (and is a failure). */
-abstract class Loop {
+abstract class Loop<C extends { destroy(): void } = RawClient> {
   stopped = false;
   private done: Promise<void> | null = null;
 
@@ -83,20 +95,22 @@ abstract class Loop {
   }
 
   /** One command or two; true when the database was away (an INTERNAL_ERROR). */
-  protected abstract step(c: RawClient): Promise<boolean>;
+  protected abstract step(c: C): Promise<boolean>;
 
-  /** Sends one command; the reply must come within ANSWER_WITHIN_MS. */
-  protected async call(c: RawClient, line: string): Promise<string> {
+  protected abstract open(port: number): Promise<C>;
+
+  /** Waits for one answer, which must come within ANSWER_WITHIN_MS; notes its first word. */
+  protected async answer<T>(what: string, reply: (timeoutMs: number) => Promise<T>, word: (r: T) => string): Promise<T> {
     const sent = Date.now();
-    const reply = await c.call(line, ANSWER_WITHIN_MS + 2000);
+    const r = await reply(ANSWER_WITHIN_MS + 2000);
     const took = Date.now() - sent;
-    if (took > ANSWER_WITHIN_MS) this.ledger.slow.push(`node ${this.node} ${line.split('\r')[0]}: ${took} ms`);
-    this.ledger.note(reply);
-    return reply;
+    if (took > ANSWER_WITHIN_MS) this.ledger.slow.push(`node ${this.node} ${what}: ${took} ms`);
+    this.ledger.note(word(r));
+    return r;
   }
 
   private async run(): Promise<void> {
-    const c = await RawClient.connect(this.port);
+    const c = await this.open(this.port);
     try {
       while (!this.stopped) {
         let failed: boolean;
@@ -114,7 +128,18 @@ abstract class Loop {
   }
 }
 
-class Producer extends Loop {
+/** beanstalkd's side: a command line and its reply. */
+abstract class BeanstalkLoop extends Loop {
+  protected open(port: number): Promise<RawClient> {
+    return RawClient.connect(port);
+  }
+
+  protected call(c: RawClient, line: string): Promise<string> {
+    return this.answer(line.split('\r')[0]!, (ms) => c.call(line, ms), (r) => r);
+  }
+}
+
+class Producer extends BeanstalkLoop {
   private n = 0;
   protected async step(c: RawClient): Promise<boolean> {
     const body = `n${this.node}-${this.n++}-${Math.random().toString(36).slice(2)}`;
@@ -126,7 +151,7 @@ class Producer extends Loop {
   }
 }
 
-class Worker extends Loop {
+class Worker extends BeanstalkLoop {
   protected async step(c: RawClient): Promise<boolean> {
     const reply = await this.call(c, 'reserve-with-timeout 1\r\n');
     const m = /^RESERVED (\d+) \d+\r\n([^\r]*)\r\n$/.exec(reply);
@@ -138,8 +163,40 @@ class Worker extends Loop {
     if (put !== undefined && put !== m[2]) this.ledger.changed.push(`${id}: put ${put}, reserved ${m[2]}`);
     const deleted = await this.call(c, `delete ${id}\r\n`);
     if (deleted === 'DELETED\r\n') this.ledger.deleted.add(id);
+    else if (deleted !== 'NOT_FOUND\r\n') this.ledger.deleteUnknown.set(id, deleted.trim());
     return deleted === 'INTERNAL_ERROR\r\n';
   }
+}
+
+/** Gearman's side: background submits, each answered JOB_CREATED or ERROR. */
+class GearmanSubmitter extends Loop<GearmanTestClient> {
+  private n = 0;
+
+  protected open(port: number): Promise<GearmanTestClient> {
+    return GearmanTestClient.connect(port);
+  }
+
+  protected async step(c: GearmanTestClient): Promise<boolean> {
+    const unique = `g${this.node}-${this.n++}`;
+    c.request(PACKET.SUBMIT_JOB_BG, 'dbfailover', unique, unique);
+    const [type, handle] = await this.answer('SUBMIT_JOB_BG', (ms) => c.args(1, ms), ([t]) => (t === PACKET.JOB_CREATED ? 'JOB_CREATED' : t === PACKET.ERROR ? 'ERROR' : `packet ${t}`));
+    if (type === PACKET.JOB_CREATED) this.ledger.submitted.add(handle!);
+    return type === PACKET.ERROR;
+  }
+}
+
+/** GET_STATUS of every handle, many in flight at once: the handles not known. */
+async function unknownHandles(c: GearmanTestClient, handles: string[]): Promise<string[]> {
+  const unknown: string[] = [];
+  for (let i = 0; i < handles.length; i += 200) {
+    const batch = handles.slice(i, i + 200);
+    for (const h of batch) c.request(PACKET.GET_STATUS, h);
+    for (const h of batch) {
+      const [type, handle, known] = await c.args(5, 20_000);
+      if (type !== PACKET.STATUS_RES || handle !== h || known !== '1') unknown.push(h);
+    }
+  }
+  return unknown;
 }
 
 /** Peeks at every id, many in flight at once; returns each reply. */
@@ -154,9 +211,9 @@ async function peekAll(c: RawClient, ids: number[]): Promise<Map<number, string>
 }
 
 let formation: Formation | null = null;
-const servers: RunningServer[] = [];
+const servers: { server: ServerProcess; port: number; gearmanPort: number }[] = [];
 afterAll(async () => {
-  await Promise.all(servers.map((s) => s.stop()));
+  await Promise.all(servers.map((s) => s.server.stop()));
   await formation?.stop();
 }, 60_000);
 
@@ -166,9 +223,16 @@ describe.skipIf(autoctlBinary() === null)('cluster mode over pg_auto_failover', 
     async () => {
       formation = await startFormation();
       let primary = await formation.settled(90_000);
-      for (let i = 0; i < NODES; i++) servers.push(await startServer('beanpole', ['--cluster', formation.url, '--cluster-lease-ms', String(LEASE_MS)]));
+      for (let i = 0; i < NODES; i++) {
+        const { server, port } = await startGearmanServer(['--cluster', formation.url, '--cluster-lease-ms', String(LEASE_MS)]);
+        servers.push({ server, port: (server.address as { port: number }).port, gearmanPort: port });
+      }
       const ledger = new Ledger();
-      const loops: Loop[] = servers.flatMap((s, i) => [new Producer(i, s.port, ledger), new Worker(i, s.port, ledger)]);
+      const loops: Loop<{ destroy(): void }>[] = servers.flatMap((s, i) => [
+        new Producer(i, s.port, ledger),
+        new Worker(i, s.port, ledger),
+        new GearmanSubmitter(i, s.gearmanPort, ledger),
+      ]);
       for (const loop of loops) loop.start();
       await Promise.all(servers.map((_, i) => ledger.putAfter(i, 0)));
 
@@ -199,7 +263,9 @@ describe.skipIf(autoctlBinary() === null)('cluster mode over pg_auto_failover', 
 
       // What is there at the end, asked of one node.
       const c = await RawClient.connect(servers[0]!.port);
+      const g = await GearmanTestClient.connect(servers[1]!.gearmanPort);
       try {
+        const unknown = await unknownHandles(g, [...ledger.submitted]);
         const puts = [...ledger.inserted.keys()];
         const peeked = await peekAll(c, puts);
         const lost: number[] = [];
@@ -207,17 +273,19 @@ describe.skipIf(autoctlBinary() === null)('cluster mode over pg_auto_failover', 
           const reply = peeked.get(id)!;
           if (ledger.deleted.has(id)) {
             if (reply !== 'NOT_FOUND\r\n') ledger.resurrected.push(id);
-          } else if (reply === 'NOT_FOUND\r\n') {
+          } else if (reply === 'NOT_FOUND\r\n' && !ledger.deleteUnknown.has(id)) {
             lost.push(id);
-          } else {
+          } else if (reply !== 'NOT_FOUND\r\n') {
             const body = /^FOUND \d+ \d+\r\n([^\r]*)\r\n$/.exec(reply)?.[1];
             if (body !== ledger.inserted.get(id)) ledger.changed.push(`${id}: put ${ledger.inserted.get(id)}, peeked ${reply.slice(0, 80)}`);
           }
         }
         console.log(
-          `database failover: ${JSON.stringify(rounds)}; ${ledger.inserted.size} puts and ${ledger.deleted.size} deletes acknowledged; answers ${JSON.stringify(Object.fromEntries(ledger.answers))}`,
+          `database failover: ${JSON.stringify(rounds)}; ${ledger.inserted.size} puts, ${ledger.deleted.size} deletes (${ledger.deleteUnknown.size} unknown: ${JSON.stringify([...ledger.deleteUnknown])}) and ${ledger.submitted.size} Gearman submits acknowledged; answers ${JSON.stringify(Object.fromEntries(ledger.answers))}`,
         );
         expect(lost, 'acknowledged puts lost').toStrictEqual([]);
+        expect(unknown, 'acknowledged Gearman submits lost').toStrictEqual([]);
+        expect(ledger.answers.get('ERROR') ?? 0, "Gearman's gaps were answered ERROR").toBeGreaterThan(0);
         expect(ledger.resurrected, 'acknowledged deletes come back').toStrictEqual([]);
         expect(ledger.changed, 'bodies changed').toStrictEqual([]);
         expect(ledger.slow, 'commands answered after more than 10 s').toStrictEqual([]);
@@ -226,6 +294,7 @@ describe.skipIf(autoctlBinary() === null)('cluster mode over pg_auto_failover', 
         expect(ledger.deleted.size).toBeGreaterThan(100);
       } finally {
         c.destroy();
+        g.destroy();
       }
     },
     240_000,
