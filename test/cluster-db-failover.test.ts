@@ -31,6 +31,8 @@ const SERVING_WITHIN_MS = 60_000;
 const PAUSE_MS = 15;
 /** After an INTERNAL_ERROR: the gap lasts seconds, and a client hammering it measures nothing more. */
 const ERROR_PAUSE_MS = 100;
+/** Load on a healthy database before each kill. */
+const LOAD_BEFORE_KILL_MS = 2000;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -238,6 +240,7 @@ describe.skipIf(autoctlBinary() === null)('cluster mode over pg_auto_failover', 
 
       const rounds: { killed: string; promotedAfterMs: number; servingAfterMs: number[]; standbyBackAfterMs: number }[] = [];
       for (let round = 0; round < 2; round++) {
+        await sleep(LOAD_BEFORE_KILL_MS);
         // A put acknowledged now went through synchronous replication: the standby has all before it.
         await ledger.putAfter(null, Date.now());
         const killedAt = Date.now();

@@ -11,11 +11,11 @@
  * PostgreSQL's backends): `kill` sends SIGKILL to the group, as a machine that dies would.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, appendFileSync } from 'node:fs';
+import { appendFileSync, chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { postgresBinDir } from '../../bench/throwaway-postgres.js';
+import { postgresBinDir, runAs } from '../../bench/throwaway-postgres.js';
 import { freePort } from './servers.js';
 
 /** Where Debian's postgresql-15-auto-failover (pg-auto-failover-cli) puts pg_autoctl. */
@@ -75,21 +75,6 @@ export interface Formation {
   stop(): Promise<void>;
   /** The end of each pg_autoctl's log, for a failure message. */
   logs(): string;
-}
-
-interface RunAs {
-  uid: number;
-  gid: number;
-}
-
-function runAs(): RunAs | null {
-  if (process.getuid?.() !== 0) return null;
-  const line = readFileSync('/etc/passwd', 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('postgres:'));
-  if (line === undefined) throw new Error('running as root, and there is no postgres user to run PostgreSQL as');
-  const [, , uid, gid] = line.split(':');
-  return { uid: Number(uid), gid: Number(gid) };
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
