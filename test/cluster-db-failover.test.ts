@@ -4,8 +4,10 @@
  * hosts in one libpq URL (target_session_attrs=read-write), under load from a producer and a
  * worker per node. The primary is killed (SIGKILL to its keeper and its PostgreSQL); the
  * standby is promoted; the old primary comes back as the standby; then the new primary is
- * killed in turn. Checked:
- * - every node serves again (a put acknowledged) within 60 s of each kill, without a restart;
+ * killed in turn; last, a switchover demotes the primary alive (it restarts as the standby, and
+ * the nodes must not stay on it). Checked:
+ * - every node serves again (a put acknowledged) within 60 s of each kill and of the switchover,
+ *   without a restart;
  * - meanwhile every command is answered within 10 s (INTERNAL_ERROR in the gap), and no
  *   client connection is dropped;
  * - no acknowledged put is lost, and no body changed: each is deleted or still there, as put;
@@ -212,6 +214,15 @@ async function peekAll(c: RawClient, ids: number[]): Promise<Map<number, string>
   return out;
 }
 
+/** How long after `since` each node acknowledged a put sent after it; fails past SERVING_WITHIN_MS. */
+async function servingAgain(ledger: Ledger, since: number): Promise<number[]> {
+  const serving = await Promise.all(
+    servers.map((_, i) => Promise.race([ledger.putAfter(i, since), sleep(SERVING_WITHIN_MS).then(() => Number.NaN)]).then((at) => at - since)),
+  );
+  expect(serving.every((ms) => ms <= SERVING_WITHIN_MS), `nodes serving again after ${serving.join(', ')} ms\n${formation?.logs() ?? ''}`).toBe(true);
+  return serving;
+}
+
 let formation: Formation | null = null;
 const servers: { server: ServerProcess; port: number; gearmanPort: number }[] = [];
 afterAll(async () => {
@@ -221,7 +232,7 @@ afterAll(async () => {
 
 describe.skipIf(autoctlBinary() === null)('cluster mode over pg_auto_failover', () => {
   it(
-    'three nodes under load follow two failovers of their database: nothing acknowledged lost or changed, every node serving again within 60 s',
+    'three nodes under load follow two failovers and a switchover of their database: nothing acknowledged lost or changed, every node serving again within 60 s',
     async () => {
       formation = await startFormation();
       let primary = await formation.settled(90_000);
@@ -246,15 +257,7 @@ describe.skipIf(autoctlBinary() === null)('cluster mode over pg_auto_failover', 
         const killedAt = Date.now();
         formation.kill(primary);
         const promoted = formation.promoted(primary, SERVING_WITHIN_MS).then((at) => at - killedAt);
-        const serving = await Promise.all(
-          servers.map((_, i) =>
-            Promise.race([
-              ledger.putAfter(i, killedAt),
-              sleep(SERVING_WITHIN_MS).then(() => Number.NaN),
-            ]).then((at) => at - killedAt),
-          ),
-        );
-        expect(serving.every((ms) => ms <= SERVING_WITHIN_MS), `node serving again after ${serving.join(', ')} ms\n${formation.logs()}`).toBe(true);
+        const serving = await servingAgain(ledger, killedAt);
         // The old primary comes back, as the standby of the new one.
         const killed = primary;
         formation.start(killed);
@@ -262,6 +265,14 @@ describe.skipIf(autoctlBinary() === null)('cluster mode over pg_auto_failover', 
         expect(primary).not.toBe(killed);
         rounds.push({ killed: formation.nodes[killed]!.name, promotedAfterMs: await promoted, servingAfterMs: serving, standbyBackAfterMs: Date.now() - killedAt });
       }
+      // A switchover: the primary is demoted while alive, and comes back read-only.
+      await sleep(LOAD_BEFORE_KILL_MS);
+      const switchStartedAt = Date.now();
+      await formation.switchover();
+      // A put acknowledged from now on went to the new primary: the old one takes no writes.
+      const switchedAt = Date.now();
+      const afterSwitchover = await servingAgain(ledger, switchedAt);
+      expect(await formation.settled(90_000)).not.toBe(primary);
       await Promise.all(loops.map((l) => l.stop()));
 
       // What is there at the end, asked of one node.
@@ -284,7 +295,7 @@ describe.skipIf(autoctlBinary() === null)('cluster mode over pg_auto_failover', 
           }
         }
         console.log(
-          `database failover: ${JSON.stringify(rounds)}; ${ledger.inserted.size} puts, ${ledger.deleted.size} deletes (${ledger.deleteUnknown.size} unknown: ${JSON.stringify([...ledger.deleteUnknown])}) and ${ledger.submitted.size} Gearman submits acknowledged; answers ${JSON.stringify(Object.fromEntries(ledger.answers))}`,
+          `database failover: ${JSON.stringify(rounds)}; switchover: ${switchedAt - switchStartedAt} ms, then every node serving again after ${afterSwitchover.join(', ')} ms; ${ledger.inserted.size} puts, ${ledger.deleted.size} deletes (${ledger.deleteUnknown.size} unknown: ${JSON.stringify([...ledger.deleteUnknown])}) and ${ledger.submitted.size} Gearman submits acknowledged; answers ${JSON.stringify(Object.fromEntries(ledger.answers))}`,
         );
         expect(lost, 'acknowledged puts lost').toStrictEqual([]);
         expect(unknown, 'acknowledged Gearman submits lost').toStrictEqual([]);

@@ -68,6 +68,11 @@ export interface Formation {
   settled(timeoutMs: number): Promise<number>;
   /** Resolves with the time the monitor first reports a node other than `old` promoted (wait_primary or primary). */
   promoted(old: number, timeoutMs: number): Promise<number>;
+  /**
+   * pg_autoctl perform switchover: the primary is demoted (it restarts as the standby) and the
+   * standby promoted, both alive; resolves once the monitor says it is done.
+   */
+  switchover(): Promise<void>;
   /** SIGKILL to the node's pg_autoctl and its PostgreSQL. */
   kill(i: number): void;
   /** Starts the node's pg_autoctl again (it rejoins as a standby). */
@@ -216,6 +221,15 @@ export async function startFormation(): Promise<Formation> {
         if (Date.now() > deadline) throw new Error(`no node was promoted: ${JSON.stringify(now)}`);
         await sleep(100);
       }
+    },
+    switchover() {
+      return new Promise((resolve, reject) => {
+        const child = spawn(autoctl, ['perform', 'switchover', '--pgdata', path.join(dir, 'monitor'), '--wait', '90'], { ...spawnOptions, stdio: ['ignore', 'pipe', 'pipe'] });
+        let said = '';
+        child.stdout.on('data', (d: Buffer) => (said += d.toString()));
+        child.stderr.on('data', (d: Buffer) => (said += d.toString()));
+        child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`pg_autoctl perform switchover exited ${code}:\n${said.slice(-3000)}`))));
+      });
     },
     kill(i) {
       killGroup(nodes[i]!.process);
