@@ -1,5 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_BINLOG_SIZE, DEFAULT_GEARMAN_MAX_SIZE, DEFAULT_MAX_JOB_SIZE, MAX_JOB_SIZE_LIMIT } from '../shared/limits.js';
@@ -23,6 +25,8 @@ const DEFAULTS: ServerOptions = {
   keepAlive: null,
   automationTickMs: null,
   tls: null,
+  policies: null,
+  acl: null,
 };
 
 function run(changes: Partial<ServerOptions>, warnings: string[] = []): CliResult {
@@ -120,6 +124,25 @@ describe('parseCommandLine: TLS', () => {
     expect(parseCommandLine(['--tls-cert', cert, '--tls-key', key, '--tls-max-handshakes', '0'])).toStrictEqual({ kind: 'usage-error', message: 'invalid TLS handshake limit: 0' });
     expect(parseCommandLine(['--tls-cert', cert, '--tls-key', key, '--tls-handshake-timeout-ms', 'x'])).toStrictEqual({ kind: 'usage-error', message: 'invalid TLS handshake timeout: x' });
     expect(USAGE).toContain('--tls-allow-plain');
+  });
+});
+
+describe('parseCommandLine: --acl', () => {
+  it('reads the rule file at start, and a file it cannot use is a usage error naming it', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'beanpole-cli-acl-'));
+    try {
+      const file = path.join(dir, 'acl.json');
+      writeFileSync(file, '{"identities": {"*": {"tubes": ["public"]}}}');
+      const r = parseCommandLine(['--acl', file]);
+      expect(r.kind === 'run' && r.options.acl?.file).toBe(file);
+      expect(r.kind === 'run' && r.options.acl?.rules.others?.tubes?.('public')).toBe(true);
+      writeFileSync(file, '{"identities": {"*": {"tubes": "public"}}}');
+      expect(parseCommandLine(['--acl', file])).toStrictEqual({ kind: 'usage-error', message: `--acl ${file}: identities["*"].tubes: want a list of strings` });
+      expect(parseCommandLine(['--acl'])).toStrictEqual({ kind: 'usage-error', message: 'flag requires an argument: --acl' });
+      expect(USAGE).toContain('--acl FILE');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

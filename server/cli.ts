@@ -1,4 +1,5 @@
 import { accessSync, constants as fsConstants } from 'node:fs';
+import { loadPolicyFile, PolicyFileError, type PolicyFile } from './policies/policy-file.js';
 import { parseArgs } from 'node:util';
 import { DEFAULT_BINLOG_SIZE, DEFAULT_GEARMAN_MAX_SIZE, DEFAULT_MAX_JOB_SIZE, MAX_JOB_SIZE_LIMIT } from '../shared/limits.js';
 import { DEFAULT_HISTORY_EVENTS } from './engine/history.js';
@@ -6,6 +7,7 @@ import { ClusterUrlError, parseClusterUrl } from './common/cluster-url.js';
 import { parseHostPort } from './host-port.js';
 import { hostName, isLoopback } from './host-name.js';
 import { UsersFileError, loadUsersFile, type AdminUser } from './admin-users.js';
+import { AclFileError, loadAclFile, type AclRules } from './acl/acl-file.js';
 
 /** Everything the command line sets. */
 export interface ServerOptions {
@@ -39,6 +41,10 @@ export interface ServerOptions {
   automationTickMs: number | null;
   /** TLS on the beanstalkd and Gearman ports and HTTPS on the dashboard (--tls-cert ...); null: plaintext. */
   tls: TlsOptions | null;
+  /** The --policies file and the policies it set at start (SIGHUP reads it again); null: none. */
+  policies: { file: string; doc: PolicyFile } | null;
+  /** Who may do what on the job ports (--acl FILE), as read at start; SIGHUP reads the file again. null: everyone everything. */
+  acl: { file: string; rules: AclRules } | null;
 }
 
 /** TLS on every port, from PEM files read at start and again on SIGHUP. */
@@ -185,6 +191,10 @@ Beyond beanstalkd:
  --automation-tick MS   evaluate schedules and alert rules every MS ms
                         (10-60000; default: schedules every second, alert
                         rules every 5 seconds); mostly for tests
+ --policies FILE        tube and Gearman function policies (JSON: {"tubes":
+                        {"NAME": {"concurrency", "rate", "queueCap",
+                        "timeoutBackoff"}}, "functions": {...}}), applied at
+                        start and on SIGHUP over what the dashboard set
 
 Dashboard and admin API (HTTP + socket.io):
  --admin-listen ADDR    listen address (default 127.0.0.1); an address other
@@ -246,6 +256,11 @@ TLS (the beanstalkd and Gearman ports, and HTTPS on the dashboard):
                         oldest is closed (default 512)
                         SIGHUP reads the certificate, key and CA files again:
                         new connections get them, open ones stay
+ --acl FILE             access rules for the job ports (JSON: {"identities":
+                        {"<certificate CN or glob>": {"tubes": [globs],
+                        "functions": [globs], "commands": [names]}, "*": ...}});
+                        refused commands answer FORBIDDEN (beanstalkd) or
+                        PERMISSION_DENIED (Gearman); SIGHUP reads it again
 
 Cluster mode (several nodes sharing one PostgreSQL database):
  --cluster URL          keep jobs in PostgreSQL at postgres://USER@HOST:PORT/DB
@@ -280,6 +295,7 @@ const OPTIONS = {
   'dead-letter-after': { type: 'string' },
   'history-events': { type: 'string' },
   'automation-tick': { type: 'string' },
+  policies: { type: 'string' },
   'admin-listen': { type: 'string' },
   'admin-port': { type: 'string' },
   'admin-token': { type: 'string' },
@@ -303,6 +319,7 @@ const OPTIONS = {
   'keepalive-interval': { type: 'string' },
   'keepalive-count': { type: 'string' },
   'tls-cert': { type: 'string' },
+  acl: { type: 'string' },
   'tls-key': { type: 'string' },
   'tls-ca': { type: 'string' },
   'tls-allow-plain': { type: 'boolean' },
@@ -350,6 +367,8 @@ export function parseCommandLine(
     keepAlive: null,
     automationTickMs: null,
     tls: null,
+    policies: null,
+    acl: null,
   };
   const tls: Partial<TlsOptions> & { flags: string[] } = { flags: [] };
   const keepAlive = (): KeepAliveOptions => (options.keepAlive ??= { idleSec: null, intervalSec: null, count: null });
@@ -448,6 +467,9 @@ export function parseCommandLine(
         case 'automation-tick':
           options.automationTickMs = integer(value, 'automation tick', 10, 60_000);
           break;
+        case 'policies':
+          options.policies = { file: value, doc: policiesFrom(value) };
+          break;
         case 'admin-listen':
           admin.listen = value;
           break;
@@ -505,6 +527,9 @@ export function parseCommandLine(
           break;
         case 'keepalive-count':
           keepAlive().count = integer(value, 'keepalive probe count', 1, MAX_KEEPALIVE_COUNT);
+          break;
+        case 'acl':
+          options.acl = { file: value, rules: aclFrom(value) };
           break;
         case 'tls-cert':
           tls.certFile = readableFile(value, token.rawName);
@@ -602,6 +627,26 @@ function adminToken(value: string, where: string): string {
   if (value.trim() === '') throw new UsageError(`the admin token (${where}) must not be empty or blank`);
   if (value.trim() !== value) throw new UsageError(`the admin token (${where}) must not start or end with whitespace`);
   return value;
+}
+
+/** The --policies file's policies; a file that cannot be used is a usage error naming it. */
+function policiesFrom(file: string): PolicyFile {
+  try {
+    return loadPolicyFile(file);
+  } catch (err) {
+    if (err instanceof PolicyFileError) throw new UsageError(`--policies ${file}: ${err.message}`);
+    throw err;
+  }
+}
+
+/** The --acl file's rules; a file that cannot be used is a usage error. */
+function aclFrom(file: string): AclRules {
+  try {
+    return loadAclFile(file);
+  } catch (err) {
+    if (err instanceof AclFileError) throw new UsageError(err.message);
+    throw err;
+  }
 }
 
 /** The users of --admin-users FILE, or a usage error naming the file and its problem. */

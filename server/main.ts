@@ -1,5 +1,7 @@
 import path from 'node:path';
+import { startFilePolicies, type PolicyOrigin } from './policies/file-policies.js';
 import { fileURLToPath } from 'node:url';
+import { Acl } from './acl/acl.js';
 import type { AdminContext } from './admin/app.js';
 import { AdminShell } from './admin/shell.js';
 import { startAutomation, type Automation } from './automation/automation.js';
@@ -39,7 +41,12 @@ async function main(argv: string[]): Promise<void> {
   const user = options.user === null ? null : startupStep(log, () => lookUpUser(options.user!));
   const open = options.cluster === null ? openMemoryBackend : openClusterBackend;
   const backend = await open({ options, log, user }).catch((err: unknown) => startupFailed(log, err));
-  const beanstalk = new BeanstalkServer({ ops: backend.beanstalk, info: backend.info, log });
+  const filePolicies = await startFilePolicies(options.policies, { tubes: backend.beanstalk, functions: backend.gearman?.ops ?? null }, log).catch(
+    (err: unknown) => startupFailed(log, new StartupError(`--policies: ${(err as Error).message}`, 1)),
+  );
+  // --acl: one set of rules for both job ports, checked above the store (the same in a cluster).
+  const acl = options.acl === null ? null : new Acl(options.acl.file, options.acl.rules, backend.beanstalk);
+  const beanstalk = new BeanstalkServer({ ops: backend.beanstalk, info: backend.info, log, acl });
   // Schedules and alert rules: timers of their own over the beanstalkd realm's operations.
   const automation = startAutomation({ ops: backend.beanstalk, log, stores: backend.automation, tickMs: options.automationTickMs });
   const gearman =
@@ -53,6 +60,7 @@ async function main(argv: string[]): Promise<void> {
           pid: process.pid,
           logLevel: log.level,
           roundRobin: options.gearman.roundRobin,
+          acl,
           shutdown: (graceful) => (graceful ? drainThenShutdown() : shutdown('gearman shutdown')),
         });
   // Handlers go in before listening: Node's default SIGUSR1 action would open the inspector.
@@ -92,7 +100,8 @@ async function main(argv: string[]): Promise<void> {
   if (tune !== null) for (const door of [beanstalk, gearman]) door?.server.on('connection', tune);
   const tls = secureDoors(options.tls, [beanstalk, gearman], log);
   if (tls !== null) process.on('SIGHUP', () => reloadTls(tls, log));
-  if (options.admin !== null) admin = await startDashboard(dashboardContext(backend, automation, options, log, tls), user !== null, banner, tune);
+  if (acl !== null) process.on('SIGHUP', () => acl.reload(log));
+  if (options.admin !== null) admin = await startDashboard(dashboardContext(backend, automation, options, log, tls, acl, filePolicies), user !== null, banner, tune);
   try {
     const where = await beanstalk.listen(options.listen, options.port);
     // Root is given up before the first client is served (this runs before any I/O callback),
@@ -112,7 +121,15 @@ async function main(argv: string[]): Promise<void> {
 }
 
 /** What the dashboard reads: the backend's stores, Gearman's view of its realm, and where the jobs are. */
-function dashboardContext(backend: Backend, automation: Automation, options: ServerOptions, log: Logger, tls: TlsCredentials | null): AdminContext {
+function dashboardContext(
+  backend: Backend,
+  automation: Automation,
+  options: ServerOptions,
+  log: Logger,
+  tls: TlsCredentials | null,
+  acl: Acl | null,
+  policyOrigin: PolicyOrigin | null,
+): AdminContext {
   const { gearman } = backend;
   return {
     ops: backend.beanstalk,
@@ -124,6 +141,8 @@ function dashboardContext(backend: Backend, automation: Automation, options: Ser
     automation,
     ...backend.dashboard,
     tls,
+    policyOrigin,
+    acl,
   };
 }
 

@@ -1,4 +1,5 @@
 /** REST paths and request bodies of the admin API (all JSON, under /api). */
+import type { AlertCondition } from './dto.js';
 
 export const API = {
   config: '/api/config',
@@ -15,6 +16,8 @@ export const API = {
   tubeMove: (name: string) => `/api/tubes/${encodeURIComponent(name)}/move`,
   /** GET a tube's settings; PUT TubeSettingsRequest (the tube need not exist). */
   tubeSettings: (name: string) => `/api/tubes/${encodeURIComponent(name)}/settings`,
+  /** GET a tube's policy; PUT TubePolicyRequest (the tube need not exist); DELETE clears it. */
+  tubePolicy: (name: string) => `/api/tubes/${encodeURIComponent(name)}/policy`,
   job: (id: number) => `/api/jobs/${id}`,
   jobBody: (id: number) => `/api/jobs/${id}/body`,
   jobKick: (id: number) => `/api/jobs/${id}/kick`,
@@ -55,6 +58,8 @@ export const API = {
   /** POST {action: 'delete', handles? | search?}: cancels many queued jobs (running ones are skipped). */
   gearmanBulk: '/api/gearman/bulk',
   gearmanJobHistory: (handle: string) => `/api/gearman/jobs/${encodeURIComponent(handle)}/history`,
+  /** GET a Gearman function's policy; PUT TubePolicyRequest; DELETE clears it. */
+  gearmanFunctionPolicy: (name: string) => `/api/gearman/functions/${encodeURIComponent(name)}/policy`,
   /** GET: SignedInDto, who this request's token is and what it may do. */
   me: '/api/me',
   /** GET ?limit=N&before=SEQ: AuditPageDto, the changes made through the API, newest first. */
@@ -108,6 +113,17 @@ export interface EditJobRequest {
 /** PUT /api/tubes/:name/settings. `deadLetterAfter`: 0 turns the rule off here, null goes back to the server's. */
 export interface TubeSettingsRequest {
   deadLetterAfter: number | null;
+}
+
+/**
+ * PUT /api/tubes/:name/policy: the limits to set, each absent or null for none (a policy with
+ * none is cleared). `rate.burst` absent: one second's worth.
+ */
+export interface TubePolicyRequest {
+  concurrency?: number | null;
+  rate?: { perSecond: number; burst?: number } | null;
+  queueCap?: number | null;
+  timeoutBackoff?: { baseMs: number; factor?: number; maxMs: number; jitter?: number } | null;
 }
 
 /** What a search or a bulk action selects: body `q` (a pattern with `regex`), `tube`, `state`. */
@@ -197,7 +213,7 @@ export type CronPreviewDto = { ok: true; nextRuns: number[] } | { ok: false; mes
 /** POST /api/alerts (PATCH takes any subset). Durations in seconds. */
 export interface AlertRuleRequest {
   name: string;
-  condition: 'buried' | 'oldest-ready' | 'unwatched' | 'backlog-rising';
+  condition: AlertCondition;
   threshold?: number;
   forSeconds?: number;
   /** Tube name or glob; default '*'. */

@@ -1,4 +1,5 @@
 /** JSON shapes the admin API and socket.io send; the dashboard reads exactly these. */
+import type { TubePolicy } from './policy.js';
 import type { BuryCause } from './bury-cause.js';
 import type { Role } from './roles.js';
 
@@ -34,6 +35,33 @@ export interface TubeDto {
   deadLetterAfter: number;
   /** The tube's own limit; null when the server's applies. */
   ownDeadLetterAfter: number | null;
+  /** The tube's policy and what it does now; null: none. */
+  policy: TubePolicyDto | null;
+}
+
+/** A tube's policy at work (TubeDto.policy, TubePolicyViewDto.state). */
+export interface TubePolicyDto {
+  policy: TubePolicy;
+  /** Reserves pass the tube by: its concurrency cap is full, or its rate is spent. */
+  capHeld: boolean;
+  rateHeld: boolean;
+  /** How long the cap has been full, in seconds (0: it is not). */
+  capFullSeconds: number;
+  /** Ready jobs that wait only for the cap or the rate (0 while neither holds). */
+  heldReady: number;
+  /** Puts refused by the queue cap, and timed-out jobs sent back delayed by the backoff. */
+  refusedPuts: number;
+  backoffs: number;
+}
+
+/** GET and PUT /api/tubes/:name/policy: a tube's policy, which outlives the tube (kept in the binlog). */
+export interface TubePolicyViewDto {
+  tube: string;
+  policy: TubePolicy | null;
+  /** Null when the tube has no policy or does not exist now. */
+  state: TubePolicyDto | null;
+  /** Set by the --policies file: a restart or SIGHUP sets it again from the file. */
+  fromFile: boolean;
 }
 
 /** GET /api/tube-health: what a tube's counts do not say, for the attention list (tubes with nothing to say are left out). */
@@ -412,15 +440,16 @@ export interface ScheduleRunDto {
   node: number;
 }
 
-/** The attention conditions an alert rule can watch (see README "Alerts"). */
-export type AlertCondition = 'buried' | 'oldest-ready' | 'unwatched' | 'backlog-rising';
+/** The attention conditions an alert rule can watch (see README "Alerts"): the one list of them. */
+export const ALERT_CONDITIONS = ['buried', 'oldest-ready', 'unwatched', 'backlog-rising', 'cap-saturated'] as const;
+export type AlertCondition = (typeof ALERT_CONDITIONS)[number];
 
 /** GET /api/alerts: a rule posting a webhook when its condition starts and when it clears, per tube. */
 export interface AlertRuleDto {
   id: number;
   name: string;
   condition: AlertCondition;
-  /** buried: more than this many jobs; oldest-ready: seconds; backlog-rising: jobs above the low; unwatched: unused (0). */
+  /** buried: more than this many jobs; oldest-ready: seconds; backlog-rising: jobs above the low; unwatched, cap-saturated: unused (0). */
   threshold: number;
   /** The condition must hold this long before the rule fires (seconds). */
   forSeconds: number;

@@ -53,6 +53,7 @@ const TUBE_KEYS = [
   'nextReadyAgeSeconds',
   'deadLetterAfter',
   'ownDeadLetterAfter',
+  'policy',
 ] as const satisfies readonly (keyof TubeDto)[];
 
 const JOB_STATS_KEYS = [
@@ -292,11 +293,12 @@ describe('admin REST API on a real server', () => {
       pauseSeconds: Number(y.get('pause')),
       pauseTimeLeftSeconds: Number(y.get('pause-time-left')),
       pausedUntilResumed: y.get('pause') === String(MAX_PAUSE_SECONDS),
-      // Not in stats-tube: how long the next ready job has waited (just put: 0 s), and the
-      // dead-letter rule, off unless asked for.
+      // Not in stats-tube: how long the next ready job has waited (just put: 0 s), the
+      // dead-letter rule, off unless asked for, and the tube's policy (none).
       nextReadyAgeSeconds: 0,
       deadLetterAfter: 0,
       ownDeadLetterAfter: null,
+      policy: null,
     });
     expect(one).toMatchObject({ urgent: 1, ready: 2, reserved: 1, delayed: 1, buried: 1, totalJobs: 5, using: 1, watching: 1 });
 

@@ -139,11 +139,14 @@ describe('module layering', () => {
       'server/schedules': ['server/operations', 'server/common', 'shared'],
       'server/alerts': ['server/operations', 'server/common', 'shared'],
       'server/automation': ['server/schedules', 'server/alerts', 'server/operations', 'server/common', 'shared'],
+      'server/policies': ['server/operations', 'server/common', 'shared'],
       'server/cluster': ['server/schedules', 'server/alerts', 'server/gearman', 'server/operations', 'server/engine', 'server/common', 'shared'],
       // TLS below the doors: Node's tls and the command line's options, nothing of the jobs.
       'server/tls': [TOP],
-      'server/protocol': ['server/tls', 'server/gearman', 'server/operations', 'server/common', 'shared', TOP],
-      'server/admin': ['server/tls', 'server/automation', 'server/schedules', 'server/alerts', 'server/gearman', 'server/operations', 'server/common', 'shared', TOP],
+      // The --acl rules, once for both doors: they look a job's tube up through the operations.
+      'server/acl': ['server/operations', 'server/common', 'shared'],
+      'server/protocol': ['server/acl', 'server/tls', 'server/gearman', 'server/operations', 'server/common', 'shared', TOP],
+      'server/admin': ['server/acl', 'server/tls', 'server/policies', 'server/automation', 'server/schedules', 'server/alerts', 'server/gearman', 'server/operations', 'server/common', 'shared', TOP],
       'server/backends': [
         'server/automation',
         'server/cluster',

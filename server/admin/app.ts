@@ -17,7 +17,7 @@ import { errorHandler } from './errors.js';
 import { LiveUpdates } from './live.js';
 import type { Automation } from '../automation/automation.js';
 import { automationRoutes } from './automation-routes.js';
-import { automationText, prometheusText } from './metrics.js';
+import { aclText, automationText, prometheusText } from './metrics.js';
 import compression from 'compression';
 import { ExternalServers } from './external.js';
 import type { MinuteHistory } from './minute-history.js';
@@ -25,6 +25,8 @@ import { externalRoutes } from './external-routes.js';
 import { clusterRoutes } from './cluster-routes.js';
 import type { ClusterNodes } from '../operations/cluster-nodes.js';
 import { apiRoutes } from './routes.js';
+import { policyRoutes } from './policy-routes.js';
+import type { PolicyOrigin } from '../policies/file-policies.js';
 import { allowedHostsOnly, hostCheck, limitSocketEvents, sameOriginForChanges, securityHeaders, socketHandshakeAllowed } from './security.js';
 import type { StatsHistory } from './stats-history.js';
 import type { AuditLog } from '../common/audit-log.js';
@@ -33,6 +35,7 @@ import { auditRoutes } from './audit-routes.js';
 import { guardedRouter } from './guarded-router.js';
 import { guardSocket } from './socket-access.js';
 import type { AdminUsers } from './users.js';
+import type { Acl } from '../acl/acl.js';
 
 /** The Gearman side, when the server has a Gearman port. */
 export interface AdminGearman {
@@ -60,6 +63,10 @@ export interface AdminContext {
   automation: Automation | null;
   /** The dashboard serves HTTPS with these (--tls-cert, --tls-key); null or absent: HTTP. */
   tls?: TlsCredentials | null;
+  /** Which policies the --policies file set (null or absent: no file). */
+  policyOrigin?: PolicyOrigin | null;
+  /** --acl: its denial counters go into /metrics; null or absent: no rules. */
+  acl?: Pick<Acl, 'denialCounts'> | null;
 }
 
 /** The dashboard, attached to its HTTP server. */
@@ -107,7 +114,8 @@ export function attachAdmin(
     const gearman =
       ctx.gearman === null ? null : { counts: await ctx.gearman.ops.serverCounts(), snapshot: await ctx.gearman.view.snapshot() };
     const automation = ctx.automation === null ? '' : automationText(ctx.automation.schedules.fires(), await ctx.automation.alerts.states());
-    res.type('text/plain; version=0.0.4').send(prometheusText(counts, tubes, info, gearman) + automation);
+    const acl = ctx.acl == null ? '' : aclText(ctx.acl.denialCounts());
+    res.type('text/plain; version=0.0.4').send(prometheusText(counts, tubes, info, gearman) + automation + acl);
   });
   // The config says whether a token is needed, so it is readable without one.
   top.get('/api/config', 'public', (_req, res) => {
@@ -123,6 +131,7 @@ export function attachAdmin(
   if (ctx.cluster !== null) app.use(clusterRoutes(ctx.cluster, access));
   app.use(auditRoutes(ctx.audit, access));
   if (ctx.automation !== null) app.use(automationRoutes(ops, ctx.automation, access));
+  app.use(policyRoutes(ops, ctx.gearman?.ops ?? null, ctx.policyOrigin ?? null, access));
   app.use(apiRoutes({ ops, info, config, minutes, access }));
   const indexFile = path.join(ctx.uiDir, 'index.html');
   if (existsSync(indexFile)) {

@@ -1,9 +1,9 @@
 import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
 import { API, type CronPreviewDto } from '../../shared/api.js';
-import type { AlertEventDto, AlertRuleDto, ScheduleDto, ScheduleRunDto } from '../../shared/dto.js';
+import { ALERT_CONDITIONS, type AlertEventDto, type AlertRuleDto, type ScheduleDto, type ScheduleRunDto } from '../../shared/dto.js';
 import type { AlertEvent, AlertRule, AlertRuleFields } from '../alerts/rule.js';
-import { TUBE_GLOB } from '../alerts/tube-glob.js';
+import { TUBE_GLOB } from '../common/tube-glob.js';
 import type { Automation } from '../automation/automation.js';
 import type { Operations } from '../operations/operations.js';
 import { MAX_CRON_LENGTH, parseCron } from '../schedules/cron.js';
@@ -61,7 +61,7 @@ const webhookUrl = z
   }, 'not an http:// or https:// URL');
 const alertFields = {
   name,
-  condition: z.enum(['buried', 'oldest-ready', 'unwatched', 'backlog-rising']),
+  condition: z.enum(ALERT_CONDITIONS),
   threshold: u32.default(0),
   forSeconds: u32.default(0),
   tubes: z.string().regex(TUBE_GLOB, 'a tube name or glob (* and ?)').default('*'),

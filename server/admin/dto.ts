@@ -1,3 +1,4 @@
+import type { TubePolicyState } from '../../shared/policy.js';
 import { MAX_PAUSE_SECONDS } from '../../shared/limits.js';
 import type {
   BodyDto,
@@ -8,6 +9,7 @@ import type {
   JobStatsDto,
   ServerStatsDto,
   TubeDto,
+  TubePolicyDto,
 } from '../../shared/dto.js';
 import type { GearmanJobRecord } from '../gearman/view.js';
 import { BODY_PREVIEW_BYTES } from '../../shared/api.js';
@@ -42,7 +44,16 @@ export function tubeDto(tube: TubeCounts, now: number): TubeDto {
     nextReadyAgeSeconds: tube.nextReadyCreatedAt === 0 ? 0 : Math.max(0, Math.floor((now - tube.nextReadyCreatedAt) / 1000)),
     deadLetterAfter: tube.deadLetterAfter,
     ownDeadLetterAfter: tube.ownSettings?.deadLetterAfter ?? null,
+    policy: tubePolicyDto(tube.policy, tube.ready, now),
   };
+}
+
+/** A tube's policy at work, for the dashboard; `ready`: the tube's ready jobs. */
+export function tubePolicyDto(state: TubePolicyState | null, ready: number, now: number): TubePolicyDto | null {
+  if (state === null) return null;
+  const { policy, capHeld, rateHeld, capFullSince, refusedPuts, backoffs } = state;
+  const capFullSeconds = capFullSince === 0 ? 0 : Math.max(0, Math.floor((now - capFullSince) / 1000));
+  return { policy, capHeld, rateHeld, capFullSeconds, heldReady: capHeld || rateHeld ? ready : 0, refusedPuts, backoffs };
 }
 
 export function jobStatsDto(job: JobView, now: number): JobStatsDto {

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import type { ApiErrorDto } from '../../shared/dto.js';
-import type { FailureCode } from '../operations/operations.js';
+import type { FailureCode, Result } from '../operations/operations.js';
 
 /** An answer other than success, with its HTTP status. */
 export class ApiError extends Error {
@@ -38,6 +38,12 @@ const MESSAGE: Record<FailureCode, string> = {
 /** The HTTP error for an engine failure code. */
 export function engineError(code: FailureCode): ApiError {
   return new ApiError(STATUS[code], code, MESSAGE[code]);
+}
+
+/** The value of a successful result, or the HTTP error for its failure. */
+export function valueOf<T>(result: Result<T>): T {
+  if (!result.ok) throw engineError(result.code);
+  return result.value;
 }
 
 export function sendError(res: Response, err: ApiError): void {

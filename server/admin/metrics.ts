@@ -3,10 +3,23 @@ import { COUNTED_COMMANDS, type ServerCounts, type TubeCounts } from '../operati
 import type { ServerInfo } from '../server-info.js';
 import type { AlertStates } from '../alerts/alert-service.js';
 import type { ScheduleFires } from '../schedules/schedule-service.js';
+import type { DenialCount } from '../acl/acl.js';
 
 /** A Prometheus label value: backslash, quote and newline escaped. */
 function label(value: string): string {
   return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+type Samples = [labels: string, value: number][];
+
+type Metric = (name: string, type: 'gauge' | 'counter', help: string, samples: Samples) => void;
+
+/** Writes one metric (its HELP and TYPE lines, then its samples) into `lines`. */
+function metricWriter(lines: string[]): Metric {
+  return (name, type, help, samples) => {
+    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
+  };
 }
 
 /** GET /metrics: the server's counters and gauges in the Prometheus text format (0.0.4). */
@@ -17,10 +30,7 @@ export function prometheusText(
   gearman: { counts: ServerCounts; snapshot: GearmanSnapshotDto } | null = null,
 ): string {
   const lines: string[] = [];
-  const metric = (name: string, type: 'gauge' | 'counter', help: string, samples: [string, number][]): void => {
-    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-    for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
-  };
+  const metric = metricWriter(lines);
   metric('beanpole_jobs', 'gauge', 'Jobs by state.', [
     ['{state="ready"}', s.ready],
     ['{state="reserved"}', s.reserved],
@@ -58,6 +68,7 @@ export function prometheusText(
     );
   }
   metric('beanpole_tube_jobs', 'gauge', 'Jobs by tube and state.', tubeJobs);
+  policyMetrics(metric, tubes);
   if (gearman !== null) {
     const g = gearman.counts;
     metric('beanpole_gearman_jobs_created_total', 'counter', 'Gearman jobs submitted since start (coalesced submits not counted).', [['', g.totalJobs]]);
@@ -77,6 +88,23 @@ export function prometheusText(
   return lines.join('\n') + '\n';
 }
 
+
+/** Tube policies at work: what holds reserves back now, and what they refused or delayed. */
+function policyMetrics(metric: Metric, tubes: readonly TubeCounts[]): void {
+  const held: [string, number][] = [];
+  const refused: [string, number][] = [];
+  const backoffs: [string, number][] = [];
+  for (const t of tubes) {
+    if (t.policy === null) continue;
+    const n = label(t.name);
+    held.push([`{tube="${n}",by="concurrency"}`, t.policy.capHeld ? 1 : 0], [`{tube="${n}",by="rate"}`, t.policy.rateHeld ? 1 : 0]);
+    refused.push([`{tube="${n}"}`, t.policy.refusedPuts]);
+    backoffs.push([`{tube="${n}"}`, t.policy.backoffs]);
+  }
+  metric('beanpole_tube_policy_held', 'gauge', "1 while a tube's concurrency cap or rate holds reserves back, by tube and limit.", held);
+  metric('beanpole_tube_policy_refused_puts_total', 'counter', "Puts refused by a tube's queue cap.", refused);
+  metric('beanpole_tube_policy_backoffs_total', 'counter', "Timed-out jobs sent back delayed by a tube's timeout backoff.", backoffs);
+}
 /**
  * /metrics' lines for schedules and alert rules: this node's schedule runs (by schedule name and
  * kind) and failed puts; each rule's firing tubes (1 while firing, the cluster's shared state);
@@ -84,10 +112,7 @@ export function prometheusText(
  */
 export function automationText(fires: ScheduleFires, alerts: AlertStates): string {
   const lines: string[] = [];
-  const metric = (name: string, type: 'gauge' | 'counter', help: string, samples: [string, number][]): void => {
-    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-    for (const [labels, value] of samples) lines.push(`${name}${labels} ${value}`);
-  };
+  const metric = metricWriter(lines);
   metric(
     'beanpole_schedule_fires_total',
     'counter',
@@ -110,6 +135,22 @@ export function automationText(fires: ScheduleFires, alerts: AlertStates): strin
     'counter',
     'Webhook notifications by this node, by outcome.',
     Object.entries(alerts.deliveries).map(([outcome, n]) => [`{outcome="${outcome}"}`, n]),
+  );
+  return lines.join('\n') + '\n';
+}
+
+/**
+ * /metrics' line for --acl: commands refused on the job ports, by the rule key that matched the
+ * client (a CN, a glob of CNs, `*`, or `(none)`) and protocol. Rule keys, not CNs: the series
+ * are as many as the file's entries, however many certificates a glob lets in.
+ */
+export function aclText(denials: readonly DenialCount[]): string {
+  const lines: string[] = [];
+  metricWriter(lines)(
+    'beanpole_acl_denials_total',
+    'counter',
+    'Commands refused by the access rules (--acl), by matching identity rule and protocol.',
+    denials.map((d) => [`{identity="${label(d.identity)}",protocol="${d.protocol}"}`, d.count]),
   );
   return lines.join('\n') + '\n';
 }

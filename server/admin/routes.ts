@@ -11,7 +11,7 @@ import { MAX_PAUSE_SECONDS, MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } fro
 import type { Operations, Result } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
-import { ApiError, engineError } from './errors.js';
+import { ApiError, engineError, valueOf } from './errors.js';
 import { SERVER_MINUTES, type MinuteHistory } from './minute-history.js';
 import { TubeHealth } from './tube-health.js';
 import { MAX_PATTERN_LENGTH, Searches, actInSlices, type SearchFilter } from './search.js';
@@ -144,11 +144,6 @@ function searchFilter(q: { q: string; regex: boolean; ignoreCase?: boolean; whol
   return { text: q.q, regex: q.regex, ignoreCase: q.ignoreCase ?? !q.regex, wholeWord: q.wholeWord ?? false, tube: q.tube ?? null, state: q.state ?? null };
 }
 
-/** The value of a successful result, or the HTTP error for its failure. */
-function valueOf<T>(result: Result<T>): T {
-  if (!result.ok) throw engineError(result.code);
-  return result.value;
-}
 
 /**
  * The REST API: each route validates its input, calls one operation and maps the answer to

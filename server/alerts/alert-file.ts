@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { readJson, writeJsonAtomically } from '../common/json-file.js';
+import { ALERT_CONDITIONS } from '../../shared/dto.js';
 import type { AlertRulesState } from './memory-alert-store.js';
 
 /** DIR/alerts.json with -b. Version 1: change FILE_VERSION (and read the old one) when the shape changes. */
@@ -14,7 +15,7 @@ const fileSchema = z.object({
     z.object({
       id: z.number().int(),
       name: z.string(),
-      condition: z.enum(['buried', 'oldest-ready', 'unwatched', 'backlog-rising']),
+      condition: z.enum(ALERT_CONDITIONS),
       threshold: z.number(),
       forMs: z.number(),
       tubes: z.string(),

@@ -9,7 +9,7 @@ import type { Timer } from '../common/timer.js';
 import { AlertService } from './alert-service.js';
 import { MemoryAlertStore } from './memory-alert-store.js';
 import type { AlertRuleFields } from './rule.js';
-import { tubeMatcher } from './tube-glob.js';
+import { tubeMatcher } from '../common/tube-glob.js';
 import { MAX_QUEUED_DELIVERIES, WebhookSender, type PostJson } from './webhook-sender.js';
 
 function tube(name: string, change: Partial<TubeCounts> = {}): TubeCounts {
@@ -33,6 +33,7 @@ function tube(name: string, change: Partial<TubeCounts> = {}): TubeCounts {
     nextReadyCreatedAt: 0,
     deadLetterAfter: 0,
     ownSettings: null,
+    policy: null,
     ...change,
   };
 }

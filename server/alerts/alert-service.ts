@@ -3,7 +3,7 @@ import type { Pending, TubeAges, TubeCounts } from '../operations/operations.js'
 import type { AlertStore } from './alert-store.js';
 import { ReadyLows, conditionHolds } from './conditions.js';
 import type { ActiveAlert, AlertEvent, AlertRule, AlertRuleFields } from './rule.js';
-import { tubeMatcher } from './tube-glob.js';
+import { tubeMatcher } from '../common/tube-glob.js';
 import type { WebhookSender } from './webhook-sender.js';
 
 /** What the alerts read of the jobs at each tick. */
@@ -185,6 +185,7 @@ const CONDITION_WORDS: Record<AlertRule['condition'], (rule: AlertRule, value: n
   'oldest-ready': (r, v) => `oldest ready job ${v} s old (over ${r.threshold} s)`,
   unwatched: (_r, v) => `${v} ready and no worker watching`,
   'backlog-rising': (_r, v) => `backlog up ${v} ready jobs and not coming down`,
+  'cap-saturated': (_r, v) => `concurrency cap full: ${v} jobs reserved`,
 };
 
 /** The JSON a rule posts; `message` is also the Slack text. */

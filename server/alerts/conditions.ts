@@ -4,7 +4,7 @@ import type { AlertRule } from './rule.js';
 /**
  * The attention conditions an alert rule watches, as the overview computes them (server/admin/
  * tube-health.ts and ui/lib/attention.ts): buried jobs, the oldest ready job's age, ready jobs no
- * worker watches, a growing backlog. ("A concurrency cap saturated" waits for per-tube policies.)
+ * worker watches, a growing backlog, a tube policy's concurrency cap full (its reserves held back).
  */
 
 /** What a tube looked like at one tick. */
@@ -32,6 +32,8 @@ export function conditionHolds(rule: AlertRule, tube: TubeFacts, now: number): {
       const gained = c.ready - tube.readyLow;
       return { holds: gained > 0 && gained >= rule.threshold, value: gained };
     }
+    case 'cap-saturated':
+      return { holds: c.policy?.capHeld === true, value: c.reserved };
   }
 }
 

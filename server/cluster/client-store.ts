@@ -47,6 +47,8 @@ export interface ClientStore<C> {
   jobsReady(tubes: Iterable<string>, tellOthers: boolean): void;
   /** A delayed job is due at `at`: the node times it. */
   delayedDue(at: number): void;
+  /** A reservation in `tube` ended, its job now in `state` (a STATE code; due at `dueAt` when delayed). */
+  reservationEnded(tube: string, state: number | null, dueAt?: number): void;
   /** The realm's word on a reservation a client just made (Gearman keeps its waiting clients). */
   taken(row: ReservedRow): void;
   untaken(id: number): void;

@@ -319,8 +319,7 @@ export class ClusterClient implements ClientOperations {
       ]);
       this.drop(id);
       if (row === undefined) return fail('NOT_FOUND');
-      if (row.state === STATE.ready) this.store.jobsReady([row.tube], true);
-      else if (row.state === STATE.delayed) this.store.delayedDue(row.due_at);
+      this.store.reservationEnded(row.tube, row.state, row.due_at);
       return ok(row.state === STATE.buried ? 'buried' : 'released');
     } catch (err) {
       return this.store.failed(err);
@@ -330,9 +329,11 @@ export class ClusterClient implements ClientOperations {
   async bury(id: number, priority: number): Promise<Result<void>> {
     if (!this.held.has(id)) return fail('NOT_FOUND');
     try {
-      const [row] = await run(this.store.pool, this.store.sql.bury, [id, ...this.token(id), priority]);
+      const [row] = await run<{ tube: string }>(this.store.pool, this.store.sql.bury, [id, ...this.token(id), priority]);
       this.drop(id);
-      return row === undefined ? fail('NOT_FOUND') : OK_VOID;
+      if (row === undefined) return fail('NOT_FOUND');
+      this.store.reservationEnded(row.tube, STATE.buried);
+      return OK_VOID;
     } catch (err) {
       return this.store.failed(err);
     }
@@ -523,7 +524,7 @@ export class ClusterClient implements ClientOperations {
       try {
         // Only if the deadline in the database has passed too: a touch that committed first
         // (queued before this statement) keeps the job, and its TOUCHED stays true.
-        const [row] = await run<{ tube: string; state: number }>(this.store.pool, this.store.sql.expire, [
+        const [row] = await run<{ tube: string; state: number; due_at: number }>(this.store.pool, this.store.sql.expire, [
           id,
           this.store.nodeId,
           this.id,
@@ -534,7 +535,7 @@ export class ClusterClient implements ClientOperations {
         if (row !== undefined) {
           this.held.delete(id);
           this.store.jobTimeouts++;
-          if (row.state === STATE.ready) this.store.jobsReady([row.tube], true);
+          this.store.reservationEnded(row.tube, row.state, row.due_at);
         } else if (this.held.get(id) === held && held.deadlineAt < this.store.now()) {
           // Not touched meanwhile: the token no longer holds the job (its node was reaped, or
           // another node expired it); this client holds nothing.

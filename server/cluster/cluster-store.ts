@@ -46,6 +46,7 @@ import type {
   TubeSettings,
   TubeAges,
   TubeSettingsView,
+  TubePolicyView,
 } from '../operations/operations.js';
 import { ttrWithFloor } from '../common/rules.js';
 import { tubeSettingsView } from '../operations/tube-settings-view.js';
@@ -64,6 +65,9 @@ import { BodyBudget } from './body-budget.js';
 import { deleteArrays, type DeletedRow, type DeleteRequest, type LocalTube, type ReservedRow, type ReserveRequest } from './batched.js';
 import { TableCare } from './table-care.js';
 import { ReserveDispatch } from './dispatch.js';
+import type { TubePolicy } from '../../shared/policy.js';
+import { ClusterPolicies, policyStateOf, type TubeRow } from './tube-policies.js';
+import { policySql } from './policy-sql.js';
 
 /** Waiting reserves look again this often even without news (a lost notification). */
 const SAFETY_POLL_MS = 1000;
@@ -104,6 +108,8 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
   private readonly puts: PutBatch;
   private readonly bodyBudget: BodyBudget;
   private readonly tables: TableCare;
+  /** This node's copy of the tube policies, and their statements (tube-policies.ts). */
+  readonly policies: ClusterPolicies;
   /** Reserves and deletes of one turn, from every client of this node, one statement each. */
   readonly reserves = new TurnBatch<ReserveRequest, ReservedRow | null>(
     (requests) => this.reserveMany(requests),
@@ -155,13 +161,14 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
     this.dispatch = new ReserveDispatch(node.log);
     this.bodyBudget = new BodyBudget(this.pool, this.sql, () => node.id, o.maxJobBytes);
     this.tables = new TableCare(this.pool, this.sql, realm.tables.jobs, this.now);
+    this.policies = new ClusterPolicies(this.pool, policySql(realm), node.log);
     // Each realm has a channel of its own: a node hears only of the jobs its clients can take.
     this.wakeups = new Wakeups(node.database, realm === BEANSTALK_REALM ? 'beanpole' : `${realm.prefix}wakeups`, () => node.id, this.wakeupHandlers(), node.log);
   }
 
   /** What this realm does with the other nodes' news. */
   protected wakeupHandlers(): WakeupHandlers {
-    return { ready: (tubes) => this.wake(tubes), due: (at) => this.armDue(at) };
+    return { ready: (tubes) => this.wake(tubes), due: (at) => this.armDue(at), policies: () => this.policies.refresh() };
   }
 
   /** Serves `realm` on `node`: listens for the other nodes' news and starts its timers. */
@@ -173,6 +180,7 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
     await store.wakeups.start();
     try {
       await store.bodyBudget.sync();
+      await store.policies.load();
     } catch (err) {
       // Not joined yet, so the node's close would not end its notification connection.
       await store.wakeups.close().catch(() => undefined);
@@ -237,6 +245,7 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
     this.closed = true;
     if (this.pollTimer !== null) clearInterval(this.pollTimer);
     if (this.dueTimer !== null) clearTimeout(this.dueTimer);
+    this.policies.close();
     for (const client of this.clients.values()) client.stopTimers();
   }
 
@@ -309,7 +318,8 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
 
   /** Queues a put for this turn's batch (`conn`: the client putting it, 0 for the dashboard). */
   insert(tube: string, job: NewJob, conn = 0): Promise<Result<JobBytes>> {
-    return this.puts.add(tube, job, conn);
+    const cap = this.policies.queueCap(tube);
+    return cap === null ? this.puts.add(tube, job, conn) : this.puts.addUnderCap(tube, job, cap);
   }
 
   /** A client of this node left, after what it held was given back (the Gearman realm: what it waited on). */
@@ -328,6 +338,15 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
   delayedDue(at: number): void {
     this.wakeups.delayedDue(at);
     this.armDue(at);
+  }
+
+  /**
+   * A reservation in `tube` ended, its job now in `state` (due at `dueAt` when delayed; null:
+   * gone). Waiters look again where it is ready, and where the tube's cap may have a free place.
+   */
+  reservationEnded(tube: string, state: number | null, dueAt = 0): void {
+    if (state === STATE.delayed) this.delayedDue(dueAt);
+    if (state === STATE.ready || this.policies.capped(tube)) this.jobsReady([tube], true);
   }
 
   /** News for the waiters: they look for jobs in these tubes (null: in any tube). */
@@ -354,15 +373,19 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
     const out: (ReservedRow | null | Error)[] = requests.map(() => null);
     await Promise.all(
       [...groups.values()].map(async (indexes) => {
-        // A statement that fails fails its own requests only.
-        const rows = await run<ReservedRow & { rn: number }>(this.hot.pool, this.hot.reserveMany, [
-          requests[indexes[0]!]!.tubes,
+        // A statement that fails fails its own requests only. Tubes with a cap or a rate go
+        // through their gates, where the history trigger records the reserves.
+        const tubes = requests[indexes[0]!]!.tubes;
+        const gated = this.policies.gates(tubes);
+        const rows = await run<ReservedRow & { rn: number }>(gated ? this.pool : this.hot.pool, gated ? this.policies.sql.reserveGated : this.hot.reserveMany, [
+          tubes,
           this.nodeId,
           indexes.map((i) => requests[i]!.conn),
           now,
           indexes.map((i) => requests[i]!.hold),
           indexes.length,
         ]);
+        if (gated && rows.length < indexes.length) this.policies.retryRated(tubes, (rated) => this.wake(rated));
         // By position, not by connection: a client may be in one batch twice (its own reserve,
         // and an offer made while it still waited), and each request gets its own job.
         for (const row of rows) out[indexes[row.rn - 1]!] = row;
@@ -401,6 +424,7 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
     const sent = new Set(requests.filter((r) => !seen.has(`${r.id}:${r.client}`) && seen.add(`${r.id}:${r.client}`)));
     const rows = await this.runDeletes([...sent]);
     this.addedBytes(-rows.reduce((n, row) => n + row.bytes, 0));
+    for (const row of rows) if (this.policies.capped(row.tube)) this.reservationEnded(row.tube, null);
     const done = new Map(rows.map((row) => [`${row.id}:${row.client}`, row]));
     return requests.map((r) => (sent.has(r) ? (done.get(`${r.id}:${r.client}`) ?? null) : null));
   }
@@ -425,13 +449,13 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
       break;
     }
     try {
-      const expired = await run<{ tube: string; state: number }>(this.pool, this.sql.expireOverdue, [
+      const expired = await run<{ tube: string; state: number; due_at: number }>(this.pool, this.sql.expireOverdue, [
         this.now(),
         OVERDUE_GRACE_MS,
         this.defaultDeadLetterAfter,
       ]);
-      const ready = expired.filter((r) => r.state === STATE.ready).map((r) => r.tube);
-      if (ready.length > 0) this.jobsReady(ready, true);
+      for (const row of expired) this.reservationEnded(row.tube, row.state, row.due_at);
+      await this.policies.load();
       await this.promote();
       await this.bodyBudget.sync();
       // The ring: every node with history trims to its size (the smallest one wins).
@@ -573,16 +597,12 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
   }
 
   async tube(name: string): Promise<TubeCounts | undefined> {
-    const [row] = await run<CountsRow & { next_ready_created_at: number | null; total_jobs: number; pause_ms: number | null; unpause_at: number | null; dead_letter_after: number | null }>(
-      this.pool,
-      this.sql.tubeCounts,
-      [name],
-    );
+    const [row] = await run<CountsRow & { next_ready_created_at: number | null; total_jobs: number; tube_row: TubeRow | null }>(this.pool, this.sql.tubeCounts, [name]);
     const local = this.localTubes.get(name);
     const jobs = row === undefined ? 0 : row.ready + row.reserved + row.delayed + row.buried;
     const referenced = local !== undefined && local.using + local.watching + local.waiting > 0;
     if (jobs === 0 && !referenced && name !== DEFAULT_TUBE) return undefined;
-    return this.countsOf(name, row ?? zeroCounts(), row?.total_jobs ?? 0, row?.pause_ms ?? 0, row?.unpause_at ?? 0, row?.dead_letter_after ?? null, row?.next_ready_created_at ?? 0);
+    return this.countsOf(name, row ?? zeroCounts(), row?.total_jobs ?? 0, row?.tube_row ?? undefined, row?.next_ready_created_at ?? 0);
   }
 
   /**
@@ -607,30 +627,23 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
     const [counts, totals, settings, heads] = await Promise.all([
       run<CountsRow & { tube: string }>(this.pool, this.sql.allTubeCounts, []),
       run<{ tube: string; total_jobs: number }>(this.pool, this.sql.allTubeTotals, []),
-      run<{ name: string; pause_ms: number; unpause_at: number; dead_letter_after: number | null }>(this.pool, this.sql.allTubeRows, []),
+      run<TubeRow & { name: string }>(this.pool, this.sql.allTubeRows, []),
       run<{ tube: string; created_at: number }>(this.pool, this.sql.nextReadyOf, [names]),
     ]);
     const headOf = new Map(heads.map((h) => [h.tube, h.created_at]));
     const countOf = new Map(counts.map((c) => [c.tube, c]));
     const totalOf = new Map(totals.map((t) => [t.tube, t.total_jobs]));
     const settingsOf = new Map(settings.map((s) => [s.name, s]));
-    return names.map((name) => {
-      const st = settingsOf.get(name);
-      return this.countsOf(name, countOf.get(name) ?? zeroCounts(), totalOf.get(name) ?? 0, st?.pause_ms ?? 0, st?.unpause_at ?? 0, st?.dead_letter_after ?? null, headOf.get(name) ?? 0);
-    });
+    return names.map((name) => this.countsOf(name, countOf.get(name) ?? zeroCounts(), totalOf.get(name) ?? 0, settingsOf.get(name), headOf.get(name) ?? 0));
   }
 
-  private countsOf(
-    name: string,
-    c: CountsRow,
-    totalJobs: number,
-    pauseMs: number,
-    unpauseAt: number,
-    ownDeadLetter: number | null,
-    nextReadyCreatedAt: number,
-  ): TubeCounts {
+  /** A tube's counts from its jobs' counts and its tubes row (pause, own settings, policy). */
+  private countsOf(name: string, c: CountsRow, totalJobs: number, row: TubeRow | undefined, nextReadyCreatedAt: number): TubeCounts {
     const local = this.localTubes.get(name);
-    const paused = unpauseAt > this.now();
+    const now = this.now();
+    const unpauseAt = row?.unpause_at ?? 0;
+    const paused = unpauseAt > now;
+    const ownDeadLetter = row?.dead_letter_after ?? null;
     return {
       name,
       serial: 0,
@@ -645,7 +658,7 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
       waiting: local?.waiting ?? 0,
       deletes: local?.deletes ?? 0,
       pauses: local?.pauses ?? 0,
-      pauseMs: paused ? pauseMs : 0,
+      pauseMs: paused ? (row?.pause_ms ?? 0) : 0,
       unpauseAt: paused ? unpauseAt : 0,
       // No count of state changes is kept in the database: the counts stand in for them, so a
       // watcher of the tube (the dashboard's job list) sees a change when a count moves.
@@ -653,6 +666,7 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
       nextReadyCreatedAt,
       deadLetterAfter: ownDeadLetter ?? this.defaultDeadLetterAfter,
       ownSettings: ownDeadLetter === null ? null : { deadLetterAfter: ownDeadLetter },
+      policy: policyStateOf(row, c.reserved, now),
     };
   }
 
@@ -809,6 +823,23 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
   async setTubeSettings(tube: string, settings: TubeSettings | null): Promise<Result<TubeSettingsView>> {
     await run(this.pool, this.sql.setTubeSettings, [tube, settings?.deadLetterAfter ?? null]);
     return ok(await this.tubeSettings(tube));
+  }
+
+  async tubePolicy(tube: string): Promise<TubePolicyView> {
+    const counts = await this.tube(tube);
+    return { tube, policy: counts?.policy?.policy ?? (await this.policies.read(tube)), state: counts?.policy ?? null };
+  }
+
+  /** Sets a tube's policy for the cluster; every node hears of it (wakeups) and waiters look again. */
+  async setTubePolicy(tube: string, policy: TubePolicy | null): Promise<Result<TubePolicyView>> {
+    try {
+      await this.policies.set(tube, policy, this.now());
+    } catch (err) {
+      return this.failed(err);
+    }
+    this.wakeups.policySet();
+    this.jobsReady([tube], true);
+    return ok(await this.tubePolicy(tube));
   }
 
   async editJob(id: number, change: JobChange): Promise<Result<JobSnapshot>> {

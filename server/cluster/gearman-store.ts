@@ -80,6 +80,9 @@ export class GearmanClusterStore extends ClusterStore {
     const unique = job.unique !== undefined && job.unique.length > 0 ? Buffer.from(job.unique) : null;
     const foreground = job.transient === true;
     if (unique === null && !foreground && job.queueLimit === undefined) return super.insert(tube, job, conn);
+    // The function's policy caps its queue as maxqueue does: the lower of the two holds.
+    const cap = this.policies.queueCap(tube);
+    if (cap !== null && (job.queueLimit === undefined || cap < job.queueLimit)) job = { ...job, queueLimit: cap };
     // Copied now: the caller may reuse the body's memory once this returns (NewJob's contract).
     return this.submitOne(tube, { ...job, body: job.bodyOwned === true ? job.body : Buffer.from(job.body) }, unique, foreground, conn);
   }
@@ -115,7 +118,11 @@ export class GearmanClusterStore extends ClusterStore {
                 const [seen] = await run<{ joins: boolean; queued: number }>(db, GEARMAN_SQL.queuedUpTo, [tube, unique, limit]);
                 return seen !== undefined && !seen.joins && seen.queued >= limit ? null : submit(db);
               });
-        if (rows === null) return fail('QUEUE_FULL');
+        if (rows === null) {
+          // Refused by the function's policy (not maxqueue): the policy counts it.
+          if (this.policies.queueCap(tube) === limit) await run(this.pool, this.policies.sql.refused, [tube]);
+          return fail('QUEUE_FULL');
+        }
         const [row] = rows;
         // Made by a statement this one could not see yet: the next one sees it.
         if (row === undefined) continue;

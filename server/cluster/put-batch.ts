@@ -11,6 +11,7 @@ import type pg from 'pg';
 import { run } from './pool.js';
 import type { ClusterSql, Statement } from './sql.js';
 import { STATE } from './schema.js';
+import type { ClusterPolicies } from './tube-policies.js';
 
 /** Most puts, and body bytes, in one statement. */
 const MAX_PUTS = 1000;
@@ -45,6 +46,8 @@ export interface PutStore {
   jobsReady(tubes: Iterable<string>, tellOthers: boolean): void;
   delayedDue(at: number): void;
   failed<T>(err: unknown): Result<T>;
+  /** Puts under a tube's queue cap (tube-policies.ts). */
+  readonly policies: Pick<ClusterPolicies, 'underCap'>;
 }
 
 export class PutBatch {
@@ -69,6 +72,45 @@ export class PutBatch {
       this.queue.push({ client, tube, priority: job.priority, delayMs: job.delayMs, ttrMs: job.ttrMs, body, resolve });
       this.queueFlush();
     });
+  }
+
+  /**
+   * A put into a tube with a queue cap: a statement of its own, under the tube's lock, so that
+   * the count and the put are one step for the whole cluster. QUEUE_FULL when the cap is reached.
+   */
+  async addUnderCap(tube: string, job: NewJob, cap: number): Promise<Result<JobBytes>> {
+    const store = this.store;
+    const body = job.bodyOwned === true ? job.body : Buffer.from(job.body);
+    const now = store.now();
+    const delayed = job.delayMs > 0;
+    try {
+      const rows = await store.policies.underCap(store.pool, tube, cap, (db) =>
+        run<{ id: number }>(db, store.sql.put, [
+          [tube],
+          [delayed ? STATE.delayed : STATE.ready],
+          [job.priority],
+          [job.delayMs],
+          [job.ttrMs],
+          [now],
+          [delayed ? now + job.delayMs : 0],
+          [body],
+          store.nodeId,
+        ]),
+      );
+      if (rows === null) return fail('QUEUE_FULL');
+      store.addedBytes(body.length);
+      if (delayed) store.delayedDue(now + job.delayMs);
+      else store.jobsReady([tube], true);
+      return ok({ id: rows[0]!.id, tubeName: tube, bodyBuf: body, bodyOffset: 0, bodyLength: body.length });
+    } catch (err) {
+      return this.failure(err);
+    }
+  }
+
+  /** A put statement's failure as the puts' result: no room in the database, or an error. */
+  private failure(err: unknown): Result<JobBytes> {
+    const code = (err as { code?: string }).code;
+    return code !== undefined && NO_ROOM.has(code) ? fail('OUT_OF_MEMORY') : this.store.failed(err);
   }
 
   private queueFlush(): void {
@@ -128,8 +170,7 @@ export class PutBatch {
       if (readyTubes.size > 0) store.jobsReady(readyTubes, true);
       if (soonestDue !== Number.POSITIVE_INFINITY) store.delayedDue(soonestDue);
     } catch (err) {
-      const code = (err as { code?: string }).code;
-      const result: Result<JobBytes> = code !== undefined && NO_ROOM.has(code) ? fail('OUT_OF_MEMORY') : store.failed(err);
+      const result = this.failure(err);
       for (const p of batch) p.resolve(result);
     } finally {
       this.order.done(batch);

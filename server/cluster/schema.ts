@@ -202,7 +202,28 @@ export const MIGRATIONS: readonly string[] = [
     result jsonb NOT NULL
   ) WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01);
   `,
+  policyMigration(),
 ];
+
+/**
+ * Tube policies (shared/policy.ts), shared by the nodes, in each realm's tubes table: the policy
+ * as the API gave it; the rate's token bucket (tokens as of refilled_at, epoch ms), taken from by
+ * every node's reserves under the row's lock; and what the policy did (puts the queue cap
+ * refused, timeouts the backoff delayed).
+ */
+function policyMigration(): string {
+  return [BEANSTALK_REALM, GEARMAN_REALM]
+    .map(
+      (realm) => `
+  ALTER TABLE ${realm.tables.tubes}
+    ADD COLUMN policy jsonb,
+    ADD COLUMN tokens double precision NOT NULL DEFAULT 0,
+    ADD COLUMN refilled_at bigint NOT NULL DEFAULT 0,
+    ADD COLUMN refused_puts bigint NOT NULL DEFAULT 0,
+    ADD COLUMN backoffs bigint NOT NULL DEFAULT 0;`,
+    )
+    .join('\n');
+}
 
 /**
  * --gearman-job-retries in a cluster: a Gearman job given back to ready by a statement of a node

@@ -17,6 +17,16 @@ export interface Statement {
   text: string;
 }
 
+/**
+ * What a reserve answers beside the job (of a row `j`): in the Gearman realm, whether it is a
+ * foreground job nobody waits for any more (the worker drops it instead of running it).
+ */
+export function takenColumn(realm: Realm): string {
+  return realm.name === 'gearman'
+    ? `j.foreground AND NOT EXISTS (SELECT 1 FROM ${GEARMAN_TABLES.waiters} w WHERE w.job = j.id) AS abandoned`
+    : 'false AS abandoned';
+}
+
 /** The statements of one realm (realm.ts): the same text over that realm's tables. */
 export function clusterSql(realm: Realm) {
   const t = realm.tables;
@@ -43,14 +53,9 @@ export function clusterSql(realm: Realm) {
          count(*) FILTER (WHERE state = 1) AS reserved,
          count(*) FILTER (WHERE state = 2) AS delayed,
          count(*) FILTER (WHERE state = 3) AS buried`;
-  /**
-   * What a reserve answers beside the job: in the Gearman realm, whether it is a foreground job
-   * nobody waits for any more (the worker drops it instead of running it).
-   */
-  const TAKEN =
-    realm.name === 'gearman'
-      ? `j.foreground AND NOT EXISTS (SELECT 1 FROM ${GEARMAN_TABLES.waiters} w WHERE w.job = j.id) AS abandoned`
-      : 'false AS abandoned';
+  const TAKEN = takenColumn(realm);
+  /** A tubes row's columns (tube-policies.ts's TubeRow): its pause, its own settings, its policy. */
+  const TUBE_ROW = 'pause_ms, unpause_at, dead_letter_after, policy, tokens, refilled_at, refused_puts, backoffs';
   /** Candidates per tube beyond those wanted, for rows another reserve has locked. */
   const LOCK_MARGIN = 16;
   /**
@@ -83,6 +88,38 @@ export function clusterSql(realm: Realm) {
        FROM (SELECT id, node, conn, nextval('${historySequence(realm)}') AS n FROM changed) c
        HAVING count(*) > 0
      )`;
+
+  /**
+   * A job's delay after a timeout under its tube's timeout backoff (null: no backoff): the
+   * formula of shared/policy.ts's backoffDelayMs, with the timeouts before this one as exponent.
+   */
+  const backoffMs = `(SELECT round(w.whole - w.whole * (x.b->>'jitter')::float8 * random())::bigint
+       FROM (SELECT p.policy->'timeoutBackoff' AS b FROM ${t.tubes} p
+             WHERE p.name = j.tube AND jsonb_typeof(p.policy->'timeoutBackoff') = 'object') x
+       CROSS JOIN LATERAL (SELECT LEAST((x.b->>'maxMs')::float8, (x.b->>'baseMs')::float8 * power((x.b->>'factor')::float8, j.timeouts)) AS whole) w)`;
+
+  /**
+   * Reservations whose TTR ran out (the jobs `which` selects and locks): back to ready, buried
+   * by the dead-letter rule (`limit`, the node's default), or delayed by the tube's timeout
+   * backoff from `now`, which the tube counts. Returns each job's tube, state and due time.
+   */
+  const expire = (which: string, limit: string, now: string): string =>
+    `WITH target AS (
+       SELECT j.id, ${backoffMs} AS backoff FROM (${which}) picked JOIN ${t.jobs} j USING (id)
+     ),
+     changed AS (
+       UPDATE ${t.jobs} j
+       SET timeouts = j.timeouts + 1,
+           delay_ms = CASE WHEN target.backoff IS NULL OR ${reachesLimit(`${limit}::bigint`)} THEN j.delay_ms ELSE target.backoff END,
+           ${strike(`${limit}::bigint`, 3, 'CASE WHEN target.backoff IS NULL THEN 0 ELSE 2 END', `CASE WHEN target.backoff IS NULL THEN 0 ELSE ${now}::bigint + target.backoff END`)}
+       FROM target WHERE j.id = target.id
+       RETURNING j.tube, j.state, j.due_at
+     ),
+     counted AS (
+       UPDATE ${t.tubes} p SET backoffs = p.backoffs + c.n
+       FROM (SELECT tube, count(*) AS n FROM changed WHERE state = 2 GROUP BY tube) c WHERE p.name = c.tube
+     )
+     SELECT tube, state, due_at FROM changed`;
 
   const put = (recorded: boolean): string =>
     `WITH totals AS (
@@ -224,13 +261,7 @@ export function clusterSql(realm: Realm) {
      * only once its deadline has passed in the database too ($6 now), so a touch that committed
      * first wins. $1 id, $2-$4 token, $5 the node's dead-letter default.
      */
-    expire: s(
-      'expire',
-      `UPDATE ${t.jobs} j
-       SET timeouts = j.timeouts + 1, ${strike('$5::bigint', 3, '0', '0')}
-       WHERE j.id = $1 AND ${TOKEN} AND j.due_at < $6::bigint
-       RETURNING j.tube, j.state`,
-    ),
+    expire: s('expire', expire(`SELECT j.id FROM ${t.jobs} j WHERE j.id = $1 AND ${TOKEN} AND j.due_at < $6::bigint FOR UPDATE`, '$5', '$6')),
 
     /**
      * Reservations past their deadline by more than $2 ms whoever holds them (a node that stopped
@@ -239,12 +270,7 @@ export function clusterSql(realm: Realm) {
      */
     expireOverdue: s(
       'expire_overdue',
-      `UPDATE ${t.jobs} j
-       SET timeouts = j.timeouts + 1, ${strike('$3::bigint', 3, '0', '0')}
-       WHERE j.id IN (
-         SELECT id FROM ${t.jobs} WHERE state = 1 AND due_at < $1::bigint - $2::bigint ORDER BY due_at LIMIT 1000 FOR UPDATE SKIP LOCKED
-       )
-       RETURNING j.tube, j.state`,
+      expire(`SELECT j.id FROM ${t.jobs} j WHERE j.state = 1 AND j.due_at < $1::bigint - $2::bigint ORDER BY j.due_at LIMIT 1000 FOR UPDATE SKIP LOCKED`, '$3', '$1'),
     ),
 
     /** A job reserved for a client that stopped waiting meanwhile: as if it had never been reserved. $1 id, $2-$4 token. */
@@ -353,9 +379,7 @@ export function clusterSql(realm: Realm) {
          ${COUNTS},
          (SELECT created_at FROM ${t.jobs} WHERE tube = $1 AND state = 0 ORDER BY priority, id LIMIT 1) AS next_ready_created_at,
          (SELECT COALESCE(sum(total_jobs), 0)::bigint FROM ${t.totals} WHERE tube = $1) AS total_jobs,
-         (SELECT pause_ms FROM ${t.tubes} WHERE name = $1) AS pause_ms,
-         (SELECT unpause_at FROM ${t.tubes} WHERE name = $1) AS unpause_at,
-         (SELECT dead_letter_after FROM ${t.tubes} WHERE name = $1) AS dead_letter_after
+         (SELECT row_to_json(p) FROM (SELECT ${TUBE_ROW} FROM ${t.tubes} WHERE name = $1) p) AS tube_row
        FROM ${t.jobs} WHERE tube = $1`,
     ),
 
@@ -381,7 +405,7 @@ export function clusterSql(realm: Realm) {
        FROM ${t.jobs} WHERE state IN (0, 1) GROUP BY tube`,
     ),
     allTubeTotals: s('all_tube_totals', `SELECT tube, sum(total_jobs)::bigint AS total_jobs FROM ${t.totals} GROUP BY tube`),
-    allTubeRows: s('all_tube_rows', `SELECT name, pause_ms, unpause_at, dead_letter_after FROM ${t.tubes}`),
+    allTubeRows: s('all_tube_rows', `SELECT name, ${TUBE_ROW} FROM ${t.tubes}`),
 
     /** The server's job counts, and the jobs ever put (cluster-wide). */
     serverCounts: s(

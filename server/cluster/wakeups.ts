@@ -1,8 +1,9 @@
 /**
  * News between nodes over LISTEN/NOTIFY, one channel per realm: "jobs are ready in these tubes"
  * (a reserve waiting on another node takes them within milliseconds), "a delayed job is due at
- * T" (each node times its promotion of delayed jobs) and, for Gearman, "node N has WORK_*
- * packets waiting" (its clients' foreground jobs run on other nodes). A notification is sent after the change
+ * T" (each node times its promotion of delayed jobs), "a tube's policy changed" (each node
+ * reads the policies again) and, for Gearman, "node N has WORK_* packets waiting" (its
+ * clients' foreground jobs run on other nodes). A notification is sent after the change
  * committed, from a connection of its own: a NOTIFY inside the put's transaction would make
  * every commit wait on PostgreSQL's notification queue lock, one at a time.
  *
@@ -27,6 +28,8 @@ export interface WakeupHandlers {
   due(at: number): void;
   /** Packets wait in the database for this node's clients (Gearman's relay). */
   updates?(): void;
+  /** A tube's policy changed (read them again). */
+  policies?(): void;
 }
 
 export class Wakeups {
@@ -36,6 +39,8 @@ export class Wakeups {
   private soonestDue = Number.POSITIVE_INFINITY;
   /** Nodes told that packets wait for them ('*': every node, to look at its clients' jobs). */
   private readonly updatedNodes = new Set<number | '*'>();
+  /** A policy changed here since the last notification. */
+  private policiesChanged = false;
   private flushQueued = false;
   /** The notification in flight, if any: news made meanwhile waits for it and goes in the next. */
   private sending: Promise<void> | null = null;
@@ -63,6 +68,12 @@ export class Wakeups {
 
   delayedDue(at: number): void {
     if (at < this.soonestDue) this.soonestDue = at;
+    this.queueFlush();
+  }
+
+  /** A tube's policy was set here (committed): the other nodes read the policies again. */
+  policySet(): void {
+    this.policiesChanged = true;
     this.queueFlush();
   }
 
@@ -103,10 +114,12 @@ export class Wakeups {
     this.sending = sent;
   };
 
-  /** "<node> r <tube> <tube>...", "<node> d <ms>" and "<node> u <node>", tab-separated, split to fit. */
+  /** "<node> r <tube> <tube>...", "<node> d <ms>", "<node> u <node>" and "<node> p", tab-separated, split to fit. */
   private payloads(): string[] {
     const tag = String(this.nodeTag());
     const out: string[] = [];
+    if (this.policiesChanged) out.push(`${tag}\tp`);
+    this.policiesChanged = false;
     for (const node of this.updatedNodes) out.push(`${tag}\tu\t${node}`);
     this.updatedNodes.clear();
     if (this.soonestDue !== Number.POSITIVE_INFINITY) out.push(`${tag}\td\t${this.soonestDue}`);
@@ -187,6 +200,7 @@ export class Wakeups {
         () => {
           this.handlers.ready(null);
           this.handlers.updates?.();
+          this.handlers.policies?.();
         },
         (err: unknown) => {
           this.log.warn({ err: (err as Error).message }, 'cluster: cannot listen for notifications yet');
@@ -205,6 +219,8 @@ export class Wakeups {
       if (Number.isFinite(at)) this.handlers.due(at);
     } else if (parts[1] === 'r') {
       this.handlers.ready(new Set(parts.slice(2)));
+    } else if (parts[1] === 'p') {
+      this.handlers.policies?.();
     } else if (parts[1] === 'u' && (parts[2] === '*' || parts[2] === String(this.nodeTag()))) {
       this.handlers.updates?.();
     }

@@ -23,6 +23,8 @@ import { JobEditor } from './edits.js';
 import { FailureRules } from './failures.js';
 import { WIDE_SESSION_TUBES, WaitingSessions } from './waiting.js';
 import { JobQueues } from './queues.js';
+import { PolicyGates } from './policy-gates.js';
+import type { TubePolicy } from '../../shared/policy.js';
 import type { EngineOptions, JobEdit, KickKind, PutRequest } from './requests.js';
 
 export type { EngineOptions, JobEdit, KickKind, PutRequest };
@@ -69,6 +71,8 @@ export class Engine {
   private readonly queues: JobQueues;
   /** Sessions blocked in reserve or asleep, and how a ready job finds one (waiting.ts). */
   private readonly waiting: WaitingSessions;
+  /** Tube policies at work: caps, rates, queue caps, timeout backoff (policy-gates.ts). */
+  private readonly gates: PolicyGates;
   /** Who waits for news of a job (Gearman clients attached to a handle). */
   private readonly watchers = new JobWatchers();
   private nextSessionId = 1;
@@ -103,7 +107,8 @@ export class Engine {
     );
     this.queues = new JobQueues(this.stats, this.events, this.waiting);
     this.startedAt = this.clock.now();
-    this.tubeRegistry = new TubeRegistry(this.timeBase, this.events, this.waiting, options.deadLetterAfter ?? 0);
+    this.gates = new PolicyGates(this.waiting, () => this.clock.now(), options.random ?? Math.random);
+    this.tubeRegistry = new TubeRegistry(this.timeBase, this.events, this.waiting, this.gates, options.deadLetterAfter ?? 0);
     this.defaultTube = this.tubeRegistry.createDefault(DEFAULT_TUBE);
     this.recovery = new Recovery(this.jobs, this.tubeRegistry, this.queues, this.stats);
     const host = {
@@ -158,9 +163,30 @@ export class Engine {
     return ok(undefined);
   }
 
-  /** Recovery: a tube's settings record. */
-  restoreTubeSettings(img: { tube: string; settings: TubeSettings | null }): void {
+  /** Recovery: a tube's settings record (its own settings and its policy). */
+  restoreTubeSettings(img: { tube: string; settings: TubeSettings | null; policy: TubePolicy | null }): void {
     this.tubeRegistry.applySettings(img.tube, img.settings);
+    this.tubeRegistry.applyPolicy(img.tube, img.policy);
+  }
+
+  /** A tube's policy, or null when it has none. The tube need not exist. */
+  tubePolicy(name: string): TubePolicy | null {
+    return this.tubeRegistry.policy(name);
+  }
+
+  /** Names of the tubes with a policy (existing or not). */
+  policyTubeNames(): string[] {
+    return [...this.tubeRegistry.policyNames()];
+  }
+
+  /**
+   * Sets a tube's policy (null: none), recorded in the journal first. It applies at once: a
+   * lower cap takes no job back, it only holds the next reserves.
+   */
+  setTubePolicy(name: string, policy: TubePolicy | null): Result<void> {
+    if (!this.journal.setTubePolicy(name, policy)) return fail('INTERNAL_ERROR');
+    this.tubeRegistry.applyPolicy(name, policy);
+    return ok(undefined);
   }
 
   /** Pauses reservations from a tube for `delayMs` (0: for an instant, which wakes waiters). */
@@ -206,7 +232,10 @@ export class Engine {
     if (session.closed) return true;
     if (session.waiting) this.waiting.stopWaiting(session);
     for (let n = 0, job = session.reservedJobs.first(); job !== undefined; n++, job = session.reservedJobs.first()) {
-      if (n >= budget) return false;
+      if (n >= budget) {
+        this.gates.serveOpened();
+        return false;
+      }
       // The job is already ready on disk; the record only keeps its reserves counter, so it is
       // skipped rather than failing the disconnect when the binlog has no room.
       const recorded = this.journalOf(job).canUpdate(1);
@@ -218,6 +247,7 @@ export class Engine {
       this.queues.enqueueReady(job, 'reserved');
       if (recorded) this.journalOf(job).update(job);
     }
+    this.gates.serveOpened();
     // protocol: beanstalkd clears the watch list by always removing the first item, which
     // decides the order in which unreferenced tubes leave list-tubes.
     for (let tube = session.watched.shift(); tube !== undefined; tube = session.watched.shift()) {
@@ -392,6 +422,7 @@ export class Engine {
   put(request: PutRequest): Result<Job> {
     if (request.body.length > this.maxJobSize) return fail('JOB_TOO_BIG');
     if (this.draining) return fail('DRAINING');
+    if (request.tube.gate !== null && !this.gates.admits(request.tube)) return fail('QUEUE_FULL');
     if (!this.hasRoomFor(request.body.length)) return fail('OUT_OF_MEMORY');
     const now = this.clock.now();
     this.keepTimesSmall(now);
@@ -425,6 +456,7 @@ export class Engine {
     if (this.deadlineSoon(session, now) && !this.anyWatchedReady(session)) return { kind: 'deadline-soon' };
     // A pause that ran out before the scheduler's tick ends now; other waiters are served first.
     this.tubeRegistry.endPauses(now, Number.POSITIVE_INFINITY);
+    this.gates.reopen(now, Number.POSITIVE_INFINITY);
     const best = this.bestReady(session, false);
     if (best !== undefined) {
       // protocol: beanstalkd always queues a reserving client as a waiter and takes it back
@@ -509,6 +541,7 @@ export class Engine {
     }
     this.history.record(id, this.clock.now(), 'delete', session?.id ?? 0, session?.peer ?? '', '', actor);
     this.dropJob(job, from);
+    this.gates.serveOpened();
     return ok(job);
   }
 
@@ -528,6 +561,7 @@ export class Engine {
     else if (delayMs > 0) this.queues.enqueueDelayed(job, 'reserved', now + delayMs);
     else this.queues.enqueueReady(job, 'reserved');
     this.journalOf(job).update(job);
+    this.gates.serveOpened();
     return ok(job);
   }
 
@@ -538,6 +572,7 @@ export class Engine {
     this.history.record(id, this.clock.now(), 'bury', session.id, session.peer);
     this.queues.bury(job, 'reserved', BURY_CAUSE_CODE.bury);
     this.journalOf(job).update(job);
+    this.gates.serveOpened();
     return ok(job);
   }
 
@@ -693,6 +728,8 @@ export class Engine {
     if (delayed !== undefined) next = delayed.deadlineAt;
     const unpauseAt = this.tubeRegistry.nextUnpauseAt();
     if (unpauseAt !== undefined && unpauseAt < next) next = unpauseAt;
+    const reopenAt = this.gates.nextReopenAt();
+    if (reopenAt !== undefined && reopenAt < next) next = reopenAt;
     const session = this.sessionTicks.peek();
     if (session !== undefined && session.tickAt < next) next = session.tickAt;
     return next === Number.POSITIVE_INFINITY ? undefined : next;
@@ -716,6 +753,13 @@ export class Engine {
       const next = this.tubeRegistry.nextUnpauseAt();
       if (next !== undefined && next <= now) return true;
     }
+    const reopenAt = this.gates.nextReopenAt();
+    if (reopenAt !== undefined && reopenAt <= now) {
+      if (work >= budget) return true;
+      work += this.gates.reopen(now, budget - work);
+      const next = this.gates.nextReopenAt();
+      if (next !== undefined && next <= now) return true;
+    }
     for (let s = this.sessionTicks.peek(); s !== undefined && s.tickAt <= now; s = this.sessionTicks.peek()) {
       if (work++ >= budget) return true;
       this.sessionTimeout(s, now);
@@ -736,9 +780,10 @@ export class Engine {
       this.history.record(job.id, now, 'timeout', session.id, session.peer);
       if (this.failures.strike(job)) this.failures.deadLetter(job, now, 'timeout');
       else if (this.failures.failedTooOften(job, now, 'timeout')) continue;
-      else this.queues.enqueueReady(job, 'reserved');
+      else this.backAfterTimeout(job, now);
       if (recorded) this.journalOf(job).update(job);
     }
+    this.gates.serveOpened();
     if (soon && session.waiting) {
       this.waiting.stopWaiting(session);
       this.schedule(session);
@@ -755,6 +800,14 @@ export class Engine {
 
   // ---- internals -----------------------------------------------------------------------------
 
+  /** A timed-out job goes back ready, or delayed by its tube's timeout backoff. */
+  private backAfterTimeout(job: Job, now: number): void {
+    const delayMs = job.tube.gate === null ? 0 : this.gates.timeoutDelayMs(job.tube, job);
+    if (delayMs <= 0) return this.queues.enqueueReady(job, 'reserved');
+    job.delayMs = delayMs;
+    this.queues.enqueueDelayed(job, 'reserved', now + delayMs);
+  }
+
   private deadlineSoon(session: Session, now: number): boolean {
     const job = session.soonestReserved();
     return job !== undefined && now >= job.deadlineAt - DEADLINE_SOON_MARGIN_MS;
@@ -766,8 +819,8 @@ export class Engine {
   }
 
   /**
-   * The best ready job (priority, then id) in the tubes `session` watches, paused tubes left out
-   * unless `paused`. It walks whichever is shorter, the session's watched tubes or the tubes that
+   * The best ready job (priority, then id) in the tubes `session` watches, closed tubes (paused,
+   * or held back by their policy) left out unless `paused`. It walks whichever is shorter, the session's watched tubes or the tubes that
    * have ready jobs, so a worker watching 10,000 tubes pays for the few that hold jobs.
    */
   private bestReady(session: Session, paused: boolean): Job | undefined {
@@ -779,7 +832,7 @@ export class Engine {
     for (let i = 0; i < tubes.length; i++) {
       const tube = tubes[i]!;
       const head = tube.ready.peek();
-      if (head === undefined || (best !== undefined && !readyLess(head, best)) || (!paused && tube.paused)) continue;
+      if (head === undefined || (best !== undefined && !readyLess(head, best)) || (!paused && tube.closed)) continue;
       if (viaReady && !session.watched.has(tube)) continue;
       best = head;
     }
@@ -790,7 +843,7 @@ export class Engine {
   private firstReadyInTurn(rotation: Rotation<Tube>, paused: boolean): Job | undefined {
     for (const tube of rotation.order()) {
       const head = tube.ready.peek();
-      if (head !== undefined && (paused || !tube.paused)) return head;
+      if (head !== undefined && (paused || !tube.closed)) return head;
     }
     return undefined;
   }
@@ -854,6 +907,7 @@ export class Engine {
     this.history.record(job.id, now, 'reserve', session.id, session.peer);
     this.schedule(session);
     this.queues.changed(job, from);
+    if (job.tube.gate !== null) this.gates.reserved(job.tube, now);
   }
 
   private removeReserved(session: Session, job: Job): void {
@@ -861,6 +915,7 @@ export class Engine {
     session.reservedByDeadline.removeAt(job.heapIndex);
     job.tube.reserved--;
     this.stats.reserved--;
+    if (job.tube.gate !== null) this.gates.unreserved(job.tube, this.clock.now());
   }
 
   /**

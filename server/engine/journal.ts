@@ -1,4 +1,5 @@
 import type { Job } from './job.js';
+import type { TubePolicy } from '../../shared/policy.js';
 
 /** A tube's own settings, which outlive the tube itself (kept in the binlog). */
 export interface TubeSettings {
@@ -29,6 +30,8 @@ export interface Journal {
   rewrite(job: Job, oldTubeNameBytes: number, oldBodyBytes: number): void;
   /** A tube's settings changed (null: cleared). False: they cannot be recorded, so they stay as they were. */
   setTubeSettings(tube: string, settings: TubeSettings | null): boolean;
+  /** A tube's policy changed (null: cleared). False: it cannot be recorded, so it stays as it was. */
+  setTubePolicy(tube: string, policy: TubePolicy | null): boolean;
 }
 
 /** No persistence: every write succeeds at once. */
@@ -40,6 +43,7 @@ export const nullJournal: Journal = {
   canRewrite: () => true,
   rewrite: () => undefined,
   setTubeSettings: () => true,
+  setTubePolicy: () => true,
 };
 
 /**

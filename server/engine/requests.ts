@@ -41,6 +41,8 @@ export interface EngineOptions {
   dropAfterFailures?: number;
   /** Watched tubes beyond which a session is wide (WIDE_SESSION_TUBES; tests lower it). */
   wideSessionTubes?: number;
+  /** A number in [0, 1) for the timeout backoff's jitter (Math.random; tests pass their own). */
+  random?: () => number;
 }
 
 /** What a put needs; durations in milliseconds. */

@@ -3,6 +3,7 @@
  * a delegate that records what blocked sessions are told, and an invariant checker. It imports
  * no test framework, so it type-checks and builds like the rest of the engine.
  */
+import type { TubePolicy } from '../../shared/policy.js';
 import { URGENT_BELOW } from '../../shared/limits.js';
 import { FakeClock } from './clock.js';
 import { Engine, type EngineOptions } from './engine.js';
@@ -169,6 +170,12 @@ export class RecordingJournal implements Journal {
     this.writes.push(`tube ${tube} ${settings === null ? 'cleared' : `dead-letter-after ${settings.deadLetterAfter}`}`);
     return true;
   }
+
+  setTubePolicy(tube: string, policy: TubePolicy | null): boolean {
+    if (this.failUpdate) return false;
+    this.writes.push(`policy ${tube} ${JSON.stringify(policy)}`);
+    return true;
+  }
 }
 
 export type HarnessOptions = Omit<EngineOptions, 'clock'>;
@@ -271,6 +278,10 @@ export class Harness {
     let buried = 0;
     let jobCount = 0;
     for (const tube of tubes) {
+      const gate = tube.gate;
+      const cap = gate?.policy.concurrency ?? null;
+      if (gate !== null) check(gate.capHeld === (cap !== null && tube.reserved >= cap), `tube ${tube.name}'s cap mark is off`);
+      check(tube.gated === (gate !== null && (gate.capHeld || gate.rateHeld)), `tube ${tube.name}'s gated mark is off`);
       check(engine.tube(tube.name) === tube, `tube ${tube.name} is listed but not found by name`);
       let tubeUrgent = 0;
       check(tube.ready.runIsSorted(), `tube ${tube.name}'s sorted run of ready jobs is out of order`);

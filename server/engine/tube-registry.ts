@@ -3,14 +3,16 @@ import { fail, ok, type Result } from '../common/result.js';
 import type { EngineEvents } from './events.js';
 import { IndexedHeap } from './heap.js';
 import type { TubeSettings } from './journal.js';
+import type { PolicyGates } from './policy-gates.js';
+import type { TubePolicy } from '../../shared/policy.js';
 import type { TimeBase } from './time-base.js';
 import { Tube } from './tube.js';
 import type { WaitingSessions } from './waiting.js';
 
 /**
  * The tubes by name and in list-tubes order (creation order with swap-remove, as beanstalkd),
- * their own settings (which outlive a tube: it comes and goes with its jobs and clients), and
- * their pauses, in a heap by unpause time. A tube exists while something uses, watches or holds
+ * their own settings and policies (which outlive a tube: it comes and goes with its jobs and
+ * clients), and their pauses, in a heap by unpause time. A tube exists while something uses, watches or holds
  * it; the default tube always.
  */
 export class TubeRegistry {
@@ -18,6 +20,8 @@ export class TubeRegistry {
   private readonly order = new OrderedSet<Tube>();
   /** Tubes' own settings, by name. */
   private readonly settings = new Map<string, TubeSettings>();
+  /** Tubes' policies, by name (their live state is each tube's gate). */
+  private readonly policies = new Map<string, TubePolicy>();
   private readonly paused = new IndexedHeap<Tube>(
     (a, b) => a.unpauseAt < b.unpauseAt,
     (t, i) => (t.pauseIndex = i),
@@ -28,6 +32,7 @@ export class TubeRegistry {
     private readonly timeBase: TimeBase,
     private readonly events: EngineEvents,
     private readonly waiting: WaitingSessions,
+    private readonly gates: PolicyGates,
     /** The server-wide dead-letter limit (0: off), for tubes without their own. */
     readonly defaultDeadLetterAfter: number,
   ) {}
@@ -55,6 +60,8 @@ export class TubeRegistry {
     if (tube === undefined) {
       tube = new Tube(name, this.timeBase);
       tube.deadLetterAfter = this.settings.get(name)?.deadLetterAfter ?? this.defaultDeadLetterAfter;
+      const policy = this.policies.get(name);
+      if (policy !== undefined) this.gates.apply(tube, policy);
       this.byName.set(name, tube);
       this.order.add(tube);
       this.events.emit('tube:created', { tube });
@@ -74,6 +81,7 @@ export class TubeRegistry {
     this.byName.delete(tube.name);
     this.order.delete(tube);
     if (tube.pauseIndex >= 0) this.paused.removeAt(tube.pauseIndex);
+    this.gates.forget(tube);
     this.events.emit('tube:removed', { tube });
   }
 
@@ -88,6 +96,24 @@ export class TubeRegistry {
     else this.settings.set(name, { ...settings });
     const tube = this.byName.get(name);
     if (tube !== undefined) tube.deadLetterAfter = settings?.deadLetterAfter ?? this.defaultDeadLetterAfter;
+  }
+
+  /** A tube's policy, or null when it has none. The tube need not exist. */
+  policy(name: string): TubePolicy | null {
+    return this.policies.get(name) ?? null;
+  }
+
+  /** Sets (null: clears) a tube's policy; it applies at once (a lower cap takes no job back). */
+  applyPolicy(name: string, policy: TubePolicy | null): void {
+    if (policy === null) this.policies.delete(name);
+    else this.policies.set(name, policy);
+    const tube = this.byName.get(name);
+    if (tube !== undefined) this.gates.apply(tube, policy);
+  }
+
+  /** Names of the tubes with a policy, existing or not. */
+  policyNames(): IterableIterator<string> {
+    return this.policies.keys();
   }
 
   /** Pauses reservations from a tube for `delayMs` from `now` (0: for an instant, which wakes waiters). */

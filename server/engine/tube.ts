@@ -5,6 +5,7 @@ import { OrderedSet } from '../common/ordered-set.js';
 import { ReadyQueue } from './ready-queue.js';
 import type { Session } from './session.js';
 import type { TimeBase } from './time-base.js';
+import type { TubeGate } from './tube-gate.js';
 
 let tubesMade = 0;
 
@@ -36,6 +37,10 @@ export class Tube {
   /** Length of the current pause in ms (0 when not paused) and when it ends (epoch ms). */
   pauseMs = 0;
   unpauseAt = 0;
+  /** The tube's flow policy and its live state (policy-gates.ts); null: no policy, no cost. */
+  gate: TubeGate | null = null;
+  /** The policy holds reserves back now (its concurrency cap is full or its rate spent). */
+  gated = false;
 
   /**
    * How many times a job entered or left each state here (ready, reserved, delayed, buried), so
@@ -58,6 +63,11 @@ export class Tube {
 
   get paused(): boolean {
     return this.pauseMs > 0;
+  }
+
+  /** No reserve may take a job from here now: paused, or held back by its policy. */
+  get closed(): boolean {
+    return this.pauseMs > 0 || this.gated;
   }
 
   /** Sessions blocked in reserve that watch this tube (stats-tube's current-waiting). */

@@ -94,7 +94,7 @@ export class WaitingSessions {
 
   /** Keeps `tube`'s place in the heap of tubes that can hand a job to a waiting session. */
   refreshAwaited(tube: Tube): void {
-    const eligible = tube.waiting.size > 0 && tube.ready.size > 0 && !tube.paused;
+    const eligible = tube.waiting.size > 0 && tube.ready.size > 0 && !tube.closed;
     if (eligible) {
       if (tube.awaitedIndex < 0) this.awaitedTubes.push(tube);
       else this.awaitedTubes.update(tube.awaitedIndex);
@@ -136,7 +136,7 @@ export class WaitingSessions {
       for (let i = 0; i < tubes.length; i++) {
         const tube = tubes[i]!;
         const head = tube.ready.peek();
-        if (head === undefined || tube.paused) {
+        if (head === undefined || tube.closed) {
           tubes[i--] = tubes[tubes.length - 1]!;
           tubes.pop();
         } else if (best === undefined || readyLess(head, best.ready.peek()!)) {

@@ -1,4 +1,5 @@
 import type { HistoryActor, JobHistoryDto } from '../../shared/history.js';
+import type { TubePolicy, TubePolicyState } from '../../shared/policy.js';
 import { bodyStamp } from '../engine/body-store.js';
 import type { Engine, Job, PutRequest, Session, Tube } from '../engine/engine.js';
 import { BURY_CAUSES, TRANSIENT_FILE } from '../engine/job.js';
@@ -34,6 +35,7 @@ import {
   type TubeName,
   type TubeSettings,
   type TubeSettingsView,
+  type TubePolicyView,
 } from './operations.js';
 import { copyCounts, NO_COUNTS } from '../common/job-counts.js';
 import { ttrWithFloor } from '../common/rules.js';
@@ -274,6 +276,15 @@ export class MemoryOperations implements Operations {
   setTubeSettings(tube: string, settings: TubeSettings | null): Result<TubeSettingsView> {
     const result = this.engine.setTubeSettings(tube, settings);
     return result.ok ? ok(this.tubeSettings(tube)) : fail(result.code);
+  }
+
+  tubePolicy(tube: string): TubePolicyView {
+    return { tube, policy: this.engine.tubePolicy(tube), state: policyState(this.engine.tube(tube)) };
+  }
+
+  setTubePolicy(tube: string, policy: TubePolicy | null): Result<TubePolicyView> {
+    const result = this.engine.setTubePolicy(tube, policy);
+    return result.ok ? ok(this.tubePolicy(tube)) : fail(result.code);
   }
 
   private countsOf(tube: Tube): TubeCounts {
@@ -565,7 +576,16 @@ export function tubeCounts(tube: Tube, ownSettings: TubeSettings | null): TubeCo
     nextReadyCreatedAt: tube.ready.peek()?.createdAt ?? 0,
     deadLetterAfter: tube.deadLetterAfter,
     ownSettings,
+    policy: policyState(tube),
   };
+}
+
+/** What a tube's policy is doing now (null: no such tube, or no policy). */
+function policyState(tube: Tube | undefined): TubePolicyState | null {
+  const gate = tube?.gate ?? null;
+  if (gate === null) return null;
+  const { policy, capHeld, rateHeld, capFullSince, refusedPuts, backoffs } = gate;
+  return { policy, capHeld, rateHeld, capFullSince, refusedPuts, backoffs };
 }
 
 function emptyView(): JobView {

@@ -8,6 +8,7 @@
  * returns values and creates none. A door handles both with `isPending` and keeps its replies
  * in command order either way.
  */
+import type { TubePolicy, TubePolicyState } from '../../shared/policy.js';
 import type { BuryCause } from '../../shared/bury-cause.js';
 import type { JobState } from '../../shared/dto.js';
 import type { HistoryActor, JobHistoryDto } from '../../shared/history.js';
@@ -121,6 +122,8 @@ export interface TubeCounts {
   deadLetterAfter: number;
   /** The tube's own settings; null when the server's apply. */
   ownSettings: TubeSettings | null;
+  /** The tube's policy and what it does now; null: none. */
+  policy: TubePolicyState | null;
 }
 
 /** What the attention list needs of a tube beyond its counts (readyAges). */
@@ -137,6 +140,14 @@ export interface TubeSettingsView {
   deadLetterAfter: number;
   own: TubeSettings | null;
   serverDefault: TubeSettings;
+}
+
+/** A tube's policy, which exists whether or not the tube does, and its live state while the tube exists. */
+export interface TubePolicyView {
+  tube: string;
+  policy: TubePolicy | null;
+  /** Null when the tube has no policy or does not exist now. */
+  state: TubePolicyState | null;
 }
 
 /** What a release did: the job is ready (or delayed) again, or the dead-letter rule buried it. */
@@ -415,6 +426,7 @@ export interface JobReads {
   /** The id of the job after `id` in its tube's list for its state (the next one to triage), or null. */
   nextInList(id: number): Pending<number | null>;
   tubeSettings(tube: string): Pending<TubeSettingsView>;
+  tubePolicy(tube: string): Pending<TubePolicyView>;
 }
 
 /** The server-wide `stats` counters of commands. */
@@ -445,6 +457,8 @@ export interface AdminChanges {
   pauseTube(tube: string, delayMs: number): Pending<Result<TubeCounts>>;
   /** Sets (null: clears) a tube's own settings, recorded in the binlog; the tube need not exist. */
   setTubeSettings(tube: string, settings: TubeSettings | null): Pending<Result<TubeSettingsView>>;
+  /** Sets (null: clears) a tube's policy, recorded in the binlog (cluster: its table); the tube need not exist. */
+  setTubePolicy(tube: string, policy: TubePolicy | null): Pending<Result<TubePolicyView>>;
   /** Counts `kick-job` when it kicks. */
   editJob(id: number, change: JobChange, by?: HistoryActor): Pending<Result<JobSnapshot>>;
   /** Deletes every job of `tube` in `state`, in slices; returns how many went. Counts a `delete` each. */

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Job, JobState } from '../engine/job.js';
 import type { Durability, Journal, TubeSettings } from '../engine/journal.js';
+import type { TubePolicy } from '../../shared/policy.js';
 import {
   DELETE_RECORD_BYTES,
   SEGMENT_HEADER_BYTES,
@@ -14,10 +15,12 @@ import {
   encodeSegmentHeader,
   encodeState,
   encodeTube,
+  policyBytes,
   jobRecordBytes,
   parseSegmentFileName,
   segmentFileName,
   tubeRecordBytes,
+  type TubeSettingsImage,
 } from './format.js';
 import { BinlogDirError } from './dir-error.js';
 import { nodeFileSystem, type FileSystem } from './file-system.js';
@@ -247,9 +250,19 @@ export class Binlog implements Journal, Durability {
   }
 
   setTubeSettings(tube: string, settings: TubeSettings | null): boolean {
-    const size = tubeRecordBytes(tube.length);
-    if (!this.claim(size, false)) return false;
-    this.appendTube(tube, settings, size);
+    return this.writeTube(tube, settings, this.tubeFiles.get(tube)?.policy ?? null, false);
+  }
+
+  setTubePolicy(tube: string, policy: TubePolicy | null): boolean {
+    return this.writeTube(tube, this.tubeFiles.get(tube)?.settings ?? null, policy, false);
+  }
+
+  /** A tube's record with both its settings and its policy (one record per tube is live). */
+  private writeTube(tube: string, settings: TubeSettings | null, policy: TubePolicy | null, compacting: boolean): boolean {
+    const json = policyBytes(policy);
+    const size = tubeRecordBytes(tube.length, json.length);
+    if (!this.claim(size, compacting)) return false;
+    this.appendTube({ tube, settings, policy }, json, size);
     return true;
   }
 
@@ -436,18 +449,18 @@ export class Binlog implements Journal, Durability {
    * moves it forward); a clearing record does not: once its segment is the oldest, every older
    * record it overrides is gone already.
    */
-  private appendTube(tube: string, settings: TubeSettings | null, size: number): void {
-    encodeTube(this.batch, this.slot(size), { tube, settings }, this.current.salt);
+  private appendTube(img: TubeSettingsImage, json: Buffer, size: number): void {
+    encodeTube(this.batch, this.slot(size), img, this.current.salt, json);
     this.appended(size);
-    const old = this.tubeFiles.get(tube);
+    const old = this.tubeFiles.get(img.tube);
     if (old !== undefined) {
       const seg = this.byIndex.get(old.file);
       if (seg !== undefined) seg.live--;
-      this.liveBytes -= size;
-      this.tubeFiles.delete(tube);
+      this.liveBytes -= old.bytes;
+      this.tubeFiles.delete(img.tube);
     }
-    if (settings !== null) {
-      this.tubeFiles.set(tube, { file: this.current.index, deadLetterAfter: settings.deadLetterAfter });
+    if (img.settings !== null || img.policy !== null) {
+      this.tubeFiles.set(img.tube, { file: this.current.index, settings: img.settings, policy: img.policy, bytes: size });
       this.current.live++;
       this.liveBytes += size;
     }
@@ -655,9 +668,7 @@ export class Binlog implements Journal, Durability {
   private moveTubeSettings(index: number): boolean {
     for (const [tube, f] of this.tubeFiles) {
       if (f.file !== index) continue;
-      const size = tubeRecordBytes(tube.length);
-      if (!this.claim(size, true)) return false;
-      this.appendTube(tube, { deadLetterAfter: f.deadLetterAfter }, size);
+      if (!this.writeTube(tube, f.settings, f.policy, true)) return false;
       this.recordsMigrated++;
     }
     return true;

@@ -2,6 +2,7 @@
  * The binlog record codec: round trips of every record kind, what scanRecord says about damaged
  * or cut bytes (never a silently different record), resync after garbage, and segment headers.
  */
+import { NO_POLICY, type TubePolicy } from '../../shared/policy.js';
 import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { JobImage, JobState } from '../engine/job.js';
@@ -25,6 +26,7 @@ import {
   encodeSegmentHeader,
   encodeState,
   encodeTube,
+  policyBytes,
   jobRecordBytes,
   parseSegmentFileName,
   recordSalt,
@@ -267,14 +269,25 @@ describe('version 2: strikes, bury causes and tube settings', () => {
     expect(decodeRecord(state, 0, state.length)).toEqual(expectedState(img));
   });
 
-  it('round-trips TUBE records, set and cleared', () => {
+  it('round-trips TUBE records, set and cleared, with and without a policy', () => {
+    const policy: TubePolicy = { concurrency: 3, rate: { perSecond: 2.5, burst: 4 }, queueCap: 0, timeoutBackoff: { baseMs: 1000, factor: 2, maxMs: 60000, jitter: 0.25 } };
     for (const settings of [{ deadLetterAfter: 7 }, { deadLetterAfter: 0 }, null]) {
-      const tube = 'emails.$(x)';
-      const buf = Buffer.alloc(tubeRecordBytes(tube.length));
-      expect(encodeTube(buf, 0, { tube, settings }, SALT)).toBe(buf.length);
-      expect(scanRecord(buf, 0, MAX_PAYLOAD, SALT)).toEqual({ kind: 'record', size: buf.length });
-      expect(decodeRecord(buf, 0, buf.length)).toEqual({ kind: KIND_TUBE, tube: { tube, settings } });
+      for (const p of [null, policy]) {
+        const tube = 'emails.$(x)';
+        const buf = Buffer.alloc(tubeRecordBytes(tube.length, policyBytes(p).length));
+        expect(encodeTube(buf, 0, { tube, settings, policy: p }, SALT)).toBe(buf.length);
+        expect(scanRecord(buf, 0, MAX_PAYLOAD, SALT)).toEqual({ kind: 'record', size: buf.length });
+        expect(decodeRecord(buf, 0, buf.length)).toEqual({ kind: KIND_TUBE, tube: { tube, settings, policy: p } });
+      }
     }
+  });
+
+  it('rejects a TUBE record whose policy is not one the API would take', () => {
+    const tube = 'ab';
+    const json = Buffer.from(JSON.stringify({ concurrency: 0 }));
+    const buf = Buffer.alloc(tubeRecordBytes(tube.length, json.length));
+    encodeTube(buf, 0, { tube, settings: null, policy: NO_POLICY }, SALT, json);
+    expect(decodeRecord(buf, 0, buf.length)).toBe('bad TUBE record policy');
   });
 
   it('reads version 1 records (no strikes, 4 bytes shorter) as strikes 0 and no bury cause', () => {
@@ -300,9 +313,9 @@ describe('version 2: strikes, bury causes and tube settings', () => {
 
   it('rejects a TUBE record with a bad length, an empty name or a bad flag, and an unknown bury cause', () => {
     const good = Buffer.alloc(tubeRecordBytes(2));
-    encodeTube(good, 0, { tube: 'ab', settings: { deadLetterAfter: 1 } }, SALT);
+    encodeTube(good, 0, { tube: 'ab', settings: { deadLetterAfter: 1 }, policy: null }, SALT);
     const badFlag = Buffer.from(good);
-    badFlag[RECORD_HEADER_BYTES + 1] = 2;
+    badFlag[RECORD_HEADER_BYTES + 1] = 4;
     reseal(badFlag, 0, badFlag.length - RECORD_HEADER_BYTES);
     expect(decodeRecord(badFlag, 0, badFlag.length)).toBe('bad TUBE record');
     const badLength = Buffer.from(good);

@@ -1,6 +1,8 @@
 import { crc32 } from 'node:zlib';
 import { BURY_CAUSES, type JobImage, type JobState } from '../engine/job.js';
 import { crc32Seed } from './crc32-seed.js';
+import { parsePolicy } from '../common/policy-schema.js';
+import type { TubePolicy } from '../../shared/policy.js';
 
 /**
  * Beanpole's binlog format, version 2 (it reads version 1 too). Little-endian throughout.
@@ -78,12 +80,20 @@ export type JobFields = Omit<JobImage, 'tube' | 'state'>;
 /** The fields a STATE record carries (everything a state change can touch). */
 export type StateImage = Omit<JobImage, 'tube' | 'ttrMs' | 'createdAt' | 'body'>;
 
-/** A tube's settings as a TUBE record stores them; null: cleared (the server's defaults apply). */
+/**
+ * A tube's settings and policy as a TUBE record stores them; null: cleared (the server's
+ * defaults apply, no policy). The policy, when there is one, follows the name as JSON.
+ */
 export interface TubeSettingsImage {
   tube: string;
   /** The dead-letter limit (0: off for this tube); see Engine.setTubeSettings. */
   settings: { deadLetterAfter: number } | null;
+  policy: TubePolicy | null;
 }
+
+/** The TUBE record's flags (its second byte). */
+const TUBE_HAS_SETTINGS = 1;
+const TUBE_HAS_POLICY = 2;
 
 export type DecodedRecord =
   | { kind: typeof KIND_JOB; job: JobImage }
@@ -95,8 +105,13 @@ export function jobRecordBytes(tubeNameBytes: number, bodyBytes: number): number
   return JOB_RECORD_FIXED_BYTES + tubeNameBytes + bodyBytes;
 }
 
-export function tubeRecordBytes(tubeNameBytes: number): number {
-  return RECORD_HEADER_BYTES + TUBE_FIXED + tubeNameBytes;
+export function tubeRecordBytes(tubeNameBytes: number, policyBytes = 0): number {
+  return RECORD_HEADER_BYTES + TUBE_FIXED + tubeNameBytes + policyBytes;
+}
+
+/** A policy as its TUBE record carries it (empty: none). */
+export function policyBytes(policy: TubePolicy | null): Buffer {
+  return policy === null ? Buffer.alloc(0) : Buffer.from(JSON.stringify(policy), 'utf8');
 }
 
 function writeId(buf: Buffer, id: number, at: number): void {
@@ -189,15 +204,16 @@ export function encodeState(buf: Buffer, at: number, img: JobFields, state: JobS
 }
 
 /** Encodes a TUBE record at `at` (tubeRecordBytes(name length)). */
-export function encodeTube(buf: Buffer, at: number, img: TubeSettingsImage, salt: number): number {
+export function encodeTube(buf: Buffer, at: number, img: TubeSettingsImage, salt: number, policy: Buffer = policyBytes(img.policy)): number {
   const p = at + RECORD_HEADER_BYTES;
   buf[p] = KIND_TUBE;
-  buf[p + 1] = img.settings === null ? 0 : 1;
+  buf[p + 1] = (img.settings === null ? 0 : TUBE_HAS_SETTINGS) | (img.policy === null ? 0 : TUBE_HAS_POLICY);
   buf[p + 2] = img.tube.length;
   buf[p + 3] = 0;
   buf.writeUInt32LE(img.settings?.deadLetterAfter ?? 0, p + 4);
   buf.write(img.tube, p + TUBE_FIXED, 'latin1');
-  return seal(buf, at, TUBE_FIXED + img.tube.length, salt);
+  policy.copy(buf, p + TUBE_FIXED + img.tube.length);
+  return seal(buf, at, TUBE_FIXED + img.tube.length + policy.length, salt);
 }
 
 /** Encodes a DELETE record at `at` (DELETE_RECORD_BYTES). */
@@ -268,6 +284,17 @@ function isZero(buf: Buffer, from: number, to: number): boolean {
   return true;
 }
 
+function decodePolicy(json: string): TubePolicy | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return null;
+  }
+  const parsed = parsePolicy(value);
+  return parsed.ok ? parsed.policy : null;
+}
+
 /**
  * Decodes a record that scanRecord accepted. A JOB record's body is copied, so it does not pin
  * the segment buffer. Returns a reason string for a well-framed record with impossible contents.
@@ -282,9 +309,16 @@ export function decodeRecord(buf: Buffer, at: number, size: number): DecodedReco
   }
   if (kind === KIND_TUBE) {
     const nameLen = buf[p + 2]!;
-    if (size !== RECORD_HEADER_BYTES + TUBE_FIXED + nameLen || nameLen === 0 || buf[p + 1]! > 1) return 'bad TUBE record';
-    const tube = buf.toString('latin1', p + TUBE_FIXED, end);
-    return { kind: KIND_TUBE, tube: { tube, settings: buf[p + 1] === 1 ? { deadLetterAfter: buf.readUInt32LE(p + 4) } : null } };
+    const flags = buf[p + 1]!;
+    const policyAt = p + TUBE_FIXED + nameLen;
+    const hasPolicy = (flags & TUBE_HAS_POLICY) !== 0;
+    if (nameLen === 0 || flags > (TUBE_HAS_SETTINGS | TUBE_HAS_POLICY) || policyAt > end || hasPolicy !== policyAt < end) return 'bad TUBE record';
+    const tube = buf.toString('latin1', p + TUBE_FIXED, policyAt);
+    const settings = (flags & TUBE_HAS_SETTINGS) !== 0 ? { deadLetterAfter: buf.readUInt32LE(p + 4) } : null;
+    if (!hasPolicy) return { kind: KIND_TUBE, tube: { tube, settings, policy: null } };
+    const policy = decodePolicy(buf.toString('utf8', policyAt, end));
+    if (policy === null) return 'bad TUBE record policy';
+    return { kind: KIND_TUBE, tube: { tube, settings, policy } };
   }
   const state = CODE_STATES[buf[p + 1]!];
   if (state === undefined) return `bad job state ${buf[p + 1]}`;

@@ -12,7 +12,6 @@ import {
   parseSegmentFileName,
   resync,
   scanRecord,
-  tubeRecordBytes,
   type DecodedRecord,
   type StateImage,
   type TubeSettingsImage,
@@ -29,10 +28,12 @@ export interface RecoverySink {
   restoreTubeSettings(img: TubeSettingsImage): void;
 }
 
-/** A tube's settings as the binlog last recorded them, and in which segment. */
+/** A tube's settings and policy as the binlog last recorded them, in which segment, in how many bytes. */
 export interface TubeFile {
   file: number;
-  deadLetterAfter: number;
+  settings: TubeSettingsImage['settings'];
+  policy: TubeSettingsImage['policy'];
+  bytes: number;
 }
 
 /** A segment found on disk, after its damaged or unused tail was cut off. */
@@ -198,14 +199,14 @@ class Replay {
       } else {
         r.records++;
         if (rec.kind === KIND_JOB) r.jobs++;
-        this.apply(rec, index);
+        this.apply(rec, index, scan.size);
       }
       at += scan.size;
     }
     return r;
   }
 
-  private apply(rec: DecodedRecord, index: number): void {
+  private apply(rec: DecodedRecord, index: number, bytes: number): void {
     this.records++;
     if (rec.kind === KIND_JOB) {
       this.sink.restoreJob(rec.job, index);
@@ -220,8 +221,9 @@ class Replay {
       this.seeId(rec.state.id);
     } else {
       this.sink.restoreTubeSettings(rec.tube);
-      if (rec.tube.settings === null) this.tubeFiles.delete(rec.tube.tube);
-      else this.tubeFiles.set(rec.tube.tube, { file: index, deadLetterAfter: rec.tube.settings.deadLetterAfter });
+      const { tube, settings, policy } = rec.tube;
+      if (settings === null && policy === null) this.tubeFiles.delete(tube);
+      else this.tubeFiles.set(tube, { file: index, settings, policy, bytes });
     }
   }
 
@@ -255,10 +257,10 @@ export function countLive(segments: SegmentOnDisk[], jobs: Iterable<Job>, tubeFi
     if (seg !== undefined) seg.live++;
     liveBytes += jobRecordBytes(job.tube.name.length, job.bodyLength);
   }
-  for (const [tube, { file }] of tubeFiles) {
+  for (const { file, bytes } of tubeFiles.values()) {
     const seg = byIndex.get(file);
     if (seg !== undefined) seg.live++;
-    liveBytes += tubeRecordBytes(tube.length);
+    liveBytes += bytes;
   }
   return liveBytes;
 }

@@ -1,4 +1,5 @@
 import net from 'node:net';
+import tls from 'node:tls';
 import { encodePacket } from '../../server/protocol/gearman/packets.js';
 
 /** A Gearman response as read off the wire. */
@@ -36,6 +37,15 @@ export class GearmanTestClient {
       const socket = net.connect(port, host, () => resolve(new GearmanTestClient(socket)));
       // As client libraries do: a request written right after one with no answer (WORK_COMPLETE)
       // must not wait for the server's delayed ACK.
+      socket.setNoDelay(true);
+      socket.once('error', reject);
+    });
+  }
+
+  /** A client over TLS (the options carry the CA, a client certificate ...), once its handshake is done. */
+  static connectTls(port: number, options: tls.ConnectionOptions): Promise<GearmanTestClient> {
+    return new Promise((resolve, reject) => {
+      const socket = tls.connect({ port, host: '127.0.0.1', ...options }, () => resolve(new GearmanTestClient(socket)));
       socket.setNoDelay(true);
       socket.once('error', reject);
     });

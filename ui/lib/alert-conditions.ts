@@ -24,4 +24,10 @@ export const CONDITIONS: Record<AlertCondition, { label: string; threshold: stri
     explain:
       'Fires when the ready count has stayed at least the threshold above its lowest point: more comes in than workers take. It clears when the backlog drains back.',
   },
+  'cap-saturated': {
+    label: 'Concurrency cap full',
+    threshold: null,
+    explain:
+      "Fires when a tube's policy caps how many of its jobs are reserved at once and that many are: reserves pass the tube by. Give it a duration (for) to hear only of a cap that stays full.",
+  },
 };

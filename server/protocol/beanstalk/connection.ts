@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { DEFAULT_TUBE } from '../../../shared/limits.js';
 import {
   isPending,
   type AdminChanges,
@@ -18,6 +19,8 @@ import {
   type TubeCounts,
   type TubeName,
 } from '../../operations/operations.js';
+import type { Acl } from '../../acl/acl.js';
+import type { ConnectionAccess } from '../../acl/connection-access.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
 import { parseCommand, type Command } from './commands.js';
 import { CommandParser, type FrameHandler } from './parser.js';
@@ -30,6 +33,8 @@ export type BeanstalkStore = StoreInfo & Pick<Sessions, 'connect'> & JobReads & 
 export interface ConnectionContext extends LinkContext {
   ops: BeanstalkStore;
   info: ServerInfo;
+  /** --acl: who may do what; null or absent: everyone everything. */
+  acl?: Acl | null;
 }
 
 const NO_BODY = Buffer.alloc(0);
@@ -59,6 +64,8 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
   private reserveAnswered = false;
   /** The kind of the pipelined commands whose answers are awaited (overlapKind). */
   private overlapping: 'change' | 'take' | null = null;
+  /** What this client may do under --acl; null without rules (one check per command, nothing more). */
+  private readonly access: ConnectionAccess | null;
 
   constructor(
     socket: Socket,
@@ -66,7 +73,13 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
   ) {
     this.ops = ctx.ops;
     this.link = new ClientLink(socket, this, ctx, REPLY.INTERNAL_ERROR, () => this.ops.now());
-    this.client = this.ops.connect(this, this.link.peer, { identity: this.link.peerIdentity });
+    const identity = this.link.peerIdentity;
+    this.access =
+      ctx.acl?.connect({ identity, protocol: 'beanstalkd', served: () => this.client.watchedTubes(), drop: () => this.link.destroy() }) ?? null;
+    // A client that may not touch the default tube does not watch it (it watches nothing until
+    // it watches a tube it may); it still uses it, and a put there is FORBIDDEN.
+    const watchNothing = this.access !== null && !this.access.permits(DEFAULT_TUBE);
+    this.client = this.ops.connect(this, this.link.peer, watchNothing ? { identity, watchNothing } : { identity });
     this.parser = new CommandParser(this);
     this.link.start(this.parser);
   }
@@ -141,6 +154,7 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
   }
 
   ended(): void | Promise<void> {
+    this.access?.close();
     const closing = this.client.close();
     this.ctx.ops.onActivity();
     if (isPending(closing)) {
@@ -151,16 +165,59 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
   // ---- commands: parse, call one operation, reply ----------------------------------------------
 
   private dispatch(cmd: Command): void {
-    const ops = this.ops;
-    const client = this.client;
     const link = this.link;
     // In an asynchronous store, pipelined puts and deletes may overlap each other, and
     // non-blocking reserves each other (they then share the store's batches); any other command,
     // or one of the other kind, waits until the answers before it are in.
-    const kind = overlapKind(cmd);
+    // A check that looks up a job (delete under --acl) answers after the commands before it.
+    const kind = this.access !== null && 'id' in cmd ? null : overlapKind(cmd);
     if (link.pipelining && (kind === null || kind !== this.overlapping)) return link.whenDrained(() => this.dispatch(cmd));
     this.overlapping = kind;
-    client.noteCommand(cmd.op, link.commandTime());
+    this.client.noteCommand(cmd.op, link.commandTime());
+    if (this.access !== null) return this.checkAccess(this.access, cmd);
+    this.run(cmd);
+  }
+
+  /**
+   * --acl: FORBIDDEN, changing nothing, for a command the identity may not run, or one on a tube
+   * it may not touch: the tube named, the used tube, or the tube of the job named (a job in a
+   * forbidden tube is FORBIDDEN, not NOT_FOUND; a job that does not exist is NOT_FOUND as ever).
+   */
+  private checkAccess(access: ConnectionAccess, cmd: Command): void {
+    if (cmd.op === 'bad-format' || cmd.op === 'unknown' || cmd.op === 'put') return this.run(cmd); // put: checked once its line is known good (startPut)
+    if (!access.mayRun(cmd.op)) return this.send(REPLY.FORBIDDEN);
+    switch (cmd.op) {
+      case 'use':
+      case 'watch':
+      case 'stats-tube':
+      case 'pause-tube':
+        return access.mayTouch(cmd.tube) ? this.run(cmd) : this.send(REPLY.FORBIDDEN);
+      case 'peek-ready':
+      case 'peek-delayed':
+      case 'peek-buried':
+      case 'kick':
+        return access.mayTouch(this.client.usedTube()) ? this.run(cmd) : this.send(REPLY.FORBIDDEN);
+      case 'peek':
+      case 'reserve-job':
+      case 'delete':
+      case 'release':
+      case 'bury':
+      case 'touch':
+      case 'kick-job':
+      case 'stats-job':
+        return this.link.settle(access.mayTouchJob(cmd.id), (allowed) => (allowed ? this.run(cmd) : this.send(REPLY.FORBIDDEN)));
+      default:
+        // reserve takes only from watched tubes, which are all allowed (watch is checked, and a
+        // reload closes a connection that watches a tube it may no longer touch); list-tubes
+        // lists only allowed tubes; ignore, the listings of its own tubes and stats touch none.
+        return this.run(cmd);
+    }
+  }
+
+  private run(cmd: Command): void {
+    const ops = this.ops;
+    const client = this.client;
+    const link = this.link;
     switch (cmd.op) {
       case 'put':
         ops.count('put');
@@ -219,7 +276,7 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
         return link.settle(ops.tube(cmd.tube), this.onTubeStats);
       case 'list-tubes':
         ops.count('list-tubes');
-        return link.settle(ops.tubeNames(), this.onTubeList);
+        return link.settle(ops.tubeNames(), this.access === null ? this.onTubeList : this.onAllowedTubeList);
       case 'list-tube-used':
         ops.count('list-tube-used');
         return this.sendWordText(WORD.USING, client.usedTube());
@@ -253,6 +310,8 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
     // protocol: JOB_TOO_BIG is decided before the trailing-garbage check, and sent after the body is read.
     if (this.ops.isTooBig(bytes)) return this.skipBody(bytes + 2, REPLY.JOB_TOO_BIG);
     if (trailingGarbage) return this.send(REPLY.BAD_FORMAT);
+    const access = this.access;
+    if (access !== null && !(access.mayRun('put') && access.mayTouch(this.client.usedTube()))) return this.skipBody(bytes + 2, REPLY.FORBIDDEN);
     const admitted = this.client.admitPut(bytes);
     if (!admitted.ok) return this.skipBody(bytes + 2, failureReply(admitted.code));
     const put = this.pendingPut;
@@ -334,6 +393,7 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
   };
 
   private readonly onTubeList = (names: string[]): void => this.sendYaml(formatTubeList(names));
+  private readonly onAllowedTubeList = (names: string[]): void => this.onTubeList(names.filter((name) => this.access!.permits(name)));
 
   // ---- output --------------------------------------------------------------------------------
 

@@ -19,6 +19,8 @@ export const REPLY = {
   PAUSED: Buffer.from('PAUSED\r\n'),
   TIMED_OUT: Buffer.from('TIMED_OUT\r\n'),
   DEADLINE_SOON: Buffer.from('DEADLINE_SOON\r\n'),
+  /** --acl: the identity may not run this command, or not on this tube (not a beanstalkd word: Beanpole's own). */
+  FORBIDDEN: Buffer.from('FORBIDDEN\r\n'),
 } as const;
 
 export const CRLF = Buffer.from('\r\n');

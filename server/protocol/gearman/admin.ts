@@ -3,6 +3,7 @@ import type { JobState } from '../../operations/operations.js';
 import type { GearmanStore } from '../../gearman/store.js';
 import { uniqueEnd } from '../../gearman/job-body.js';
 import type { GearmanRegistry, QueueLimits } from '../../gearman/registry.js';
+import type { ConnectionAccess } from '../../acl/connection-access.js';
 
 export interface GearmanAdminContext {
   ops: GearmanStore;
@@ -31,34 +32,36 @@ const VERBOSITY: Readonly<Record<string, string>> = {
  * One line of Gearman's text admin protocol, answered in gearmand's formats: tab-separated
  * `status` lines and `workers` lines ending with `.`, `OK ...` or `ERR code text` lines. Words
  * are case-insensitive. `shutdown`, `maxqueue`, `create function`, `drop function` and
- * `cancel job` change the server, so they are taken only from loopback peers. Returns the
+ * `cancel job` change the server, so they are taken only from loopback peers, and under --acl
+ * only from an identity whose `commands` allow `admin` (`access`; null: no rules). Returns the
  * reply's text, or null for none.
  */
-export async function runAdminCommand(words: string[], ctx: GearmanAdminContext, peer: string): Promise<string | null> {
+export async function runAdminCommand(words: string[], ctx: GearmanAdminContext, peer: string, access: ConnectionAccess | null = null): Promise<string | null> {
   try {
-    return await adminCommand(words, ctx, peer);
+    return await adminCommand(words, ctx, peer, access);
   } catch {
     // The store could not answer (a database that is down): an error line, in the text protocol.
     return err('INTERNAL_ERROR', 'the job store could not answer; try again');
   }
 }
 
-async function adminCommand(words: string[], ctx: GearmanAdminContext, peer: string): Promise<string | null> {
+async function adminCommand(words: string[], ctx: GearmanAdminContext, peer: string, access: ConnectionAccess | null): Promise<string | null> {
   const command = words[0]!.toLowerCase();
   // A UNIX socket peer is on this machine too.
   const local = peer === 'unix' || isLoopback(peer.replace(/:\d+$/, ''));
+  /** Why this peer may not change the server, as the reply says it; null: it may. The rules only narrow the loopback rule. */
+  const refusal = (): string | null => (!local ? refused() : access !== null && !access.mayAdminister() ? forbidden() : null);
   switch (command) {
     case 'status':
-      return status(ctx);
+      return status(ctx, access);
     case 'prioritystatus':
-      return priorityStatus(ctx);
+      return priorityStatus(ctx, access);
     case 'verbose':
       return `OK ${VERBOSITY[ctx.logLevel] ?? 'INFO'}\n`;
     case 'create':
     case 'drop':
       if (words.length !== 3 || words[1]!.toLowerCase() !== 'function') return incomplete(words[0]!);
-      if (!local) return refused();
-      return command === 'create' ? createFunction(words[2]!, ctx.registry) : await dropFunction(words[2]!, ctx);
+      return refusal() ?? (command === 'create' ? createFunction(words[2]!, ctx.registry) : await dropFunction(words[2]!, ctx));
     case 'workers':
       return workers(ctx.registry);
     case 'version':
@@ -66,10 +69,10 @@ async function adminCommand(words: string[], ctx: GearmanAdminContext, peer: str
     case 'getpid':
       return `OK ${ctx.pid}\n`;
     case 'maxqueue':
-      if (!local) return refused();
-      return await maxQueue(words, ctx.registry);
+      return refusal() ?? (await maxQueue(words, ctx.registry));
     case 'shutdown': {
-      if (!local) return refused();
+      const denied = refusal();
+      if (denied !== null) return denied;
       const graceful = words[1]?.toLowerCase() === 'graceful';
       if (words.length > 2 || (words.length === 2 && !graceful)) return err('INVALID_ARGUMENT', 'Unknown shutdown option');
       // The reply leaves before the process goes: shutdown runs on a later turn.
@@ -82,8 +85,7 @@ async function adminCommand(words: string[], ctx: GearmanAdminContext, peer: str
       return unknown(words[0]!);
     case 'cancel':
       if (words[1]?.toLowerCase() !== 'job' || words.length !== 3) return unknown(words[0]!);
-      if (!local) return refused();
-      return cancelJob(words[2]!, ctx);
+      return refusal() ?? (await cancelJob(words[2]!, ctx));
     default:
       return unknown(words[0]!);
   }
@@ -105,6 +107,7 @@ function err(code: string, text: string): string {
 const unknown = (word: string): string => err('UNKNOWN_COMMAND', `Unknown server command${word}`);
 const UNKNOWN_JOB = 'ERR UNKNOWN_JOB\r\n';
 const refused = (): string => err('PERMISSION_DENIED', 'Only from a loopback address');
+const forbidden = (): string => err('PERMISSION_DENIED', 'Not allowed for this client identity');
 
 const incomplete = (word: string): string => err('INVALID_ARGUMENTS', `An incomplete set of arguments was sent to this command ${word}`);
 
@@ -119,8 +122,9 @@ interface FunctionCounts {
 /**
  * Every function: those the store has (jobs or workers), then those `create function` declared
  * that have neither. The realm's default tube exists whether or not anyone uses "default".
+ * Under --acl, only the functions the client's identity may use (as beanstalkd's list-tubes).
  */
-async function functions(ctx: GearmanAdminContext): Promise<FunctionCounts[]> {
+async function functions(ctx: GearmanAdminContext, access: ConnectionAccess | null): Promise<FunctionCounts[]> {
   const out: FunctionCounts[] = [];
   const seen = new Set<string>();
   for (const t of await ctx.ops.tubes(true)) {
@@ -130,13 +134,13 @@ async function functions(ctx: GearmanAdminContext): Promise<FunctionCounts[]> {
     out.push({ name: t.name, queued, running: t.reserved, workers: t.watching });
   }
   for (const name of ctx.registry.declared) if (!seen.has(name)) out.push({ name, queued: 0, running: 0, workers: 0 });
-  return out;
+  return access === null ? out : out.filter((f) => access.permits(f.name));
 }
 
 /** `FUNCTION\tTOTAL\tRUNNING\tAVAILABLE_WORKERS` per function; total counts queued and running jobs. */
-async function status(ctx: GearmanAdminContext): Promise<string> {
+async function status(ctx: GearmanAdminContext, access: ConnectionAccess | null): Promise<string> {
   let out = '';
-  for (const f of await functions(ctx)) out += `${printable(f.name)}\t${f.queued + f.running}\t${f.running}\t${f.workers}\n`;
+  for (const f of await functions(ctx, access)) out += `${printable(f.name)}\t${f.queued + f.running}\t${f.running}\t${f.workers}\n`;
   return out + END;
 }
 
@@ -144,8 +148,8 @@ async function status(ctx: GearmanAdminContext): Promise<string> {
  * `FUNCTION\tHIGH\tNORMAL\tLOW\tAVAILABLE_WORKERS`: queued (not running) jobs per priority,
  * counted in one pass over the jobs, as gearmand walks its queues.
  */
-async function priorityStatus(ctx: GearmanAdminContext): Promise<string> {
-  const list = await functions(ctx);
+async function priorityStatus(ctx: GearmanAdminContext, access: ConnectionAccess | null): Promise<string> {
+  const list = await functions(ctx, access);
   const counts = new Map<string, [number, number, number]>(list.map((f) => [f.name, [0, 0, 0]]));
   await ctx.ops.eachJob((job) => {
     if (job.state === 'reserved') return;

@@ -6,6 +6,8 @@ import { MAX_FUNCTION_BYTES, MAX_UNIQUE_BYTES } from '../../gearman/limits.js';
 import type { GearmanRegistry, JobStatus, UniqueStatus, WorkStatus } from '../../gearman/registry.js';
 import { nextCronTime, parseCronTime } from '../../gearman/schedule.js';
 import { GearmanSession, type SessionNews, type SubmitAnswer, type SubmitRefusal, type Submission } from '../../gearman/session.js';
+import type { Acl } from '../../acl/acl.js';
+import type { ConnectionAccess } from '../../acl/connection-access.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
 import type { PacketPart } from '../reply-buffer.js';
 import { runAdminCommand, type GearmanAdminContext } from './admin.js';
@@ -29,6 +31,8 @@ export interface GearmanContext extends LinkContext, GearmanAdminContext {
   registry: GearmanRegistry;
   /** --gearman-round-robin: a worker's functions are served in turn. */
   roundRobin: boolean;
+  /** --acl: who may do what; null or absent: everyone everything. */
+  acl?: Acl | null;
 }
 
 /** Engine priorities for Gearman's three levels: HIGH before NORMAL before LOW, FIFO within each. */
@@ -91,6 +95,8 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   /** The submit being parsed, reused: the session copies what it keeps. */
   private readonly submission: Submission = { fn: '', unique: NO_BODY, body: NO_BODY, priority: 0, background: false, delayMs: 0 };
   private readonly unlist: () => void;
+  /** What this client may do under --acl; null without rules. */
+  private readonly access: ConnectionAccess | null;
 
   constructor(
     socket: Socket,
@@ -100,7 +106,10 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     this.maxData = this.ops.maxJobSize - MAX_UNIQUE_BYTES - 1;
     this.registry = ctx.registry;
     this.link = new ClientLink(socket, this, ctx, errorPacket('INTERNAL'), () => this.ops.now());
-    this.session = new GearmanSession(ctx, this, this.link.peer, this, this.link.peerIdentity);
+    const identity = this.link.peerIdentity;
+    this.session = new GearmanSession(ctx, this, this.link.peer, this, identity);
+    this.access =
+      ctx.acl?.connect({ identity, protocol: 'gearman', served: () => this.session.client.watchedTubes(), drop: () => this.link.destroy() }) ?? null;
     this.parser = new GearmanParser(this, this.maxData + ARGUMENT_ROOM);
     this.unlist = this.registry.list(() => ({
       fd: this.fd,
@@ -189,7 +198,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     const words = line.trim().split(/\s+/).filter((w) => w.length > 0);
     if (words.length === 0) return;
     const peer = this.link.peer;
-    this.link.settle(runAdminCommand(words, this.ctx, peer), this.onAdminReply);
+    this.link.settle(runAdminCommand(words, this.ctx, peer, this.access), this.onAdminReply);
   }
 
   adminOverlong(): void {
@@ -245,6 +254,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   }
 
   ended(): void | Promise<void> {
+    this.access?.close();
     this.unlist();
     const closing = this.session.close();
     this.ctx.ops.onActivity();
@@ -284,8 +294,10 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       // Whole milliseconds (never early): a job keeps its delay as a small integer (Job).
       delayMs = Math.max(0, Math.ceil(runAt - this.ops.now()));
     }
+    const fn = this.functionName(packetData, fnEnd);
+    if (this.access !== null && !this.access.mayTouch(fn)) return this.sendError('PERMISSION_DENIED');
     const s = this.submission;
-    s.fn = this.functionName(packetData, fnEnd);
+    s.fn = fn;
     s.unique = unique;
     // The job's body is `unique NUL data` (job-body.ts): for a plain submit, a view of the packet.
     s.body = args === null ? packetData.subarray(fnEnd + 1) : jobBody(unique, args[kind.args - 1]!);
@@ -310,7 +322,9 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   private canDo(fnBytes: Buffer, timeoutMs: number): void {
     if (fnBytes.length === 0 || fnBytes.length > MAX_FUNCTION_BYTES) return this.sendError('BAD_FUNCTION');
-    const watched = this.session.canDo(fnBytes.toString('latin1'), timeoutMs);
+    const fn = fnBytes.toString('latin1');
+    if (this.access !== null && !this.access.mayTouch(fn)) return this.sendError('PERMISSION_DENIED');
+    const watched = this.session.canDo(fn, timeoutMs);
     if (watched === 'TOO_MANY_FUNCTIONS') return this.sendError('TOO_MANY_FUNCTIONS');
     this.link.settle(watched, this.onWatched);
   }

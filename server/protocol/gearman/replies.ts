@@ -30,6 +30,8 @@ export const ERRORS = {
   DRAINING: ['SHUTDOWN', 'Server is shutting down'],
   NO_MEMORY: ['MEMORY_ALLOCATION_FAILURE', 'Server is out of memory for jobs'],
   INTERNAL: ['UNKNOWN_STATE', 'Internal error'],
+  /** --acl: a submit or CAN_DO of a function this client's identity may not use (Beanpole's own code). */
+  PERMISSION_DENIED: ['PERMISSION_DENIED', 'Not allowed for this client identity'],
   /** CAN_DO beyond MAX_FUNCTIONS_PER_WORKER. */
   TOO_MANY_FUNCTIONS: ['TOO_MANY_ARGS', 'Too many functions registered on this connection'],
 } as const;
