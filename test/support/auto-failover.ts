@@ -11,7 +11,7 @@
  * PostgreSQL's backends): `kill` sends SIGKILL to the group, as a machine that dies would.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -39,6 +39,8 @@ const MONITOR_SETTINGS: Record<string, string> = {
   'pgautofailover.node_considered_unhealthy_timeout': '3000',
   'pgautofailover.primary_demote_timeout': '3000',
 };
+
+const SOCKET_DIR = '/var/run/postgresql';
 
 export const APP_USER = 'beanpole';
 export const APP_DATABASE = 'jobs';
@@ -89,6 +91,12 @@ export async function startFormation(): Promise<Formation> {
   const bin = postgresBinDir();
   if (autoctl === null || bin === null) throw new Error('pg_auto_failover is not installed (apt-get install postgresql-15-auto-failover)');
   const owner = runAs();
+  // pg_autoctl reaches its own PostgreSQL through the packaged socket directory, which a
+  // container's /run may have lost since the package was installed.
+  if (!existsSync(SOCKET_DIR)) {
+    mkdirSync(SOCKET_DIR, { recursive: true, mode: 0o2775 });
+    if (owner !== null) chownSync(SOCKET_DIR, owner.uid, owner.gid);
+  }
   const dir = mkdtempSync(path.join(os.tmpdir(), 'beanpole-paf-'));
   if (owner !== null) chownSync(dir, owner.uid, owner.gid);
   // pg_autoctl keeps its state and configuration under the XDG directories: the test's own.
