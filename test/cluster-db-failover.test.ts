@@ -15,9 +15,10 @@
  * - the same on the Gearman port: every acknowledged background submit (JOB_CREATED) is known at
  *   the end, and the gaps are answered with ERROR packets.
  */
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PACKET } from '../server/protocol/gearman/packets.js';
-import { autoctlBinary, startFormation, type Formation } from './support/auto-failover.js';
+import { APP_DATABASE, APP_USER, autoctlBinary, startFormation, type Formation } from './support/auto-failover.js';
 import { GearmanTestClient } from './support/gearman-client.js';
 import { startGearmanServer } from './support/gearman-server.js';
 import { RawClient } from './support/raw-client.js';
@@ -272,8 +273,18 @@ describe.skipIf(autoctlBinary() === null)('cluster mode over pg_auto_failover', 
       // A put acknowledged from now on went to the new primary: the old one takes no writes.
       const switchedAt = Date.now();
       const afterSwitchover = await servingAgain(ledger, switchedAt);
-      expect(await formation.settled(90_000)).not.toBe(primary);
+      primary = await formation.settled(90_000);
       await Promise.all(loops.map((l) => l.stop()));
+
+      // Every node's lease is held on the last primary: three live rows, their leases running.
+      const db = new pg.Client({ connectionString: `postgres://${APP_USER}@127.0.0.1:${formation.nodes[primary]!.port}/${APP_DATABASE}` });
+      await db.connect();
+      try {
+        const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM beanpole_nodes WHERE gone_at IS NULL AND lease_until > $1', [Date.now()]);
+        expect(rows[0]!.n, 'nodes whose lease is held').toBe(NODES);
+      } finally {
+        await db.end();
+      }
 
       // What is there at the end, asked of one node.
       const c = await RawClient.connect(servers[0]!.port);
