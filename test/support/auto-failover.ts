@@ -11,19 +11,30 @@
  * PostgreSQL's backends): `kill` sends SIGKILL to the group, as a machine that dies would.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { postgresBinDir, runAs } from '../../bench/throwaway-postgres.js';
+import { runAs } from '../../bench/throwaway-postgres.js';
 import { freePort } from './servers.js';
 
-/** Where Debian's postgresql-15-auto-failover (pg-auto-failover-cli) puts pg_autoctl. */
+/** Where Debian's postgresql-15-auto-failover (pg-auto-failover-cli) puts pg_autoctl, or null. */
 export function autoctlBinary(): string | null {
-  for (const candidate of ['/usr/bin/pg_autoctl', path.join(postgresBinDir() ?? '/nonexistent', 'pg_autoctl')]) {
-    if (existsSync(candidate)) return candidate;
+  const bin = autoFailoverBinDir();
+  for (const candidate of ['/usr/bin/pg_autoctl', ...(bin === null ? [] : [path.join(bin, 'pg_autoctl')])]) {
+    if (existsSync(candidate) && bin !== null) return candidate;
   }
   return null;
+}
+
+/** The bin directory of the PostgreSQL that has the pgautofailover extension (its pg_ctl must run the nodes). */
+function autoFailoverBinDir(): string | null {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return null;
+  const version = readdirSync(root)
+    .filter((v) => existsSync(path.join(root, v, 'lib', 'pgautofailover.so')))
+    .sort((a, b) => Number(b) - Number(a))[0];
+  return version === undefined ? null : path.join(root, version, 'bin');
 }
 
 /**
@@ -88,7 +99,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 export async function startFormation(): Promise<Formation> {
   const autoctl = autoctlBinary();
-  const bin = postgresBinDir();
+  const bin = autoFailoverBinDir();
   if (autoctl === null || bin === null) throw new Error('pg_auto_failover is not installed (apt-get install postgresql-15-auto-failover)');
   const owner = runAs();
   // pg_autoctl reaches its own PostgreSQL through the packaged socket directory, which a
