@@ -88,7 +88,12 @@ export function failoverClientClass(chooser: HostChooser): new (config?: pg.Clie
         throw err;
       }
       if (chooser.sessionAttrs !== 'any') {
-        const { rows } = await super.query<SessionState>(SESSION_CHECK);
+        const { rows } = await super.query<SessionState>(SESSION_CHECK).catch((err: unknown) => {
+          // The pool drops a connection whose connect failed without closing it: close it here.
+          void this.end().catch(() => undefined);
+          chooser.lost(host, (err as Error).message);
+          throw err;
+        });
         if (!sessionFits(chooser.sessionAttrs, rows[0]!)) {
           void this.end().catch(() => undefined);
           chooser.lost(host, 'the server is read-only');
