@@ -42,8 +42,8 @@ export function postgresBinDir(): string | null {
   return versions.length === 0 ? null : path.join(root, versions[0]!, 'bin');
 }
 
-/** uid and gid to run PostgreSQL as: ourselves, or `postgres` when we are root. */
-function runAs(): { uid: number; gid: number } | null {
+/** uid and gid to run PostgreSQL (or pg_autoctl) as: ourselves (null), or `postgres` when we are root. */
+export function runAs(): { uid: number; gid: number } | null {
   if (process.getuid?.() !== 0) return null;
   const line = readFileSync('/etc/passwd', 'utf8')
     .split('\n')

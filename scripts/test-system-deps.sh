@@ -6,7 +6,8 @@
 # Chromium with a font (the dashboard's end-to-end tests; Playwright downloads no browser),
 # unshare (the full-disk test's tiny tmpfs), the openssl CLI and Python 3 (the TLS tests make their
 # certificates with openssl, and connect with openssl s_client and Python's ssl) and PostgreSQL (cluster mode: the tests start a
-# throwaway server of their own, so the packaged service is stopped).
+# throwaway server of their own, so the packaged service is stopped), with pg_auto_failover (the
+# database failover test builds a formation of its own: a monitor and two data nodes).
 set -euo pipefail
 
 need=()
@@ -22,6 +23,8 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 perl -MIO::Socket::SSL -e 1 >/dev/null 2>&1 || need+=(libio-socket-ssl-perl)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+# Debian's package for PostgreSQL 15 (bookworm's); pg_autoctl itself comes with pg-auto-failover-cli.
+{ command -v pg_autoctl >/dev/null 2>&1 && ls /usr/lib/postgresql/*/lib/pgautofailover.so >/dev/null 2>&1; } || need+=(postgresql-15-auto-failover)
 
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then

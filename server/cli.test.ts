@@ -160,6 +160,16 @@ describe('parseCommandLine: cluster mode', () => {
     expect(parseCommandLine(['--cluster', url, '--cluster-lease-ms', '1500'])).toMatchObject({ options: { cluster: { leaseMs: 1500 } } });
   });
 
+  it("takes libpq's multi-host URL, and refuses session attributes a job server cannot write through", () => {
+    const hosts = 'postgres://beanpole@db1.example:5432,db2.example:5432/jobs?target_session_attrs=read-write&connect_timeout=5';
+    expect(parseCommandLine(['--cluster', hosts])).toMatchObject({ options: { cluster: { url: hosts } } });
+    expect(parseCommandLine([], { BEANPOLE_CLUSTER_URL: hosts })).toMatchObject({ options: { cluster: { url: hosts } } });
+    expect(parseCommandLine(['--cluster', 'postgres://a,b/jobs?target_session_attrs=standby'])).toMatchObject({
+      kind: 'usage-error',
+      message: /target_session_attrs=standby/,
+    });
+  });
+
   it('refuses the binlog flags with --cluster, a URL that is not postgres://, and a lease out of range', () => {
     for (const flag of [['-b', '/tmp/x'], ['-f', '10'], ['-F']]) {
       expect(parseCommandLine(['--cluster', url, ...flag]), flag[0]).toMatchObject({ kind: 'usage-error', message: new RegExp(`^${flag[0]} `) });

@@ -3,6 +3,7 @@ import { loadPolicyFile, PolicyFileError, type PolicyFile } from './policies/pol
 import { parseArgs } from 'node:util';
 import { DEFAULT_BINLOG_SIZE, DEFAULT_GEARMAN_MAX_SIZE, DEFAULT_MAX_JOB_SIZE, MAX_JOB_SIZE_LIMIT } from '../shared/limits.js';
 import { DEFAULT_HISTORY_EVENTS } from './engine/history.js';
+import { ClusterUrlError, parseClusterUrl } from './common/cluster-url.js';
 import { parseHostPort } from './host-port.js';
 import { hostName, isLoopback } from './host-name.js';
 import { UsersFileError, loadUsersFile, type AdminUser } from './admin-users.js';
@@ -264,7 +265,10 @@ TLS (the beanstalkd and Gearman ports, and HTTPS on the dashboard):
 Cluster mode (several nodes sharing one PostgreSQL database):
  --cluster URL          keep jobs in PostgreSQL at postgres://USER@HOST:PORT/DB
                         (or set BEANPOLE_CLUSTER_URL); the password comes from
-                        PGPASSWORD or ~/.pgpass; not with -b, -f or -F
+                        PGPASSWORD or ~/.pgpass; not with -b, -f or -F.
+                        Several hosts follow a failover, as with libpq:
+                        postgres://USER@H1:P1,H2:P2/DB?target_session_attrs=
+                        read-write
  --cluster-lease-ms MS  a dead node's reserved jobs go back to ready this
                         long after its last heartbeat (default 5000)
  --cluster-connect-timeout S
@@ -557,7 +561,7 @@ export function parseCommandLine(
       if (localStoreFlag !== null) {
         throw new UsageError(`${localStoreFlag} is for a node's own binlog; a --cluster node keeps its jobs in PostgreSQL`);
       }
-      if (new URL(clusterUrl).password !== '') {
+      if (parseClusterUrl(clusterUrl).hasPassword) {
         warnings.push('the --cluster URL holds a password, which other users can read in ps: use PGPASSWORD or ~/.pgpass');
       }
       if (options.maxJobSize > MAX_CLUSTER_JOB_SIZE) {
@@ -671,14 +675,11 @@ function basePath(value: string): string {
 
 /** A PostgreSQL connection URL (postgres:// or postgresql://), as the pg driver takes it. */
 function postgresUrl(value: string, where: string): string {
-  let url: URL;
   try {
-    url = new URL(value);
-  } catch {
-    throw new UsageError(`${where} wants a URL such as postgres://USER@HOST:PORT/DB, not ${JSON.stringify(value)}`);
-  }
-  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
-    throw new UsageError(`${where} wants a postgres:// URL, not ${url.protocol}//`);
+    parseClusterUrl(value);
+  } catch (err) {
+    if (err instanceof ClusterUrlError) throw new UsageError(`${where} ${err.message}`);
+    throw err;
   }
   return value;
 }

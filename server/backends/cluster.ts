@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { MAX_CLUSTER_JOB_SIZE } from '../cli.js';
+import { parseClusterUrl } from '../common/cluster-url.js';
 import { ClusterAuditLog } from '../cluster/cluster-audit.js';
 import { ClusterNode } from '../cluster/cluster-node.js';
 import { ClusterStore } from '../cluster/cluster-store.js';
@@ -127,9 +128,5 @@ async function join({ options, log }: BackendContext): Promise<Joined> {
 
 /** What every node of a cluster puts in its Gearman handles: the database's name. */
 function clusterName(url: string): string {
-  try {
-    return decodeURIComponent(new URL(url).pathname.slice(1)) || 'cluster';
-  } catch {
-    return 'cluster';
-  }
+  return parseClusterUrl(url).database || 'cluster';
 }

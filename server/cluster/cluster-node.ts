@@ -7,10 +7,13 @@
 import type { Logger } from 'pino';
 import type pg from 'pg';
 import { NodeLease, type NodeRow } from './node-lease.js';
-import { checkIn, checkOut, createPool, HOT_POOL_SIZE, type Queryable } from './pool.js';
+import { checkIn, checkOut, connectionConfig, createPool, HOT_POOL_SIZE, type Queryable } from './pool.js';
+import { parseClusterUrl } from '../common/cluster-url.js';
+import { PrimaryFinder } from './primary-finder.js';
 import { migrate } from './schema.js';
 
 export interface ClusterNodeOptions {
+  /** --cluster: one host, or libpq's list of hosts (cluster-url.ts). */
   url: string;
   leaseMs: number;
   /** This node's beanstalkd address, for the nodes view. */
@@ -49,20 +52,21 @@ export class ClusterNode {
   readonly lease: NodeLease;
   readonly log: Logger;
   readonly now: () => number;
-  readonly url: string;
+  /** Where its connections go: the primary among the URL's hosts. */
+  readonly database: PrimaryFinder;
   private readonly realms: RealmMember[] = [];
   private closed = false;
 
   private constructor(readonly options: ClusterNodeOptions) {
     this.log = options.log;
     this.now = options.now ?? Date.now;
-    this.url = options.url;
+    this.database = new PrimaryFinder(parseClusterUrl(options.url), options.log, connectionConfig());
     const retries = options.gearmanJobRetries ?? 0;
-    this.pool = createPool(options.url, options.log, options.historyEvents > 0, undefined, retries);
-    this.hotPool = options.historyEvents > 0 ? createPool(options.url, options.log, false, HOT_POOL_SIZE, retries) : this.pool;
+    this.pool = createPool(this.database, options.log, options.historyEvents > 0, undefined, retries);
+    this.hotPool = options.historyEvents > 0 ? createPool(this.database, options.log, false, HOT_POOL_SIZE, retries) : this.pool;
     this.lease = new NodeLease({
       pool: this.pool,
-      url: options.url,
+      database: this.database,
       history: options.historyEvents > 0,
       gearmanJobRetries: retries,
       log: options.log,

@@ -163,7 +163,7 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
     this.tables = new TableCare(this.pool, this.sql, realm.tables.jobs, this.now);
     this.policies = new ClusterPolicies(this.pool, policySql(realm), node.log);
     // Each realm has a channel of its own: a node hears only of the jobs its clients can take.
-    this.wakeups = new Wakeups(node.url, realm === BEANSTALK_REALM ? 'beanpole' : `${realm.prefix}wakeups`, () => node.id, this.wakeupHandlers(), node.log);
+    this.wakeups = new Wakeups(node.database, realm === BEANSTALK_REALM ? 'beanpole' : `${realm.prefix}wakeups`, () => node.id, this.wakeupHandlers(), node.log);
   }
 
   /** What this realm does with the other nodes' news. */

@@ -11,6 +11,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { connectionConfig, run } from './pool.js';
+import type { PrimaryFinder } from './primary-finder.js';
 import type { Statement } from './sql.js';
 import type { NodeRecord } from '../operations/cluster-nodes.js';
 
@@ -58,8 +59,8 @@ export type NodeRow = NodeRecord;
 
 export interface NodeLeaseOptions {
   pool: pg.Pool;
-  /** The database, for the heartbeat's own connection. */
-  url: string;
+  /** The database's hosts, for the heartbeat's own connection. */
+  database: PrimaryFinder;
   /** Its statements record job history (a dead node's reservations given back). */
   history: boolean;
   /** --gearman-job-retries (pool.ts connectionConfig). */
@@ -99,8 +100,8 @@ export class NodeLease {
 
   private async connection(): Promise<pg.Client> {
     if (this.client !== null) return this.client;
-    const client = new pg.Client({
-      ...connectionConfig(this.o.url, this.o.history, this.o.gearmanJobRetries),
+    const client = new this.o.database.Client({
+      ...connectionConfig(this.o.history, this.o.gearmanJobRetries),
       // A heartbeat slower than half a lease is as good as missed.
       query_timeout: Math.max(100, Math.floor(this.o.leaseMs / 2)),
       connectionTimeoutMillis: Math.max(100, Math.floor(this.o.leaseMs / 2)),

@@ -1,6 +1,7 @@
 /** The node's connections to PostgreSQL: a small pool for statements, and what they share. */
 import pg from 'pg';
 import type { Logger } from 'pino';
+import type { PrimaryFinder } from './primary-finder.js';
 import type { Statement } from './sql.js';
 
 /** Statements at once: commands of every client of this node share these connections. */
@@ -15,16 +16,15 @@ const types = {
 };
 
 /**
- * Every connection of a node: TCP keepalive, so that a connection a firewall dropped in silence
+ * Every connection of a node (the host comes from its PrimaryFinder): TCP keepalive, so that a connection a firewall dropped in silence
  * fails instead of waiting for ever, and a bound on connecting and on each statement. With
  * `history`, the job changes its statements make are recorded (schema.ts, the history trigger);
  * with `gearmanJobRetries`, a Gearman job they give back for the N-th time is dropped (schema.ts).
  */
-export function connectionConfig(url: string, history = false, gearmanJobRetries = 0): pg.ClientConfig {
+export function connectionConfig(history = false, gearmanJobRetries = 0): pg.ClientConfig {
   // Settings the triggers read (schema.ts): history, and --gearman-job-retries.
   const settings = [...(history ? ['-c beanpole.history=on'] : []), ...(gearmanJobRetries > 0 ? [`-c beanpole.gearman_job_retries=${gearmanJobRetries}`] : [])];
   return {
-    connectionString: url,
     ...(settings.length > 0 ? { options: settings.join(' ') } : {}),
     types,
     application_name: 'beanpole',
@@ -42,9 +42,11 @@ export function connectionConfig(url: string, history = false, gearmanJobRetries
  */
 export const HOT_POOL_SIZE = POOL_SIZE;
 
-export function createPool(url: string, log: Logger, history: boolean, size = POOL_SIZE, gearmanJobRetries = 0): pg.Pool {
+export function createPool(database: PrimaryFinder, log: Logger, history: boolean, size = POOL_SIZE, gearmanJobRetries = 0): pg.Pool {
   const pool = new pg.Pool({
-    ...connectionConfig(url, history, gearmanJobRetries),
+    ...connectionConfig(history, gearmanJobRetries),
+    // Each new connection goes to the primary of the moment (failover-client.ts).
+    Client: database.Client,
     max: size,
     connectionTimeoutMillis: STATEMENT_TIMEOUT_MS,
     query_timeout: STATEMENT_TIMEOUT_MS,

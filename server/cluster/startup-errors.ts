@@ -19,8 +19,10 @@ const TRANSIENT_CODES = new Set([
   '57P01',
   '57P02',
   '57P03',
-  // The connection was lost or a standby cannot take writes yet.
+  // The connection was lost, no host of a multi-host URL is the primary yet (08001, during a
+  // failover), or a standby cannot take writes yet.
   '08000',
+  '08001',
   '08003',
   '08006',
   '25006',

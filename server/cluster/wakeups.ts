@@ -13,6 +13,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { connectionConfig } from './pool.js';
+import type { PrimaryFinder } from './primary-finder.js';
 
 /** NOTIFY payloads must stay under 8000 bytes. */
 const MAX_PAYLOAD = 7000;
@@ -48,7 +49,7 @@ export class Wakeups {
   private closing = false;
 
   constructor(
-    private readonly url: string,
+    private readonly database: PrimaryFinder,
     private readonly channel: string,
     private readonly nodeTag: () => number,
     private readonly handlers: WakeupHandlers,
@@ -140,7 +141,7 @@ export class Wakeups {
     if (payloads.length === 0 || this.closed) return;
     try {
       if (this.sender === null) {
-        const sender = new pg.Client(connectionConfig(this.url));
+        const sender = new this.database.Client(connectionConfig());
         sender.on('error', () => {
           if (this.sender === sender) this.sender = null;
         });
@@ -157,7 +158,7 @@ export class Wakeups {
   }
 
   private async listen(): Promise<void> {
-    const client = new pg.Client(connectionConfig(this.url));
+    const client = new this.database.Client(connectionConfig());
     client.on('notification', (msg) => {
       if (msg.channel === this.channel && msg.payload !== undefined) this.received(msg.payload);
     });

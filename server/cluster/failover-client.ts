@@ -1,0 +1,126 @@
+/**
+ * A `pg` connection that goes to whichever host is the primary now, as libpq's multi-host
+ * connect does: it asks the node's PrimaryFinder where to connect, checks on connecting that
+ * the server takes writes (target_session_attrs), and tells the finder when a host failed it: a
+ * connection refused, a server that turned out read-only, or a statement refused with SQLSTATE
+ * 25006 (a primary demoted under a live connection). The pool, the heartbeat's connection and
+ * the LISTEN connection are all of this kind, so all of them move together.
+ */
+import pg from 'pg';
+import type { DatabaseHost, SessionAttrs } from '../common/cluster-url.js';
+
+/** What a connection asks of the node's search for the primary (primary-finder.ts). */
+export interface HostChooser {
+  readonly sessionAttrs: SessionAttrs;
+  /** The host the last search found (no waiting): where a connection is built for. */
+  known(): DatabaseHost;
+  /** The host to connect to now: the primary, searched for first if it is not known. */
+  target(): Promise<DatabaseHost>;
+  /** A connection to `host` failed or found it unfit: search again before the next one. */
+  lost(host: DatabaseHost, why: string): void;
+  /** One host of the list as a URL `pg` parses (user, database, sslmode... as written). */
+  hostUrl(host: DatabaseHost): string;
+  /** Calls `listener` with the host left each time a search finds the primary elsewhere; returns the unsubscribe. */
+  onMove(listener: (from: DatabaseHost) => void): () => void;
+}
+
+/** SQLSTATE read_only_sql_transaction: a write reached a server that takes none (a standby, a demoted primary). */
+export const READ_ONLY_SQLSTATE = '25006';
+/** SQLSTATE sqlclient_unable_to_establish_sqlconnection: no host of the list would do. */
+export const NO_PRIMARY_SQLSTATE = '08001';
+
+/** What libpq's check on connect asks the server. */
+export const SESSION_CHECK = "SELECT pg_is_in_recovery() AS recovery, current_setting('transaction_read_only') = 'on' AS read_only";
+
+export interface SessionState {
+  recovery: boolean;
+  read_only: boolean;
+}
+
+/** Whether a server in `state` is what target_session_attrs asks for (libpq's rules). */
+export function sessionFits(attrs: SessionAttrs, state: SessionState): boolean {
+  if (attrs === 'read-write') return !state.read_only;
+  if (attrs === 'primary') return !state.recovery;
+  return true;
+}
+
+/** An error with a SQLSTATE, as `pg` gives them, so that callers tell it apart the same way. */
+export function sqlError(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+export function hostLabel(h: DatabaseHost): string {
+  return h.host === '' ? 'the default host' : `${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port}`;
+}
+
+/** A class `pg.Pool` builds its connections with (its `Client` option), bound to a node's chooser. */
+export function failoverClientClass(chooser: HostChooser): new (config?: pg.ClientConfig) => pg.Client {
+  return class FailoverClient extends pg.Client {
+    private connectedTo: DatabaseHost | null = null;
+
+    constructor(config: pg.ClientConfig = {}) {
+      super({ ...config, connectionString: chooser.hostUrl(chooser.known()) });
+    }
+
+    override connect(): Promise<pg.Client>;
+    override connect(callback: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): void;
+    override connect(callback?: ((err: Error) => void) | ((err: null, c: pg.Client) => void)): Promise<pg.Client> | void {
+      const connected = this.connectToTarget();
+      if (callback === undefined) return connected;
+      // pg-pool calls connect(callback) and looks only at the error.
+      const call = callback as (err: Error | null, c?: pg.Client) => void;
+      connected.then(
+        (c) => call(null, c),
+        (err: Error) => call(err),
+      );
+    }
+
+    private async connectToTarget(): Promise<pg.Client> {
+      const host = await chooser.target();
+      if (host.host !== '') {
+        this.host = host.host;
+        this.port = host.port;
+      }
+      try {
+        await super.connect();
+      } catch (err) {
+        chooser.lost(host, (err as Error).message);
+        throw err;
+      }
+      if (chooser.sessionAttrs !== 'any') {
+        const { rows } = await super.query<SessionState>(SESSION_CHECK).catch((err: unknown) => {
+          // The pool drops a connection whose connect failed without closing it: close it here.
+          void this.end().catch(() => undefined);
+          chooser.lost(host, (err as Error).message);
+          throw err;
+        });
+        if (!sessionFits(chooser.sessionAttrs, rows[0]!)) {
+          void this.end().catch(() => undefined);
+          chooser.lost(host, 'the server is read-only');
+          throw sqlError(READ_ONLY_SQLSTATE, `${hostLabel(host)} is read-only (a standby, or a demoted primary)`);
+        }
+      }
+      this.connectedTo = host;
+      this.connection.on('errorMessage', this.onServerError);
+      // A connection left on a host that is no longer the primary closes: the LISTEN connection
+      // would otherwise hear nothing from the other nodes, now on the new primary.
+      const unsubscribe = chooser.onMove((from) => {
+        if (from.host === host.host && from.port === host.port) void this.end().catch(() => undefined);
+      });
+      this.once('end', unsubscribe);
+      return this;
+    }
+
+    /**
+     * A primary demoted while this connection lived answers every write with 25006: the
+     * statement fails (its caller answers INTERNAL_ERROR), the finder searches again, and this
+     * connection closes once the server is done with the statement, so that its pool opens a
+     * new one on the new primary rather than hand this one out again.
+     */
+    private readonly onServerError = (msg: unknown): void => {
+      if ((msg as { code?: unknown }).code !== READ_ONLY_SQLSTATE || this.connectedTo === null) return;
+      chooser.lost(this.connectedTo, 'a write was refused as read-only (SQLSTATE 25006)');
+      this.connection.once('readyForQuery', () => void this.end().catch(() => undefined));
+    };
+  };
+}
