@@ -68,7 +68,7 @@ import type { TubePolicy } from '../../shared/policy.js';
 import { ClusterPolicies } from './tube-policies.js';
 import { policySql } from './policy-sql.js';
 import { DueTimer } from './due-timer.js';
-import { TubeCountReader } from './tube-counts.js';
+import { TubeCountReader, referenced } from './tube-counts.js';
 import { JobReads } from './job-reads.js';
 
 /** Waiting reserves look again this often even without news (a lost notification). */
@@ -302,7 +302,7 @@ export class ClusterStore<H extends RealmHooks = RealmHooks> implements Operatio
    */
   releaseTube(name: string): void {
     const t = this.localTubes.get(name);
-    if (t !== undefined && t.using + t.watching + t.waiting === 0) this.localTubes.delete(name);
+    if (t !== undefined && !referenced(t)) this.localTubes.delete(name);
   }
 
   /** This node's clients' references to a tube (use, watch, wait), which keep it listed. */
