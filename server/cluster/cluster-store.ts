@@ -7,10 +7,15 @@
  * - A reserve probes each watched tube's head (sql.ts) and locks it with SKIP LOCKED.
  * - A blocked reserve waits here; jobs made ready on this node wake it at once, on other nodes
  *   by a notification (wakeups.ts), and a slow poll covers lost notifications.
- * - Delayed jobs become ready when due: every node times the soonest one it knows of.
+ * - Delayed jobs become ready when due: every node times the soonest one it knows of (due-timer.ts).
  * - TTRs: the node whose client holds a job times its deadline (cluster-client.ts); any node
  *   expires a reservation more than OVERDUE_GRACE_MS late, whoever holds it.
  * - A dead node's reservations come back when its lease runs out (node-lease.ts).
+ *
+ * The store ties together modules of one concept each: the dashboard's changes
+ * (admin-changes.ts), the reads of jobs (job-reads.ts) and of tubes' counts (tube-counts.ts),
+ * the waiting clients (dispatch.ts), the body budget and the tables' care; a realm's additions
+ * come through its hooks (realm-hooks.ts).
  */
 import type { Logger } from 'pino';
 import type pg from 'pg';
@@ -46,11 +51,9 @@ import type {
   TubeSettingsView,
   TubePolicyView,
 } from '../operations/operations.js';
-import { ttrWithFloor } from '../common/rules.js';
-import { tubeSettingsView } from '../operations/tube-settings-view.js';
 import { ClusterClient } from './cluster-client.js';
 import type { ClientStore } from './client-store.js';
-import { jobSnapshot, type CountsRow, type JobRow } from './job-row.js';
+import type { CountsRow } from './job-row.js';
 import type { ClusterNode, RealmMember } from './cluster-node.js';
 import { run, type Queryable } from './pool.js';
 import { PutBatch } from './put-batch.js';
@@ -70,13 +73,12 @@ import { policySql } from './policy-sql.js';
 import { DueTimer } from './due-timer.js';
 import { TubeCountReader, referenced } from './tube-counts.js';
 import { JobReads } from './job-reads.js';
+import { AdminChanges } from './admin-changes.js';
 
 /** Waiting reserves look again this often even without news (a lost notification). */
 const SAFETY_POLL_MS = 1000;
 /** A reservation this late is expired by any node (its holder's own timer did not). */
 const OVERDUE_GRACE_MS = 1000;
-/** Jobs a bulk clear or move changes per statement. */
-const BULK_SLICE = 1000;
 
 export interface ClusterStoreOptions {
   maxJobSize: number;
@@ -139,6 +141,7 @@ export class ClusterStore<H extends RealmHooks = RealmHooks> implements Operatio
   /** The tubes' counts, and the reads of jobs. */
   private readonly counts: TubeCountReader;
   private readonly reads: JobReads;
+  private readonly changes: AdminChanges;
   private pollTimer: NodeJS.Timeout | null = null;
   private polling = false;
   private closed = false;
@@ -182,6 +185,7 @@ export class ClusterStore<H extends RealmHooks = RealmHooks> implements Operatio
       tubeExists: async (tube) => (await this.tube(tube)) !== undefined,
       peerOf: (conn) => this.clients.get(conn)?.peer,
     });
+    this.changes = new AdminChanges(this);
     // Each realm has a channel of its own: a node hears only of the jobs its clients can take.
     this.wakeups = new Wakeups(node.url, realm === BEANSTALK_REALM ? 'beanpole' : `${realm.prefix}wakeups`, () => node.id, this.wakeupHandlers(), node.log);
   }
@@ -608,170 +612,68 @@ export class ClusterStore<H extends RealmHooks = RealmHooks> implements Operatio
     this.commands[operation]++;
   }
 
-  // ---- changes (the dashboard's; the protocol's go through a client) ----------------------------
+  // ---- changes (the dashboard's, admin-changes.ts; the protocol's go through a client) ------------
 
-  async put(tube: string, job: NewJob): Promise<Result<JobSnapshot>> {
-    this.count('put');
-    if (this.isTooBig(job.body.length)) return fail('JOB_TOO_BIG');
-    if (this.isDraining) return fail('DRAINING');
-    if (this.overBudget(job.body.length)) return fail('OUT_OF_MEMORY');
-    const result = await this.insert(tube, { ...job, ttrMs: ttrWithFloor(job.ttrMs) });
-    if (!result.ok) return fail(result.code);
-    const snapshot = await this.job(result.value.id);
-    return snapshot === undefined ? fail('NOT_FOUND') : ok(snapshot);
+  put(tube: string, job: NewJob): Promise<Result<JobSnapshot>> {
+    return this.changes.put(tube, job);
   }
 
-  async delete(id: number): Promise<Result<void>> {
-    try {
-      const [row] = await run<{ tube: string; bytes: number }>(this.pool, this.sql.deleteUnheld, [id]);
-      if (row !== undefined) this.addedBytes(-row.bytes);
-      if (row === undefined) {
-        return (await this.job(id))?.state === 'reserved' ? fail('JOB_RESERVED') : fail('NOT_FOUND');
-      }
-      this.count('delete');
-      this.localTube(row.tube).deletes++;
-      this.jobEnded(id);
-      this.hooks.operatorRemoved();
-      return ok(undefined);
-    } catch (err) {
-      return this.failed(err);
-    }
+  delete(id: number): Promise<Result<void>> {
+    return this.changes.delete(id);
   }
 
-  async kickJob(id: number): Promise<Result<JobSnapshot>> {
-    this.count('kick-job');
-    try {
-      const [row] = await run<JobRow>(this.pool, this.sql.kickJob, [id]);
-      if (row === undefined) return fail('NOT_FOUND');
-      this.jobsReady([row.tube], true);
-      return ok(jobSnapshot(row, this.nodeId));
-    } catch (err) {
-      return this.failed(err);
-    }
+  kickJob(id: number): Promise<Result<JobSnapshot>> {
+    return this.changes.kickJob(id);
   }
 
-  async kick(tube: string, bound: number): Promise<Result<number>> {
-    if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
-    this.count('kick');
-    return ok(await this.kickIn(tube, bound));
+  kick(tube: string, bound: number): Promise<Result<number>> {
+    return this.changes.kick(tube, bound);
   }
 
   /** Kicks up to `bound` of `tube`'s buried jobs, or its delayed ones when none is buried. */
-  async kickIn(tube: string, bound: number): Promise<number> {
-    const [{ any }] = (await run<{ any: boolean }>(this.pool, this.sql.hasBuried, [tube])) as [{ any: boolean }];
-    const statement = any ? this.sql.kickBuried : this.sql.kickDelayed;
-    let kicked = 0;
-    while (kicked < bound) {
-      const rows = await run(this.pool, statement, [tube, Math.min(BULK_SLICE, bound - kicked)]);
-      kicked += rows.length;
-      if (rows.length < Math.min(BULK_SLICE, bound - kicked + rows.length)) break;
-    }
-    if (kicked > 0) this.jobsReady([tube], true);
-    return kicked;
+  kickIn(tube: string, bound: number): Promise<number> {
+    return this.changes.kickIn(tube, bound);
   }
 
-  async pauseTube(tube: string, delayMs: number): Promise<Result<TubeCounts>> {
-    this.count('pause-tube');
-    // protocol: pausing a tube that does not exist answers NOT_FOUND and changes nothing.
-    if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
-    const now = this.now();
-    const unpauseAt = delayMs === 0 ? 0 : now + delayMs;
-    await run(this.pool, this.sql.pauseTube, [tube, delayMs, unpauseAt]);
-    this.localTube(tube).pauses++;
-    if (delayMs === 0) this.jobsReady([tube], true);
-    // When it ends, reserves waiting on any node look again: every node times its due moments.
-    else this.delayedDue(unpauseAt + 1);
-    const counts = await this.tube(tube);
-    return counts === undefined ? fail('NOT_FOUND') : ok(counts);
+  pauseTube(tube: string, delayMs: number): Promise<Result<TubeCounts>> {
+    return this.changes.pauseTube(tube, delayMs);
   }
 
-  async tubeSettings(tube: string): Promise<TubeSettingsView> {
-    const [row] = await run<{ dead_letter_after: number | null }>(this.pool, this.sql.tubeSettings, [tube]);
-    const own = row?.dead_letter_after == null ? null : { deadLetterAfter: row.dead_letter_after };
-    return tubeSettingsView(tube, own, this.defaultDeadLetterAfter);
+  tubeSettings(tube: string): Promise<TubeSettingsView> {
+    return this.changes.tubeSettings(tube);
   }
 
-  async setTubeSettings(tube: string, settings: TubeSettings | null): Promise<Result<TubeSettingsView>> {
-    await run(this.pool, this.sql.setTubeSettings, [tube, settings?.deadLetterAfter ?? null]);
-    return ok(await this.tubeSettings(tube));
+  setTubeSettings(tube: string, settings: TubeSettings | null): Promise<Result<TubeSettingsView>> {
+    return this.changes.setTubeSettings(tube, settings);
   }
 
-  async tubePolicy(tube: string): Promise<TubePolicyView> {
-    const counts = await this.tube(tube);
-    return { tube, policy: counts?.policy?.policy ?? (await this.policies.read(tube)), state: counts?.policy ?? null };
+  tubePolicy(tube: string): Promise<TubePolicyView> {
+    return this.changes.tubePolicy(tube);
   }
 
-  /** Sets a tube's policy for the cluster; every node hears of it (wakeups) and waiters look again. */
-  async setTubePolicy(tube: string, policy: TubePolicy | null): Promise<Result<TubePolicyView>> {
-    try {
-      await this.policies.set(tube, policy, this.now());
-    } catch (err) {
-      return this.failed(err);
-    }
+  setTubePolicy(tube: string, policy: TubePolicy | null): Promise<Result<TubePolicyView>> {
+    return this.changes.setTubePolicy(tube, policy);
+  }
+
+  editJob(id: number, change: JobChange): Promise<Result<JobSnapshot>> {
+    return this.changes.editJob(id, change);
+  }
+
+  clear(tube: string, state: QueuedState): Promise<Result<number>> {
+    return this.changes.clear(tube, state);
+  }
+
+  move(tube: string, state: QueuedState, to: string, limit: number): Promise<Result<number>> {
+    return this.changes.move(tube, state, to, limit);
+  }
+
+  /** A tube's policy was set here: the other nodes hear of it. */
+  policySet(): void {
     this.wakeups.policySet();
-    this.jobsReady([tube], true);
-    return ok(await this.tubePolicy(tube));
   }
 
-  async editJob(id: number, change: JobChange): Promise<Result<JobSnapshot>> {
-    try {
-      const ttr = change.ttrMs === undefined ? null : ttrWithFloor(change.ttrMs);
-      const before = change.body === undefined ? undefined : await this.job(id);
-      if (change.body !== undefined && before !== undefined && this.overBudget(change.body.length - before.bodyLength)) {
-        return fail('OUT_OF_MEMORY');
-      }
-      const [row] = await run<JobRow>(this.pool, this.sql.edit, [
-        id,
-        change.body ?? null,
-        change.priority ?? null,
-        ttr,
-        change.delayMs ?? null,
-        change.tube ?? null,
-        this.now(),
-      ]);
-      if (row === undefined) return (await this.job(id)) === undefined ? fail('NOT_FOUND') : fail('JOB_RESERVED');
-      let job = jobSnapshot(row, this.nodeId);
-      if (before !== undefined) this.addedBytes(job.bodyLength - before.bodyLength);
-      if (job.state === 'delayed') this.delayedDue(job.deadlineAt);
-      if (change.kick === true && (job.state === 'buried' || job.state === 'delayed')) {
-        const kicked = await this.kickJob(id);
-        if (!kicked.ok) return kicked;
-        job = kicked.value;
-      }
-      if (job.state === 'ready') this.jobsReady([job.tube], true);
-      return ok(job);
-    } catch (err) {
-      return this.failed(err);
-    }
-  }
-
-  async clear(tube: string, state: QueuedState): Promise<Result<number>> {
-    if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
-    let total = 0;
-    for (;;) {
-      const rows = await run<{ bytes: number }>(this.pool, this.sql.clearSome, [tube, STATE[state], BULK_SLICE]);
-      this.addedBytes(-rows.reduce((n, row) => n + row.bytes, 0));
-      total += rows.length;
-      if (rows.length < BULK_SLICE) break;
-    }
-    this.commands.delete += total;
-    this.localTube(tube).deletes += total;
-    if (total > 0) this.hooks.operatorRemoved();
-    return ok(total);
-  }
-
-  async move(tube: string, state: QueuedState, to: string, limit: number): Promise<Result<number>> {
-    if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
-    if (to === tube) return ok(0);
-    let moved = 0;
-    while (moved < limit) {
-      const want = Math.min(BULK_SLICE, limit - moved);
-      const rows = await run(this.pool, this.sql.moveSome, [tube, STATE[state], want, to]);
-      moved += rows.length;
-      if (rows.length < want) break;
-    }
-    if (moved > 0 && state === 'ready') this.jobsReady([to], true);
-    return ok(moved);
+  operatorRemoved(): void {
+    this.hooks.operatorRemoved();
   }
 
   // ---- news of a job (this node's watchers: a cluster relays none between nodes yet) ------------
