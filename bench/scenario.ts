@@ -88,6 +88,8 @@ export interface ServerNeeds {
   gearman?: boolean;
   /** TLS beside plaintext: Beanpole's own, or stunnel in front of beanstalkd (tls-* scenarios). */
   tls?: boolean;
+  /** More flags for Beanpole (after --beanpole-args), such as --policies FILE. */
+  beanpoleArgs?: readonly string[];
 }
 
 /** Largest body any scenario puts (4 KiB) with room to spare; beanstalkd's default is 65535 too. */
@@ -110,7 +112,7 @@ export async function withServer<T>(ctx: RunContext, needs: ServerNeeds, fn: (ta
         : null,
     maxJobSize: MAX_JOB_SIZE,
     gearman: needs.gearman ?? false,
-    extraArgs: ctx.target === 'beanpole' ? ctx.settings.beanpoleArgs : [],
+    extraArgs: ctx.target === 'beanpole' ? [...ctx.settings.beanpoleArgs, ...(needs.beanpoleArgs ?? [])] : [],
     nodeFloor: ctx.target === 'beanpole' && ctx.settings.nodeFloor,
     tls: needs.tls ?? false,
   };

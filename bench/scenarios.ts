@@ -2,6 +2,8 @@
  * The scenarios of `npm run bench`. Each names its load, the server flags it needs, what it
  * reports, and whether beanstalkd and unpinned runs take part.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import os from 'node:os';
 import { openDashboards, type Dashboards } from './load/dashboards.js';
 import type { ConnectionSpec, ConsumerSpec, CounterName, FillerSpec, ProducerSpec } from './load/plan.js';
@@ -263,6 +265,52 @@ function tlsScenario(name: string, load: 'put' | 'cycle', description: string): 
   };
 }
 
+/**
+ * What a tube policy costs a job: the cycle (unpaced) on one tube on a fresh server without a
+ * policy, then on one whose --policies file gives that tube a concurrency cap and a rate far above
+ * the load (they never hold anything back, so every reserve and every end of a reservation goes
+ * through the gate for nothing). Beanpole only: beanstalkd has no policies.
+ */
+const policyScenario: Scenario = {
+  name: 'policy',
+  description: 'Beanpole only: the cycle (unpaced) on one tube without a policy, then with a cap and a rate that never bind, fresh servers',
+  metrics: [
+    rate('jobs/s, capped and rated tube'),
+    { key: 'plain.rate', label: 'jobs/s, no policy', better: 'higher' },
+    { key: 'pct', label: 'policy rate, % of no policy', better: 'higher' },
+    { key: 'cpuUsPerJob', label: 'server CPU µs/job with the policy', better: 'lower' },
+    { key: 'plain.cpuUsPerJob', label: 'server CPU µs/job without', better: 'lower' },
+  ],
+  beanstalkd: false,
+  unpinned: false,
+  run: async (ctx) => {
+    const windows = [{ warmupMs: ctx.settings.warmupMs, windowMs: ctx.settings.windowMs }];
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'bench-policies-')), 'policies.json');
+    const never = { concurrency: 1_000_000, rate: { perSecond: 1_000_000, burst: 1_000_000 } };
+    writeFileSync(file, JSON.stringify({ tubes: { [tubeName(0, 1)]: never } }));
+    try {
+      const plain = await withServer(ctx, {}, (target) => measure(ctx, target, 'deleted', { ...cycleLoad(1), windows }));
+      const gated = await withServer(ctx, { beanpoleArgs: ['--policies', file], profileSuffix: '-policy' }, (target) =>
+        measure(ctx, target, 'deleted', { ...cycleLoad(1), windows }),
+      );
+      const rateOf = (m: Measured): number => perSec(m.result.windows[0]!.counts.deleted, m.result.windows[0]!.elapsedSec);
+      const cpuUsPerJob = (m: Measured): number => oneDecimal((1e6 * m.usage[0]!.serverSec) / m.result.windows[0]!.counts.deleted);
+      return {
+        metrics: {
+          rate: rateOf(gated),
+          'plain.rate': rateOf(plain),
+          pct: Math.round((100 * rateOf(gated)) / rateOf(plain)),
+          cpuUsPerJob: cpuUsPerJob(gated),
+          'plain.cpuUsPerJob': cpuUsPerJob(plain),
+        },
+        info: { ...gated.info, ...cpuPercents(plain.usage[0]!, 'plain.') },
+      };
+    } finally {
+      rmSync(path.dirname(file), { recursive: true, force: true });
+    }
+  },
+};
+
 /** Fills `--fill-jobs` jobs of `bodySize` bytes and reports the server's RSS growth per job. */
 function fillScenario(name: string, bodySize: number): Scenario {
   return {
@@ -466,6 +514,7 @@ export const SCENARIOS: readonly Scenario[] = [
   putScenario('binlog', 'put with a binlog (-b, default fsync every 50 ms)', { binlog: { fsyncMs: null } }, false),
   putScenario('binlog-f0', 'put with a binlog fsynced before every reply (-b -f 0)', { binlog: { fsyncMs: 0 } }, false),
   dashboardsScenario,
+  policyScenario,
   tlsScenario('tls-put', 'put', 'put over TLS (Beanpole --tls-cert; beanstalkd behind stunnel) and plaintext, fresh servers, same run'),
   tlsScenario('tls-cycle', 'cycle', 'the cycle (unpaced) over TLS (Beanpole --tls-cert; beanstalkd behind stunnel) and plaintext'),
   ...GEARMAN_SCENARIOS,

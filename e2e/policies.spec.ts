@@ -74,3 +74,24 @@ test('the timeout backoff sends a job whose TTR ran out back delayed', async ({ 
   expect((await c.statsJob(id)).get('delay')).toBe('45');
   await expect(policy.getByTestId('policy-backoffs')).toHaveAttribute('data-value', '1');
 });
+
+test('the rate limit holds a worker back until the next token, and the page says so', async ({ page, tcp }) => {
+  const producer = await tcp();
+  await producer.use('paced');
+  const ids = [await producer.put('a'), await producer.put('b')];
+  const worker = await tcp();
+  await worker.watchOnly('paced');
+  await page.goto(tubePath('paced'));
+  const policy = page.getByTestId('tube-policy');
+  await policy.getByTestId('policy-rate-on').check();
+  // One job per two seconds, one at a time.
+  await policy.getByTestId('policy-rate').fill('0.5');
+  await policy.getByTestId('policy-burst').fill('1');
+  await policy.getByTestId('policy-save').click();
+  await expect(policy.getByTestId('policy-current')).toContainText('0.5/s (burst 1)');
+  expect((await worker.reserve(0)).id).toBe(ids[0]);
+  expect(await worker.command('reserve-with-timeout 0')).toBe('TIMED_OUT\r\n');
+  await expect(policy.getByTestId('policy-held')).toHaveAttribute('data-value', 'rate');
+  // The next token comes within two seconds: a waiting reserve gets the second job then.
+  expect((await worker.reserve(5)).id).toBe(ids[1]);
+});

@@ -18,6 +18,10 @@ import { userNamed, writeUsersFile } from './support/admin-users.js';
 import { freshDatabase } from './support/cluster-db.js';
 import { expectLine, expectOk } from './support/expectations.js';
 import { type RawClient, tcpPut, tcpReserve } from './support/raw-client.js';
+import { GearmanTestClient } from './support/gearman-client.js';
+import { waitForGearman } from './support/gearman-server.js';
+import { freePort } from './support/servers.js';
+import { PACKET } from '../server/protocol/gearman/packets.js';
 
 const pgUrl = inject('pgUrl');
 const { start, tcp, tmpDir } = adminFixture();
@@ -72,7 +76,8 @@ function policyCases(servers: () => Promise<[AdminServerProcess, AdminServerProc
 
   it('hands out at most a burst, then a job per 1/rate seconds', async () => {
     const [a, b] = await servers();
-    await setPolicy(a, 'rated', { rate: { perSecond: 4, burst: 2 } });
+    // One token per two seconds: no token comes back between the reserves below, however slow the machine.
+    await setPolicy(a, 'rated', { rate: { perSecond: 0.5, burst: 2 } });
     const producer = await on(a, 'rated');
     const ids = [await tcpPut(producer, 'a'), await tcpPut(producer, 'b'), await tcpPut(producer, 'c')];
     const w1 = await on(a, 'rated');
@@ -80,7 +85,7 @@ function policyCases(servers: () => Promise<[AdminServerProcess, AdminServerProc
     expect((await tcpReserve(w1)).id).toBe(ids[0]);
     expect((await tcpReserve(w2)).id).toBe(ids[1]);
     await heldBack(w1);
-    // The next token comes within a quarter of a second: a blocked reserve gets the job then.
+    // The next token comes within two seconds: a blocked reserve gets the job then.
     expect(await reserveWaiting(w2)).toBe(ids[2]);
   });
 
@@ -199,5 +204,61 @@ describe.skipIf(pgUrl === null)('tube policies in a cluster of two nodes', () =>
     const url = await freshDatabase(pgUrl!, 'policies');
     const [a, b] = await Promise.all([start(['--cluster', url]), start(['--cluster', url])]);
     return [a, b];
+  });
+
+  it('cap a Gearman function for the workers of both nodes', async () => {
+    const url = await freshDatabase(pgUrl!, 'policies_gearman');
+    await gearmanFunctionCap(['--cluster', url]);
+  });
+});
+
+/**
+ * A Gearman function with a concurrency cap of 1: a second worker's GRAB_JOB gets NO_JOB while
+ * the first works a job, and is woken (NOOP) when that job completes. `args`: the servers' flags.
+ */
+async function gearmanFunctionCap(args: readonly string[]): Promise<void> {
+  const ports = [await freePort(), await freePort()];
+  const servers = [];
+  for (const port of args.length === 0 ? ports.slice(0, 1) : ports) {
+    const s = await start([...args, '--gearman-listen', '127.0.0.1', '--gearman-port', String(port)]);
+    await waitForGearman(port);
+    servers.push({ s, port });
+  }
+  const [a, b] = [servers[0]!, servers[servers.length - 1]!];
+  const view = expectOk<TubePolicyViewDto>(await api(a.s.url, API.gearmanFunctionPolicy('resize'), { method: 'PUT', json: { concurrency: 1 } }));
+  expect(view.policy?.concurrency).toBe(1);
+  const clients: GearmanTestClient[] = [];
+  const connect = async (port: number): Promise<GearmanTestClient> => {
+    const c = await GearmanTestClient.connect(port);
+    clients.push(c);
+    return c;
+  };
+  try {
+    const client = await connect(a.port);
+    for (const data of ['one', 'two']) {
+      client.request(PACKET.SUBMIT_JOB_BG, 'resize', '', data);
+      expect((await client.args(1))[0]).toBe(PACKET.JOB_CREATED);
+    }
+    const w1 = await connect(a.port);
+    const w2 = await connect(b.port);
+    for (const w of [w1, w2]) w.request(PACKET.CAN_DO, 'resize');
+    w1.request(PACKET.GRAB_JOB);
+    const [assigned, handle] = await w1.args(3);
+    expect(assigned).toBe(PACKET.JOB_ASSIGN);
+    w2.request(PACKET.GRAB_JOB);
+    expect((await w2.packet()).type).toBe(PACKET.NO_JOB);
+    w2.request(PACKET.PRE_SLEEP);
+    w1.request(PACKET.WORK_COMPLETE, handle!, 'done');
+    expect((await w2.packet(10_000)).type).toBe(PACKET.NOOP);
+    w2.request(PACKET.GRAB_JOB);
+    expect((await w2.args(3))[0]).toBe(PACKET.JOB_ASSIGN);
+  } finally {
+    for (const c of clients) c.destroy();
+  }
+}
+
+describe('a Gearman function policy in memory', () => {
+  it('caps the jobs its workers hold at once', async () => {
+    await gearmanFunctionCap([]);
   });
 });

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { JobBytes, NewJob, Result } from '../operations/operations.js';
 import type { DeleteRequest, LocalTube, ReservedRow, ReserveRequest } from './batched.js';
 import type { ClusterSql } from './sql.js';
+import type { ClusterPolicies } from './tube-policies.js';
 import type { TurnBatch } from './turn-batch.js';
 
 /**
@@ -13,6 +14,8 @@ import type { TurnBatch } from './turn-batch.js';
 export interface ClientStore<C> {
   readonly pool: pg.Pool;
   readonly sql: ClusterSql;
+  /** The tube policies as this node knows them, and their statements (a sleeper wakes only for a job it could take). */
+  readonly policies: Pick<ClusterPolicies, 'gates' | 'sql'>;
   readonly log: Logger;
   readonly nodeId: number;
   now(): number;

@@ -207,8 +207,8 @@ export class ClusterClient implements ClientOperations {
     const wait = this.wait;
     if (wait === null) return true;
     if (wait.wakeOnly) {
-      const [row] = await run<{ any: boolean }>(this.store.pool, this.store.sql.anyReady, [tubes]);
-      if (row?.any !== true || this.wait !== wait) return row?.any === true;
+      const any = await this.anyTakeable(tubes);
+      if (!any || this.wait !== wait) return any;
       this.stopWaiting();
       this.delegate.woken();
       return true;
@@ -391,8 +391,7 @@ export class ClusterClient implements ClientOperations {
 
   async sleep(): Promise<boolean> {
     if (this.wait !== null) return false;
-    const [row] = await run<{ any: boolean }>(this.store.pool, this.store.sql.anyReady, [[...this.watched.values()]]);
-    if (row?.any === true) return true;
+    if (await this.anyTakeable([...this.watched.values()])) return true;
     this.startWaiting(-1, true);
     return false;
   }
@@ -492,6 +491,14 @@ export class ClusterClient implements ClientOperations {
 
   private deadlineSoon(now: number): boolean {
     return now >= this.soonestDeadline() - DEADLINE_SOON_MARGIN_MS;
+  }
+
+  /** True when a reserve over `tubes` could take a job now: one is ready where no policy holds it back. */
+  private async anyTakeable(tubes: string[]): Promise<boolean> {
+    const gated = this.store.policies.gates(tubes);
+    const statement = gated ? this.store.policies.sql.anyOpen : this.store.sql.anyReady;
+    const [row] = await run<{ any: boolean }>(this.store.pool, statement, gated ? [tubes, this.store.now()] : [tubes]);
+    return row?.any === true;
   }
 
   private async anyWatchedReady(): Promise<boolean> {

@@ -5,7 +5,7 @@
  * without a policy never meet these statements.
  */
 import type { Realm } from './realm.js';
-import { takenColumn, type Statement } from './sql.js';
+import { reservePicked, type Statement } from './sql.js';
 
 /** Candidates per tube beyond those wanted, for rows another reserve has locked (sql.ts's margin). */
 const LOCK_MARGIN = 16;
@@ -13,9 +13,9 @@ const LOCK_MARGIN = 16;
 export function policySql(realm: Realm) {
   const t = realm.tables;
   const s = (name: string, text: string): Statement => ({ name: `${realm.prefix}${name}`, text });
-  /** The rate's tokens at $4 (now) of a row `p` with a policy: refilled since refilled_at, up to the burst. */
-  const tokensNow = `LEAST((p.policy->'rate'->>'burst')::float8,
-      p.tokens + GREATEST(0, $4::bigint - p.refilled_at) * (p.policy->'rate'->>'perSecond')::float8 / 1000.0)`;
+  /** The rate's tokens at `now` (a parameter) of a row `p` with a policy: refilled since refilled_at, up to the burst. */
+  const tokensAt = (now: string): string => `LEAST((p.policy->'rate'->>'burst')::float8,
+      p.tokens + GREATEST(0, ${now}::bigint - p.refilled_at) * (p.policy->'rate'->>'perSecond')::float8 / 1000.0)`;
   /** The node ($2) is still a member (sql.ts's NODE_ALIVE). */
   const NODE_ALIVE = 'EXISTS (SELECT 1 FROM beanpole_nodes n WHERE n.id = $2 AND n.gone_at IS NULL)';
 
@@ -49,12 +49,21 @@ export function policySql(realm: Realm) {
     /** A put the queue cap of tube $1 refused. */
     refused: s('refused', `UPDATE ${t.tubes} SET refused_puts = refused_puts + 1 WHERE name = $1`),
 
-    /** Tube $1's rate tokens at $2 (null: no rate), for the dashboard. */
-    tokens: s(
-      'tokens',
-      `SELECT LEAST((p.policy->'rate'->>'burst')::float8,
-         p.tokens + GREATEST(0, $2::bigint - p.refilled_at) * (p.policy->'rate'->>'perSecond')::float8 / 1000.0) AS tokens
-       FROM ${t.tubes} p WHERE p.name = $1 AND p.policy ? 'rate' AND jsonb_typeof(p.policy->'rate') = 'object'`,
+    /**
+     * True when one of the tubes ($1) has a ready job a reserve could take at $2 (now): its cap
+     * not full, its rate not spent. A sleeping Gearman worker is woken only then.
+     */
+    anyOpen: s(
+      'any_open',
+      `SELECT EXISTS (
+         SELECT 1 FROM unnest($1::text[]) AS w(tube)
+         WHERE EXISTS (SELECT 1 FROM ${t.jobs} WHERE tube = w.tube AND state = 0)
+           AND NOT EXISTS (
+             SELECT 1 FROM ${t.tubes} p WHERE p.name = w.tube AND p.policy IS NOT NULL AND (
+               (jsonb_typeof(p.policy->'concurrency') = 'number'
+                 AND (SELECT count(*) FROM ${t.jobs} r WHERE r.tube = w.tube AND r.state = 1) >= (p.policy->>'concurrency')::bigint)
+               OR (jsonb_typeof(p.policy->'rate') = 'object' AND ${tokensAt('$2')} < 1)))
+       ) AS any`,
     ),
 
     /**
@@ -67,7 +76,7 @@ export function policySql(realm: Realm) {
     reserveGated: s(
       'reserve_gated',
       `WITH gate AS (
-         SELECT p.name, p.policy, ${tokensNow} AS tokens_now
+         SELECT p.name, p.policy, ${tokensAt('$4')} AS tokens_now
          FROM ${t.tubes} p
          WHERE p.name = ANY($1::text[]) AND p.policy IS NOT NULL
          ORDER BY p.name
@@ -109,15 +118,7 @@ export function policySql(realm: Realm) {
          SELECT id, row_number() OVER (ORDER BY priority, id) AS rn
          FROM (SELECT id, priority FROM within WHERE n IS NULL OR k <= n ORDER BY priority, id LIMIT $6) best
        ),
-       who AS (SELECT conn, hold, rn FROM unnest($3::bigint[], $5::bigint[]) WITH ORDINALITY AS c(conn, hold, rn)),
-       changed AS (
-         UPDATE ${t.jobs} j
-         SET state = 1, holder_node = $2, holder_conn = who.conn, reserves = j.reserves + 1,
-             due_at = $4::bigint + CASE WHEN who.hold < 0 THEN j.ttr_ms ELSE who.hold END
-         FROM picked JOIN who USING (rn)
-         WHERE j.id = picked.id
-         RETURNING who.rn, j.id, j.tube, j.reserves, j.due_at, j.ttr_ms, j.body, ${takenColumn(realm)}
-       ),
+       ${reservePicked(realm)},
        spent AS (
          UPDATE ${t.tubes} p SET tokens = a.tokens_now - COALESCE(c.n, 0), refilled_at = $4::bigint
          FROM allowance a LEFT JOIN (SELECT tube, count(*) AS n FROM changed GROUP BY tube) c ON c.tube = a.name

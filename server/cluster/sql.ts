@@ -18,6 +18,24 @@ export interface Statement {
 }
 
 /**
+ * The end of a reserve statement (reserveMany, policy-sql.ts's reserveGated): the jobs a `picked`
+ * CTE ranked (id, rn) go to the clients in the order they asked ($3 connections, $5 holds, $2
+ * node, $4 now), in a `changed` CTE that returns each client's rank and job.
+ */
+export function reservePicked(realm: Realm): string {
+  return `who AS (SELECT conn, hold, rn FROM unnest($3::bigint[], $5::bigint[]) WITH ORDINALITY AS c(conn, hold, rn)),
+     changed AS (
+       UPDATE ${realm.tables.jobs} j
+       SET state = 1, holder_node = $2, holder_conn = who.conn, reserves = j.reserves + 1,
+           due_at = $4::bigint + CASE WHEN who.hold < 0 THEN j.ttr_ms ELSE who.hold END
+       FROM picked JOIN who USING (rn)
+       WHERE j.id = picked.id
+       RETURNING who.rn, j.id, j.tube, j.reserves, j.due_at, j.ttr_ms, j.body, ${takenColumn(realm)},
+         j.holder_node AS node, j.holder_conn AS conn
+     )`;
+}
+
+/**
  * What a reserve answers beside the job (of a row `j`): in the Gearman realm, whether it is a
  * foreground job nobody waits for any more (the worker drops it instead of running it).
  */
@@ -155,16 +173,7 @@ export function clusterSql(realm: Realm) {
        FOR UPDATE SKIP LOCKED
      ),
      picked AS (SELECT id, row_number() OVER (ORDER BY priority, id) AS rn FROM locked),
-     who AS (SELECT conn, hold, rn FROM unnest($3::bigint[], $5::bigint[]) WITH ORDINALITY AS c(conn, hold, rn)),
-     changed AS (
-       UPDATE ${t.jobs} j
-       SET state = 1, holder_node = $2, holder_conn = who.conn, reserves = j.reserves + 1,
-           due_at = $4::bigint + CASE WHEN who.hold < 0 THEN j.ttr_ms ELSE who.hold END
-       FROM picked JOIN who USING (rn)
-       WHERE j.id = picked.id
-       RETURNING who.rn, j.id, j.tube, j.reserves, j.due_at, j.ttr_ms, j.body, ${TAKEN},
-         j.holder_node AS node, j.holder_conn AS conn
-     )${recorded ? record('reserve') : ''}
+     ${reservePicked(realm)}${recorded ? record('reserve') : ''}
      SELECT rn, id, tube, reserves, due_at, ttr_ms, body, abandoned FROM changed`;
 
   const deleteMany = (recorded: boolean): string =>

@@ -220,3 +220,75 @@ describe('policies and the journal', () => {
     expect(h.engine.tube('default')!.gate).toBeNull();
   });
 });
+
+describe('policies under random work', () => {
+  it.each([12345, 777, 4242, 99991, 31337])('never reserve into a full cap or an empty bucket, keep every index consistent, and serve every waiter they can (seed %i)', (first) => {
+    let seed = first;
+    const random = (): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    const h = new Harness({ wideSessionTubes: 3, random, deadLetterAfter: 4 });
+    const names = ['a', 'b', 'c', 'd', 'e'];
+    const policies: TubePolicy[] = [
+      policy({ concurrency: 1 }),
+      policy({ concurrency: 3, timeoutBackoff: { baseMs: 500, factor: 2, maxMs: 4000, jitter: 0.5 } }),
+      policy({ rate: { perSecond: 2, burst: 2 } }),
+      policy({ concurrency: 2, rate: { perSecond: 5, burst: 1 }, queueCap: 6 }),
+    ];
+    // Each reservation must find a free place and a whole token (the gate state before it).
+    h.engine.events.on('job:changed', ({ job, to }) => {
+      if (to !== 'reserved') return;
+      const gate = job.tube.gate;
+      if (gate === null) return;
+      const cap = gate.policy.concurrency;
+      if (cap !== null) expect(job.tube.reserved - 1, `tube ${job.tube.name} reserved into a full cap`).toBeLessThan(cap);
+      expect(gate.rateHeld, `tube ${job.tube.name} reserved with no token`).toBe(false);
+    });
+    const producer = h.open();
+    const workers = Array.from({ length: 6 }, () => h.open());
+    for (const w of workers) {
+      for (const name of names) if (random() < 0.5) w.watch(name);
+    }
+    let maxId = 0;
+    for (let step = 0; step < 4000; step++) {
+      const r = random();
+      if (r < 0.3) {
+        producer.use(pick(names));
+        const put = producer.tryPut({ ttrMs: 1000 + Math.floor(random() * 3000), priority: Math.floor(random() * 10) });
+        if (put.ok) maxId = Math.max(maxId, put.value.id);
+        else expect(put.code).toBe('QUEUE_FULL');
+      } else if (r < 0.5) {
+        const w = pick(workers);
+        if (!w.session.waiting) w.reserve(random() < 0.5 ? null : Math.floor(random() * 2000));
+      } else if (r < 0.7) {
+        const w = pick(workers);
+        const held = [...w.session.reservedJobs.values()];
+        if (held.length > 0) {
+          const job = pick(held);
+          const how = random();
+          if (how < 0.5) unwrap(h.engine.delete(w.session, job.id));
+          else if (how < 0.8) unwrap(h.engine.release(w.session, job.id, 1, random() < 0.3 ? 500 : 0));
+          else unwrap(h.engine.bury(w.session, job.id, 1));
+        }
+      } else if (r < 0.9) {
+        h.advance(Math.floor(random() * 700));
+      } else if (r < 0.97) {
+        unwrap(h.engine.setTubePolicy(pick(names), random() < 0.2 ? null : pick(policies)));
+      } else {
+        const tube = h.engine.tube(pick(names));
+        if (tube !== undefined) h.engine.kick(tube, 5);
+      }
+      expect(h.problems(maxId), `step ${step}`).toEqual([]);
+    }
+    // With every policy gone and time passed, every waiting worker that watches a tube with a
+    // ready job has one: nothing was left gated.
+    for (const name of names) unwrap(h.engine.setTubePolicy(name, null));
+    h.advance(10_000);
+    for (const w of workers) {
+      if (!w.session.waiting) continue;
+      for (const tube of w.session.watched.values()) expect(tube.ready.size, `${tube.name} has ready jobs and a waiting watcher`).toBe(0);
+    }
+  });
+});

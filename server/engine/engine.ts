@@ -73,6 +73,8 @@ export class Engine {
   private readonly waiting: WaitingSessions;
   /** Tube policies at work: caps, rates, queue caps, timeout backoff (policy-gates.ts). */
   private readonly gates: PolicyGates;
+  /** What opens closed tubes at a time (tick): pauses that end, rate tokens that come back. */
+  private readonly openings: readonly { next(): number | undefined; open(now: number, budget: number): number }[];
   /** Who waits for news of a job (Gearman clients attached to a handle). */
   private readonly watchers = new JobWatchers();
   private nextSessionId = 1;
@@ -110,6 +112,10 @@ export class Engine {
     this.gates = new PolicyGates(this.waiting, () => this.clock.now(), options.random ?? Math.random);
     this.tubeRegistry = new TubeRegistry(this.timeBase, this.events, this.waiting, this.gates, options.deadLetterAfter ?? 0);
     this.defaultTube = this.tubeRegistry.createDefault(DEFAULT_TUBE);
+    this.openings = [
+      { next: () => this.tubeRegistry.nextUnpauseAt(), open: (now, budget) => this.tubeRegistry.endPauses(now, budget) },
+      { next: () => this.gates.nextReopenAt(), open: (now, budget) => this.gates.reopen(now, budget) },
+    ];
     this.recovery = new Recovery(this.jobs, this.tubeRegistry, this.queues, this.stats);
     const host = {
       maxJobSize: this.maxJobSize,
@@ -726,10 +732,10 @@ export class Engine {
     let next = Number.POSITIVE_INFINITY;
     const delayed = this.queues.firstDelayed();
     if (delayed !== undefined) next = delayed.deadlineAt;
-    const unpauseAt = this.tubeRegistry.nextUnpauseAt();
-    if (unpauseAt !== undefined && unpauseAt < next) next = unpauseAt;
-    const reopenAt = this.gates.nextReopenAt();
-    if (reopenAt !== undefined && reopenAt < next) next = reopenAt;
+    for (const opening of this.openings) {
+      const at = opening.next();
+      if (at !== undefined && at < next) next = at;
+    }
     const session = this.sessionTicks.peek();
     if (session !== undefined && session.tickAt < next) next = session.tickAt;
     return next === Number.POSITIVE_INFINITY ? undefined : next;
@@ -746,18 +752,13 @@ export class Engine {
       this.queues.detach(job);
       this.queues.enqueueReady(job, 'delayed');
     }
-    const unpauseAt = this.tubeRegistry.nextUnpauseAt();
-    if (unpauseAt !== undefined && unpauseAt <= now) {
+    // Tubes that open again: pauses that end, rates whose next token is due.
+    for (const opening of this.openings) {
+      const at = opening.next();
+      if (at === undefined || at > now) continue;
       if (work >= budget) return true;
-      work += this.tubeRegistry.endPauses(now, budget - work);
-      const next = this.tubeRegistry.nextUnpauseAt();
-      if (next !== undefined && next <= now) return true;
-    }
-    const reopenAt = this.gates.nextReopenAt();
-    if (reopenAt !== undefined && reopenAt <= now) {
-      if (work >= budget) return true;
-      work += this.gates.reopen(now, budget - work);
-      const next = this.gates.nextReopenAt();
+      work += opening.open(now, budget - work);
+      const next = opening.next();
       if (next !== undefined && next <= now) return true;
     }
     for (let s = this.sessionTicks.peek(); s !== undefined && s.tickAt <= now; s = this.sessionTicks.peek()) {

@@ -315,8 +315,9 @@ export class Harness {
       const referenced = tube.using + tube.watching + tube.jobCount > 0 || tube === engine.defaultTube;
       check(referenced, `tube ${tube.name} is unreferenced but still listed`);
       const pausedNow = tube.paused && tube.unpauseAt > now;
+      if (tube.gate?.rateHeld === true) check(tube.gate.reopenAt > now, `tube ${tube.name} is held by its rate past the next token`);
       check(
-        !(waiting > 0 && tube.ready.size > 0 && !pausedNow),
+        !(waiting > 0 && tube.ready.size > 0 && !pausedNow && !tube.gated),
         `tube ${tube.name} has ${waiting} waiting sessions and ${tube.ready.size} ready jobs`,
       );
     }

@@ -157,6 +157,13 @@ function withQuery(path: string, params: Record<string, string | number | null |
   return text === '' ? path : `${path}?${text}`;
 }
 
+/** Whose policy: a beanstalkd tube's or a Gearman function's. */
+export type PolicyRealm = 'tubes' | 'functions';
+
+function policyPath(realm: PolicyRealm, name: string): string {
+  return realm === 'tubes' ? API.tubePolicy(name) : API.gearmanFunctionPolicy(name);
+}
+
 export const api = {
   config: (signal?: AbortSignal) => json<AdminConfigDto>('GET', API.config, undefined, signal),
   stats: (signal?: AbortSignal) => json<ServerStatsDto>('GET', API.stats, undefined, signal),
@@ -187,9 +194,10 @@ export const api = {
   pauseTube: (name: string, request: PauseTubeRequest) => discard('POST', API.tubePause(name), request),
   tubeSettings: (name: string, signal?: AbortSignal) => json<TubeSettingsDto>('GET', API.tubeSettings(name), undefined, signal),
   setTubeSettings: (name: string, request: TubeSettingsRequest) => json<TubeSettingsDto>('PUT', API.tubeSettings(name), request),
-  tubePolicy: (name: string, signal?: AbortSignal) => json<TubePolicyViewDto>('GET', API.tubePolicy(name), undefined, signal),
-  setTubePolicy: (name: string, request: TubePolicyRequest) => json<TubePolicyViewDto>('PUT', API.tubePolicy(name), request),
-  clearTubePolicy: (name: string) => json<TubePolicyViewDto>('DELETE', API.tubePolicy(name)),
+  /** A tube's policy, or a Gearman function's (`realm`). */
+  policy: (realm: PolicyRealm, name: string, signal?: AbortSignal) => json<TubePolicyViewDto>('GET', policyPath(realm, name), undefined, signal),
+  setPolicy: (realm: PolicyRealm, name: string, request: TubePolicyRequest) => json<TubePolicyViewDto>('PUT', policyPath(realm, name), request),
+  clearPolicy: (realm: PolicyRealm, name: string) => json<TubePolicyViewDto>('DELETE', policyPath(realm, name)),
   clearTubeState: (name: string, state: JobState) =>
     json<CountResponse>('DELETE', withQuery(API.tubeJobs(name), { state })),
   moveJobs: (name: string, request: MoveJobsRequest) => json<CountResponse>('POST', API.tubeMove(name), request),
