@@ -5,7 +5,8 @@ import { ClusterAuditLog } from '../cluster/cluster-audit.js';
 import { ClusterNode } from '../cluster/cluster-node.js';
 import { ClusterStore } from '../cluster/cluster-store.js';
 import { ClusterGearmanRegistry } from '../cluster/gearman-registry.js';
-import { GearmanClusterStore } from '../cluster/gearman-store.js';
+import { GearmanHooks } from '../cluster/gearman-hooks.js';
+import { GEARMAN_REALM } from '../cluster/realm.js';
 import { MAX_UNIQUE_BYTES } from '../gearman/limits.js';
 import { noBinlogStats, processInfo } from '../server-info.js';
 import { VERSION } from '../version.js';
@@ -27,7 +28,7 @@ export async function openClusterBackend(ctx: BackendContext): Promise<Backend> 
   const { options, log } = ctx;
   const cluster = options.cluster!;
   const { node, store, gearmanStore } = await joinWhenReachable(ctx);
-  const stores = gearmanStore === null ? [store] : [store, gearmanStore];
+  const stores: ClusterStore[] = gearmanStore === null ? [store] : [store, gearmanStore];
   const noBinlog = noBinlogStats(options.binlogSize);
   // Not awaited: a node serves jobs without waiting for these tables; the stores' statements
   // wait for them, and a failure is said by each evaluation until it is fixed.
@@ -35,7 +36,7 @@ export async function openClusterBackend(ctx: BackendContext): Promise<Backend> 
   tables.catch((err: Error) => log.error({ err: err.message }, 'schedules and alerts: cannot create their tables'));
   return {
     beanstalk: store,
-    gearman: gearmanStore === null ? null : { ops: gearmanStore, registry: new ClusterGearmanRegistry(gearmanStore, clusterName(cluster.url)) },
+    gearman: gearmanStore === null ? null : { ops: gearmanStore, registry: new ClusterGearmanRegistry(gearmanStore.hooks, clusterName(cluster.url)) },
     info: processInfo(() => noBinlog),
     dashboard: {
       binlog: false,
@@ -93,14 +94,14 @@ async function joinWhenReachable(ctx: BackendContext): Promise<Joined> {
 interface Joined {
   node: ClusterNode;
   store: ClusterStore;
-  gearmanStore: GearmanClusterStore | null;
+  gearmanStore: ClusterStore<GearmanHooks> | null;
 }
 
 /** One attempt: connect, migrate, register, and serve both realms. */
 async function join({ options, log }: BackendContext): Promise<Joined> {
   const cluster = options.cluster!;
   let node: ClusterNode | null = null;
-  let gearmanStore: GearmanClusterStore | null = null;
+  let gearmanStore: ClusterStore<GearmanHooks> | null = null;
   try {
     node = await ClusterNode.open({
       url: cluster.url,
@@ -116,7 +117,7 @@ async function join({ options, log }: BackendContext): Promise<Joined> {
     if (options.gearman !== null) {
       // A body keeps the unique id in front of the data (gearman/job-body.ts), under the cluster's cap.
       const maxJobSize = Math.min(options.gearman.maxSize + MAX_UNIQUE_BYTES + 1, MAX_CLUSTER_JOB_SIZE);
-      gearmanStore = await GearmanClusterStore.joinGearman(node, { ...limits, maxJobSize });
+      gearmanStore = await ClusterStore.joinRealm(node, { ...limits, maxJobSize }, GEARMAN_REALM, (s) => new GearmanHooks(s));
     }
     node.start();
     return { node, store, gearmanStore };

@@ -7,16 +7,19 @@
  * - A reserve probes each watched tube's head (sql.ts) and locks it with SKIP LOCKED.
  * - A blocked reserve waits here; jobs made ready on this node wake it at once, on other nodes
  *   by a notification (wakeups.ts), and a slow poll covers lost notifications.
- * - Delayed jobs become ready when due: every node times the soonest one it knows of.
+ * - Delayed jobs become ready when due: every node times the soonest one it knows of (due-timer.ts).
  * - TTRs: the node whose client holds a job times its deadline (cluster-client.ts); any node
  *   expires a reservation more than OVERDUE_GRACE_MS late, whoever holds it.
  * - A dead node's reservations come back when its lease runs out (node-lease.ts).
+ *
+ * The store ties together modules of one concept each: the dashboard's changes
+ * (admin-changes.ts), the reads of jobs (job-reads.ts) and of tubes' counts (tube-counts.ts),
+ * the waiting clients (dispatch.ts), the body budget and the tables' care; a realm's additions
+ * come through its hooks (realm-hooks.ts).
  */
 import type { Logger } from 'pino';
 import type pg from 'pg';
-import { HISTORY_KINDS, type JobHistoryDto } from '../../shared/history.js';
-import { MAX_EVENTS_READ } from '../engine/history.js';
-import { DEFAULT_TUBE } from '../../shared/limits.js';
+import type { JobHistoryDto } from '../../shared/history.js';
 import { immediateDurability } from '../engine/journal.js';
 import { fail, ok } from '../common/result.js';
 import { COUNTED_COMMANDS } from '../engine/stats.js';
@@ -48,15 +51,14 @@ import type {
   TubeSettingsView,
   TubePolicyView,
 } from '../operations/operations.js';
-import { ttrWithFloor } from '../common/rules.js';
-import { tubeSettingsView } from '../operations/tube-settings-view.js';
 import { ClusterClient } from './cluster-client.js';
 import type { ClientStore } from './client-store.js';
-import { cursorFor, jobBytes, jobSnapshot, parseCursor, zeroCounts, type CountsRow, type JobRow } from './job-row.js';
+import type { CountsRow } from './job-row.js';
 import type { ClusterNode, RealmMember } from './cluster-node.js';
 import { run, type Queryable } from './pool.js';
 import { PutBatch } from './put-batch.js';
 import { BEANSTALK_REALM, type Realm } from './realm.js';
+import { NO_HOOKS, type HookedStore, type RealmHooks } from './realm-hooks.js';
 import { STATE } from './schema.js';
 import { clusterSql, type ClusterSql, type Statement } from './sql.js';
 import { TurnBatch } from './turn-batch.js';
@@ -66,19 +68,17 @@ import { deleteArrays, type DeletedRow, type DeleteRequest, type LocalTube, type
 import { TableCare } from './table-care.js';
 import { ReserveDispatch } from './dispatch.js';
 import type { TubePolicy } from '../../shared/policy.js';
-import { ClusterPolicies, policyStateOf, type TubeRow } from './tube-policies.js';
+import { ClusterPolicies } from './tube-policies.js';
 import { policySql } from './policy-sql.js';
+import { DueTimer } from './due-timer.js';
+import { TubeCountReader, referenced } from './tube-counts.js';
+import { JobReads } from './job-reads.js';
+import { AdminChanges } from './admin-changes.js';
 
 /** Waiting reserves look again this often even without news (a lost notification). */
 const SAFETY_POLL_MS = 1000;
 /** A reservation this late is expired by any node (its holder's own timer did not). */
 const OVERDUE_GRACE_MS = 1000;
-/** How long the dashboard's list of every tube's counts is reused. */
-const TUBES_MAX_AGE_MS = 1000;
-/** setTimeout's longest delay; a later due time is timed again when this one fires. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-/** Jobs a bulk clear or move changes per statement. */
-const BULK_SLICE = 1000;
 
 export interface ClusterStoreOptions {
   maxJobSize: number;
@@ -90,7 +90,11 @@ export interface ClusterStoreOptions {
   historyEvents: number;
 }
 
-export class ClusterStore implements Operations, RealmMember, ClientStore<ClusterClient> {
+/**
+ * The store of one realm on this node; `H` is the realm's hooks (realm-hooks.ts: the
+ * beanstalkd realm's add nothing, the Gearman realm's are gearman-hooks.ts).
+ */
+export class ClusterStore<H extends RealmHooks = RealmHooks> implements Operations, RealmMember, ClientStore<ClusterClient>, HookedStore {
   readonly durability: Durability = immediateDurability;
   readonly maxJobSize: number;
   readonly pool: pg.Pool;
@@ -120,27 +124,33 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
     (requests) => this.deleteMany(requests),
     (r) => r.client,
   );
-  protected readonly wakeups: Wakeups;
+  private readonly wakeups: Wakeups;
   private readonly clients = new Map<number, ClusterClient>();
   private readonly localTubes = new Map<string, LocalTube>();
   /** Clients blocked in reserve (or asleep), oldest first. */
   private nextClientId = 1;
   private isDraining = false;
   private readonly drainListeners = new Set<() => void>();
-  protected readonly watchers = new JobWatchers();
+  private readonly watchers = new JobWatchers();
+  /** What the realm adds at each of its hooks (the Gearman realm's Gearman-only operations too). */
+  readonly hooks: H;
   /** This node's waiting clients and the news that wakes them (dispatch.ts). */
   private readonly dispatch: ReserveDispatch<ClusterClient>;
-  private dueTimer: NodeJS.Timeout | null = null;
-  private dueAt = Number.POSITIVE_INFINITY;
+  /** The timing of delayed jobs' promotion. */
+  private readonly due: DueTimer;
+  /** The tubes' counts, and the reads of jobs. */
+  private readonly counts: TubeCountReader;
+  private readonly reads: JobReads;
+  private readonly changes: AdminChanges;
   private pollTimer: NodeJS.Timeout | null = null;
   private polling = false;
-  private tubesRead: { at: number; value: Promise<TubeCounts[]> } | null = null;
   private closed = false;
 
-  protected constructor(
+  private constructor(
     readonly node: ClusterNode,
     readonly realm: Realm,
     private readonly o: ClusterStoreOptions,
+    hooksOf: (store: HookedStore) => H,
   ) {
     this.log = node.log;
     this.now = node.now;
@@ -162,21 +172,42 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
     this.bodyBudget = new BodyBudget(this.pool, this.sql, () => node.id, o.maxJobBytes);
     this.tables = new TableCare(this.pool, this.sql, realm.tables.jobs, this.now);
     this.policies = new ClusterPolicies(this.pool, policySql(realm), node.log);
+    this.hooks = hooksOf(this);
+    this.due = new DueTimer(this.pool, this.sql, this.now, { jobsReady: (tubes) => this.jobsReady(tubes, true), passed: () => this.wake(null) }, node.log);
+    this.counts = new TubeCountReader(this.pool, this.sql, this.localTubes, this.now, o.deadLetterAfter);
+    this.reads = new JobReads({
+      pool: this.pool,
+      sql: this.sql,
+      get nodeId() {
+        return node.id;
+      },
+      historyEvents: o.historyEvents,
+      tubeExists: async (tube) => (await this.tube(tube)) !== undefined,
+      peerOf: (conn) => this.clients.get(conn)?.peer,
+    });
+    this.changes = new AdminChanges(this);
     // Each realm has a channel of its own: a node hears only of the jobs its clients can take.
     this.wakeups = new Wakeups(node.database, realm === BEANSTALK_REALM ? 'beanpole' : `${realm.prefix}wakeups`, () => node.id, this.wakeupHandlers(), node.log);
   }
 
   /** What this realm does with the other nodes' news. */
-  protected wakeupHandlers(): WakeupHandlers {
-    return { ready: (tubes) => this.wake(tubes), due: (at) => this.armDue(at), policies: () => this.policies.refresh(() => this.wake(null)) };
+  private wakeupHandlers(): WakeupHandlers {
+    return { ready: (tubes) => this.wake(tubes), due: (at) => this.armDue(at), policies: () => this.policies.refresh(() => this.wake(null)), ...this.hooks.handlers };
   }
 
-  /** Serves `realm` on `node`: listens for the other nodes' news and starts its timers. */
-  static async join(node: ClusterNode, options: ClusterStoreOptions, realm: Realm = BEANSTALK_REALM): Promise<ClusterStore> {
-    return ClusterStore.started(new ClusterStore(node, realm, options));
+  /** Serves the beanstalkd realm on `node`: listens for the other nodes' news and starts its timers. */
+  static async join(node: ClusterNode, options: ClusterStoreOptions): Promise<ClusterStore> {
+    return ClusterStore.started(new ClusterStore(node, BEANSTALK_REALM, options, () => NO_HOOKS));
   }
 
-  protected static async started<S extends ClusterStore>(store: S): Promise<S> {
+  /** Serves `realm` on `node` with the realm's hooks, made over the store (`hooksOf`) and started once it serves. */
+  static async joinRealm<H extends RealmHooks>(node: ClusterNode, options: ClusterStoreOptions, realm: Realm, hooksOf: (store: HookedStore) => H): Promise<ClusterStore<H>> {
+    const store = await ClusterStore.started(new ClusterStore(node, realm, options, hooksOf));
+    await store.hooks.start();
+    return store;
+  }
+
+  private static async started<H extends RealmHooks>(store: ClusterStore<H>): Promise<ClusterStore<H>> {
     await store.wakeups.start();
     try {
       await store.bodyBudget.sync();
@@ -235,6 +266,7 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
   async reclaim(db: Queryable, node: number | null): Promise<void> {
     const rows = await run<{ tube: string }>(db, node === null ? this.sql.reclaimGone : this.sql.reclaimNode, node === null ? [] : [node]);
     if (rows.length > 0) this.jobsReady(rows.map((r) => r.tube), true);
+    await this.hooks.reclaim(db, node);
   }
 
   async forgetNodes(db: Queryable, cutoff: number): Promise<void> {
@@ -244,7 +276,7 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
   async stop(): Promise<void> {
     this.closed = true;
     if (this.pollTimer !== null) clearInterval(this.pollTimer);
-    if (this.dueTimer !== null) clearTimeout(this.dueTimer);
+    this.due.stop();
     this.policies.close();
     for (const client of this.clients.values()) client.stopTimers();
   }
@@ -274,7 +306,7 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
    */
   releaseTube(name: string): void {
     const t = this.localTubes.get(name);
-    if (t !== undefined && t.using + t.watching + t.waiting === 0) this.localTubes.delete(name);
+    if (t !== undefined && !referenced(t)) this.localTubes.delete(name);
   }
 
   /** This node's clients' references to a tube (use, watch, wait), which keep it listed. */
@@ -318,12 +350,16 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
 
   /** Queues a put for this turn's batch (`conn`: the client putting it, 0 for the dashboard). */
   insert(tube: string, job: NewJob, conn = 0): Promise<Result<JobBytes>> {
+    const own = this.hooks.insert(tube, job, conn);
+    if (own !== null) return own;
     const cap = this.policies.queueCap(tube);
     return cap === null ? this.puts.add(tube, job, conn) : this.puts.addUnderCap(tube, job, cap);
   }
 
   /** A client of this node left, after what it held was given back (the Gearman realm: what it waited on). */
-  async clientLeft(_conn: number): Promise<void> {}
+  clientLeft(conn: number): Promise<void> {
+    return this.hooks.clientLeft(conn);
+  }
 
   /**
    * Jobs became ready in `tubes` through this node: its own waiters look now, the other nodes'
@@ -399,30 +435,26 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
   }
 
   /** A client of this node reserved a job (the Gearman realm notes the abandoned ones). */
-  taken(_row: ReservedRow): void {}
+  taken(row: ReservedRow): void {
+    this.hooks.taken(row);
+  }
 
   /** A job a client here took went back before it was answered (or the client left). */
-  untaken(_id: number): void {}
-
-  /** The statement of one turn's deletes (the Gearman realm sends final packets with it). */
-  protected runDeletes(requests: DeleteRequest[]): Promise<DeletedRow[]> {
-    return run<DeletedRow>(this.hot.pool, this.hot.deleteMany, deleteArrays(requests));
+  untaken(id: number): void {
+    this.hooks.untaken(id);
   }
 
-  /** What a client's delete must wait for first (the Gearman realm: its job's last packets on their way). */
-  protected beforeDeletes(): Promise<void> | null {
-    return null;
-  }
-
-  /** One turn's deletes by clients, in one statement. */
+  /** One turn's deletes by clients, in one statement (the Gearman realm's sends final packets with it). */
   private async deleteMany(requests: DeleteRequest[]): Promise<({ tube: string } | null)[]> {
-    const first = this.beforeDeletes();
+    // The Gearman realm: a job's last packets on their way first.
+    const first = this.hooks.beforeDeletes();
     if (first !== null) await first;
     // A job a client asks to delete twice in one turn (pipelined) is deleted by its first
     // request; the later one finds it gone, as it would one after the other.
     const seen = new Set<string>();
     const sent = new Set(requests.filter((r) => !seen.has(`${r.id}:${r.client}`) && seen.add(`${r.id}:${r.client}`)));
-    const rows = await this.runDeletes([...sent]);
+    const batch = [...sent];
+    const rows = await (this.hooks.runDeletes(batch) ?? run<DeletedRow>(this.hot.pool, this.hot.deleteMany, deleteArrays(batch)));
     this.addedBytes(-rows.reduce((n, row) => n + row.bytes, 0));
     for (const row of rows) if (this.policies.capped(row.tube)) this.reservationEnded(row.tube, null);
     const done = new Map(rows.map((row) => [`${row.id}:${row.client}`, row]));
@@ -456,123 +488,70 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
       ]);
       for (const row of expired) this.reservationEnded(row.tube, row.state, row.due_at);
       await this.policies.load();
-      await this.promote();
+      await this.due.promote();
       await this.bodyBudget.sync();
       // The ring: every node with history trims to its size (the smallest one wins).
       if (this.o.historyEvents > 0) await run(this.pool, this.sql.trimHistory, [this.o.historyEvents]);
       await this.tables.tidy();
-      await this.pollRealm();
+      await this.hooks.poll();
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'cluster: poll failed');
     }
     if (this.dispatch.size > 0) this.wake(null);
   }
 
-  // ---- delayed jobs ----------------------------------------------------------------------------
-
-  /** What else this realm looks at every second (the Gearman realm: packets, limits). */
-  protected async pollRealm(): Promise<void> {}
+  // ---- delayed jobs (due-timer.ts) ---------------------------------------------------------------
 
   /** Times the promotion of delayed jobs for `at`, if sooner than what is timed now. */
   armDue(at: number): void {
-    if (this.closed || at >= this.dueAt) return;
-    this.dueAt = at;
-    if (this.dueTimer !== null) clearTimeout(this.dueTimer);
-    this.dueTimer = setTimeout(() => {
-      this.dueTimer = null;
-      this.dueAt = Number.POSITIVE_INFINITY;
-      // A due moment is a delayed job's or a pause's end: waiters look at every tube.
-      void this.promote()
-        .then(() => this.wake(null))
-        .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cluster: promoting delayed jobs failed'));
-    }, Math.min(Math.max(0, at - this.now()), MAX_TIMER_MS));
-    this.dueTimer.unref();
+    this.due.arm(at);
   }
 
-  /** Makes due delayed jobs ready, then times the next one. */
-  private async promote(): Promise<void> {
-    for (;;) {
-      const rows = await run<{ tube: string }>(this.pool, this.sql.promote, [this.now()]);
-      if (rows.length > 0) this.jobsReady(rows.map((r) => r.tube), true);
-      if (rows.length < 1000) break;
-    }
-    const [next] = await run<{ delayed: number | null }>(this.pool, this.sql.nextDue, []);
-    if (next?.delayed != null) this.armDue(next.delayed);
+  // ---- reads (job-reads.ts, tube-counts.ts) --------------------------------------------------------
+
+  peek(id: number): Promise<JobBytes | undefined> {
+    return this.reads.peek(id);
   }
 
-  // ---- reads -----------------------------------------------------------------------------------
-
-  async peek(id: number): Promise<JobBytes | undefined> {
-    const [row] = await run<Pick<JobRow, 'id' | 'tube' | 'body'>>(this.pool, this.sql.peek, [id]);
-    return row === undefined ? undefined : jobBytes(row);
+  job(id: number): Promise<JobSnapshot | undefined> {
+    return this.reads.job(id);
   }
 
-  async job(id: number): Promise<JobSnapshot | undefined> {
-    const [row] = await run<JobRow>(this.pool, this.sql.job, [id]);
-    return row === undefined ? undefined : jobSnapshot(row, this.nodeId);
+  jobHistory(id: number): Promise<JobHistoryDto> {
+    return this.reads.jobHistory(id);
   }
 
-  /** The job's newest events, oldest first, from the history table (schema.ts). */
-  async jobHistory(id: number): Promise<JobHistoryDto> {
-    const capacity = this.o.historyEvents;
-    const [rows, [count]] = await Promise.all([
-      run<{ at: number; kind: number; node: number | null; conn: number; note: string }>(this.pool, this.sql.history, [id, MAX_EVENTS_READ]),
-      run<{ recorded: number }>(this.pool, this.sql.historyRecorded, []),
-    ]);
-    const events = rows.reverse().map((r) => {
-      // A connection id is its node's own: named with the node, and with its address if it is here.
-      const here = r.node === this.nodeId ? this.clients.get(r.conn) : undefined;
-      return {
-        at: r.at,
-        kind: HISTORY_KINDS[r.kind] ?? 'put',
-        connection: r.node === null ? 0 : r.conn,
-        peer: here !== undefined ? here.peer : r.node === null ? '' : `node ${r.node}`,
-        note: r.note,
-        // The history table does not keep who in the dashboard made a change (yet).
-        actor: null,
-      };
-    });
-    return { id, events, capacity, recorded: count?.recorded ?? 0 };
+  visitJobs(ids: Iterable<number>, visit: (id: number, view: JobView | undefined) => void): Promise<void> {
+    return this.reads.visitJobs(ids, visit);
   }
 
-  async visitJobs(ids: Iterable<number>, visit: (id: number, view: JobView | undefined) => void): Promise<void> {
-    const wanted = [...ids];
-    const rows = wanted.length === 0 ? [] : await run<JobRow>(this.pool, this.sql.jobs, [wanted]);
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    for (const id of wanted) {
-      const row = byId.get(id);
-      visit(id, row === undefined ? undefined : jobSnapshot(row, this.nodeId));
-    }
-  }
-
-  async eachJob(visit: (job: JobSnapshot) => void): Promise<void> {
-    const scan = this.scanJobs();
-    while (!(await scan.next(BULK_SLICE, (view, body) => (visit({ ...view, body }), true))));
+  eachJob(visit: (job: JobSnapshot) => void): Promise<void> {
+    return this.reads.eachJob(visit);
   }
 
   scanJobs(): JobScan {
-    let after = 0;
-    let rows: JobRow[] = [];
-    let i = 0;
-    let exhausted = false;
-    return {
-      next: async (max, visit) => {
-        for (let n = 0; n < max; n++) {
-          if (i >= rows.length) {
-            if (exhausted) return true;
-            rows = await run<JobRow>(this.pool, this.sql.scan, [after, BULK_SLICE]);
-            i = 0;
-            if (rows.length < BULK_SLICE) exhausted = true;
-            if (rows.length === 0) return true;
-          }
-          const row = rows[i++]!;
-          after = row.id;
-          const snapshot = jobSnapshot(row, this.nodeId);
-          if (!visit(snapshot, snapshot.body)) return false;
-        }
-        return i >= rows.length && exhausted;
-      },
-    };
+    return this.reads.scanJobs();
+  }
+
+  listJobs(tube: string, state: JobState, limit: number, cursor: string | null): Promise<JobPage<JobSnapshot> | undefined> {
+    return this.reads.listJobs(tube, state, limit, cursor);
+  }
+
+  nextInList(id: number): Promise<number | null> {
+    return this.reads.nextInList(id);
+  }
+
+  tubeNames(): Promise<string[]> {
+    return this.counts.names();
+  }
+
+  tube(name: string): Promise<TubeCounts | undefined> {
+    return this.counts.tube(name);
+  }
+
+  /** Every tube's counts, reused for a second (the dashboard asks four times a second). */
+  tubes(fresh = false): Promise<TubeCounts[]> {
+    return this.counts.tubes(fresh);
   }
 
   /** A database times its own deadlines (a delayed job's, a reservation's): nothing to re-arm. */
@@ -585,89 +564,6 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
 
   watcherCount(id: number): number {
     return this.watchers.count(id);
-  }
-
-  /** Tubes with jobs, or referenced by this node's clients; the default tube always. */
-  async tubeNames(): Promise<string[]> {
-    const rows = await run<{ tube: string }>(this.pool, this.sql.tubesWithJobs, []);
-    const names = new Set<string>([DEFAULT_TUBE]);
-    for (const r of rows) names.add(r.tube);
-    for (const [name, t] of this.localTubes) if (t.using + t.watching + t.waiting > 0) names.add(name);
-    return [...names];
-  }
-
-  async tube(name: string): Promise<TubeCounts | undefined> {
-    const [row] = await run<CountsRow & { next_ready_created_at: number | null; total_jobs: number; tube_row: TubeRow | null }>(this.pool, this.sql.tubeCounts, [name]);
-    const local = this.localTubes.get(name);
-    const jobs = row === undefined ? 0 : row.ready + row.reserved + row.delayed + row.buried;
-    const referenced = local !== undefined && local.using + local.watching + local.waiting > 0;
-    if (jobs === 0 && !referenced && name !== DEFAULT_TUBE) return undefined;
-    return this.countsOf(name, row ?? zeroCounts(), row?.total_jobs ?? 0, row?.tube_row ?? undefined, row?.next_ready_created_at ?? 0);
-  }
-
-  /**
-   * Every tube's counts, read at most once a second: the dashboard asks four times a second
-   * while it is open, and counting every job of the cluster is a pass over an index (the
-   * protocol's stats-tube reads one tube, always afresh).
-   */
-  tubes(fresh = false): Promise<TubeCounts[]> {
-    const now = this.now();
-    if (fresh || this.tubesRead === null || now - this.tubesRead.at >= TUBES_MAX_AGE_MS) {
-      const value = this.readTubes();
-      this.tubesRead = { at: now, value };
-      value.catch(() => {
-        if (this.tubesRead?.value === value) this.tubesRead = null;
-      });
-    }
-    return this.tubesRead.value;
-  }
-
-  private async readTubes(): Promise<TubeCounts[]> {
-    const names = await this.tubeNames();
-    const [counts, totals, settings, heads] = await Promise.all([
-      run<CountsRow & { tube: string }>(this.pool, this.sql.allTubeCounts, []),
-      run<{ tube: string; total_jobs: number }>(this.pool, this.sql.allTubeTotals, []),
-      run<TubeRow & { name: string }>(this.pool, this.sql.allTubeRows, []),
-      run<{ tube: string; created_at: number }>(this.pool, this.sql.nextReadyOf, [names]),
-    ]);
-    const headOf = new Map(heads.map((h) => [h.tube, h.created_at]));
-    const countOf = new Map(counts.map((c) => [c.tube, c]));
-    const totalOf = new Map(totals.map((t) => [t.tube, t.total_jobs]));
-    const settingsOf = new Map(settings.map((s) => [s.name, s]));
-    return names.map((name) => this.countsOf(name, countOf.get(name) ?? zeroCounts(), totalOf.get(name) ?? 0, settingsOf.get(name), headOf.get(name) ?? 0));
-  }
-
-  /** A tube's counts from its jobs' counts and its tubes row (pause, own settings, policy). */
-  private countsOf(name: string, c: CountsRow, totalJobs: number, row: TubeRow | undefined, nextReadyCreatedAt: number): TubeCounts {
-    const local = this.localTubes.get(name);
-    const now = this.now();
-    const unpauseAt = row?.unpause_at ?? 0;
-    const paused = unpauseAt > now;
-    const ownDeadLetter = row?.dead_letter_after ?? null;
-    return {
-      name,
-      serial: 0,
-      urgent: c.urgent,
-      ready: c.ready,
-      reserved: c.reserved,
-      delayed: c.delayed,
-      buried: c.buried,
-      totalJobs,
-      using: local?.using ?? 0,
-      watching: local?.watching ?? 0,
-      waiting: local?.waiting ?? 0,
-      deletes: local?.deletes ?? 0,
-      pauses: local?.pauses ?? 0,
-      pauseMs: paused ? (row?.pause_ms ?? 0) : 0,
-      unpauseAt: paused ? unpauseAt : 0,
-      // No count of state changes is kept in the database: the counts stand in for them, so a
-      // watcher of the tube (the dashboard's job list) sees a change when a count moves.
-      stateChanges: [c.ready + totalJobs, c.reserved, c.delayed, c.buried],
-      nextReadyCreatedAt,
-      deadLetterAfter: ownDeadLetter ?? this.defaultDeadLetterAfter,
-      ownSettings: ownDeadLetter === null ? null : { deadLetterAfter: ownDeadLetter },
-      policy: policyStateOf(row, c.reserved, now),
-    };
   }
 
   async serverCounts(): Promise<ServerCounts> {
@@ -712,194 +608,72 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
     return ok(undefined);
   }
 
-  async listJobs(tube: string, state: JobState, limit: number, cursor: string | null): Promise<JobPage<JobSnapshot> | undefined> {
-    if ((await this.tube(tube)) === undefined) return undefined;
-    const [a, b] = parseCursor(cursor);
-    const statement =
-      state === 'ready' ? this.sql.pageReady : state === 'delayed' ? this.sql.pageDelayed : state === 'buried' ? this.sql.pageBuried : this.sql.pageReserved;
-    const rows = await run<JobRow>(this.pool, statement, [tube, a, b, limit + 1]);
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      jobs: page.map((r) => jobSnapshot(r, this.nodeId)),
-      next: rows.length > limit && last !== undefined ? cursorFor(state, last) : null,
-    };
-  }
-
-  async nextInList(id: number): Promise<number | null> {
-    const [row] = await run<JobRow>(this.pool, this.sql.job, [id]);
-    if (row === undefined) return null;
-    const state = jobSnapshot(row, this.nodeId).state;
-    const page = await this.listJobs(row.tube, state, 1, cursorFor(state, row));
-    return page?.jobs[0]?.id ?? null;
-  }
-
   count(operation: CountedCommand): void {
     this.commands[operation]++;
   }
 
-  // ---- changes (the dashboard's; the protocol's go through a client) ----------------------------
+  // ---- changes (the dashboard's, admin-changes.ts; the protocol's go through a client) ------------
 
-  async put(tube: string, job: NewJob): Promise<Result<JobSnapshot>> {
-    this.count('put');
-    if (this.isTooBig(job.body.length)) return fail('JOB_TOO_BIG');
-    if (this.isDraining) return fail('DRAINING');
-    if (this.overBudget(job.body.length)) return fail('OUT_OF_MEMORY');
-    const result = await this.insert(tube, { ...job, ttrMs: ttrWithFloor(job.ttrMs) });
-    if (!result.ok) return fail(result.code);
-    const snapshot = await this.job(result.value.id);
-    return snapshot === undefined ? fail('NOT_FOUND') : ok(snapshot);
+  put(tube: string, job: NewJob): Promise<Result<JobSnapshot>> {
+    return this.changes.put(tube, job);
   }
 
-  async delete(id: number): Promise<Result<void>> {
-    try {
-      const [row] = await run<{ tube: string; bytes: number }>(this.pool, this.sql.deleteUnheld, [id]);
-      if (row !== undefined) this.addedBytes(-row.bytes);
-      if (row === undefined) {
-        return (await this.job(id))?.state === 'reserved' ? fail('JOB_RESERVED') : fail('NOT_FOUND');
-      }
-      this.count('delete');
-      this.localTube(row.tube).deletes++;
-      this.jobEnded(id);
-      return ok(undefined);
-    } catch (err) {
-      return this.failed(err);
-    }
+  delete(id: number): Promise<Result<void>> {
+    return this.changes.delete(id);
   }
 
-  async kickJob(id: number): Promise<Result<JobSnapshot>> {
-    this.count('kick-job');
-    try {
-      const [row] = await run<JobRow>(this.pool, this.sql.kickJob, [id]);
-      if (row === undefined) return fail('NOT_FOUND');
-      this.jobsReady([row.tube], true);
-      return ok(jobSnapshot(row, this.nodeId));
-    } catch (err) {
-      return this.failed(err);
-    }
+  kickJob(id: number): Promise<Result<JobSnapshot>> {
+    return this.changes.kickJob(id);
   }
 
-  async kick(tube: string, bound: number): Promise<Result<number>> {
-    if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
-    this.count('kick');
-    return ok(await this.kickIn(tube, bound));
+  kick(tube: string, bound: number): Promise<Result<number>> {
+    return this.changes.kick(tube, bound);
   }
 
   /** Kicks up to `bound` of `tube`'s buried jobs, or its delayed ones when none is buried. */
-  async kickIn(tube: string, bound: number): Promise<number> {
-    const [{ any }] = (await run<{ any: boolean }>(this.pool, this.sql.hasBuried, [tube])) as [{ any: boolean }];
-    const statement = any ? this.sql.kickBuried : this.sql.kickDelayed;
-    let kicked = 0;
-    while (kicked < bound) {
-      const rows = await run(this.pool, statement, [tube, Math.min(BULK_SLICE, bound - kicked)]);
-      kicked += rows.length;
-      if (rows.length < Math.min(BULK_SLICE, bound - kicked + rows.length)) break;
-    }
-    if (kicked > 0) this.jobsReady([tube], true);
-    return kicked;
+  kickIn(tube: string, bound: number): Promise<number> {
+    return this.changes.kickIn(tube, bound);
   }
 
-  async pauseTube(tube: string, delayMs: number): Promise<Result<TubeCounts>> {
-    this.count('pause-tube');
-    // protocol: pausing a tube that does not exist answers NOT_FOUND and changes nothing.
-    if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
-    const now = this.now();
-    const unpauseAt = delayMs === 0 ? 0 : now + delayMs;
-    await run(this.pool, this.sql.pauseTube, [tube, delayMs, unpauseAt]);
-    this.localTube(tube).pauses++;
-    if (delayMs === 0) this.jobsReady([tube], true);
-    // When it ends, reserves waiting on any node look again: every node times its due moments.
-    else this.delayedDue(unpauseAt + 1);
-    const counts = await this.tube(tube);
-    return counts === undefined ? fail('NOT_FOUND') : ok(counts);
+  pauseTube(tube: string, delayMs: number): Promise<Result<TubeCounts>> {
+    return this.changes.pauseTube(tube, delayMs);
   }
 
-  async tubeSettings(tube: string): Promise<TubeSettingsView> {
-    const [row] = await run<{ dead_letter_after: number | null }>(this.pool, this.sql.tubeSettings, [tube]);
-    const own = row?.dead_letter_after == null ? null : { deadLetterAfter: row.dead_letter_after };
-    return tubeSettingsView(tube, own, this.defaultDeadLetterAfter);
+  tubeSettings(tube: string): Promise<TubeSettingsView> {
+    return this.changes.tubeSettings(tube);
   }
 
-  async setTubeSettings(tube: string, settings: TubeSettings | null): Promise<Result<TubeSettingsView>> {
-    await run(this.pool, this.sql.setTubeSettings, [tube, settings?.deadLetterAfter ?? null]);
-    return ok(await this.tubeSettings(tube));
+  setTubeSettings(tube: string, settings: TubeSettings | null): Promise<Result<TubeSettingsView>> {
+    return this.changes.setTubeSettings(tube, settings);
   }
 
-  async tubePolicy(tube: string): Promise<TubePolicyView> {
-    const counts = await this.tube(tube);
-    return { tube, policy: counts?.policy?.policy ?? (await this.policies.read(tube)), state: counts?.policy ?? null };
+  tubePolicy(tube: string): Promise<TubePolicyView> {
+    return this.changes.tubePolicy(tube);
   }
 
-  /** Sets a tube's policy for the cluster; every node hears of it (wakeups) and waiters look again. */
-  async setTubePolicy(tube: string, policy: TubePolicy | null): Promise<Result<TubePolicyView>> {
-    try {
-      await this.policies.set(tube, policy, this.now());
-    } catch (err) {
-      return this.failed(err);
-    }
+  setTubePolicy(tube: string, policy: TubePolicy | null): Promise<Result<TubePolicyView>> {
+    return this.changes.setTubePolicy(tube, policy);
+  }
+
+  editJob(id: number, change: JobChange): Promise<Result<JobSnapshot>> {
+    return this.changes.editJob(id, change);
+  }
+
+  clear(tube: string, state: QueuedState): Promise<Result<number>> {
+    return this.changes.clear(tube, state);
+  }
+
+  move(tube: string, state: QueuedState, to: string, limit: number): Promise<Result<number>> {
+    return this.changes.move(tube, state, to, limit);
+  }
+
+  /** A tube's policy was set here: the other nodes hear of it. */
+  policySet(): void {
     this.wakeups.policySet();
-    this.jobsReady([tube], true);
-    return ok(await this.tubePolicy(tube));
   }
 
-  async editJob(id: number, change: JobChange): Promise<Result<JobSnapshot>> {
-    try {
-      const ttr = change.ttrMs === undefined ? null : ttrWithFloor(change.ttrMs);
-      const before = change.body === undefined ? undefined : await this.job(id);
-      if (change.body !== undefined && before !== undefined && this.overBudget(change.body.length - before.bodyLength)) {
-        return fail('OUT_OF_MEMORY');
-      }
-      const [row] = await run<JobRow>(this.pool, this.sql.edit, [
-        id,
-        change.body ?? null,
-        change.priority ?? null,
-        ttr,
-        change.delayMs ?? null,
-        change.tube ?? null,
-        this.now(),
-      ]);
-      if (row === undefined) return (await this.job(id)) === undefined ? fail('NOT_FOUND') : fail('JOB_RESERVED');
-      let job = jobSnapshot(row, this.nodeId);
-      if (before !== undefined) this.addedBytes(job.bodyLength - before.bodyLength);
-      if (job.state === 'delayed') this.delayedDue(job.deadlineAt);
-      if (change.kick === true && (job.state === 'buried' || job.state === 'delayed')) {
-        const kicked = await this.kickJob(id);
-        if (!kicked.ok) return kicked;
-        job = kicked.value;
-      }
-      if (job.state === 'ready') this.jobsReady([job.tube], true);
-      return ok(job);
-    } catch (err) {
-      return this.failed(err);
-    }
-  }
-
-  async clear(tube: string, state: QueuedState): Promise<Result<number>> {
-    if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
-    let total = 0;
-    for (;;) {
-      const rows = await run<{ bytes: number }>(this.pool, this.sql.clearSome, [tube, STATE[state], BULK_SLICE]);
-      this.addedBytes(-rows.reduce((n, row) => n + row.bytes, 0));
-      total += rows.length;
-      if (rows.length < BULK_SLICE) break;
-    }
-    this.commands.delete += total;
-    this.localTube(tube).deletes += total;
-    return ok(total);
-  }
-
-  async move(tube: string, state: QueuedState, to: string, limit: number): Promise<Result<number>> {
-    if ((await this.tube(tube)) === undefined) return fail('NOT_FOUND');
-    if (to === tube) return ok(0);
-    let moved = 0;
-    while (moved < limit) {
-      const want = Math.min(BULK_SLICE, limit - moved);
-      const rows = await run(this.pool, this.sql.moveSome, [tube, STATE[state], want, to]);
-      moved += rows.length;
-      if (rows.length < want) break;
-    }
-    if (moved > 0 && state === 'ready') this.jobsReady([to], true);
-    return ok(moved);
+  operatorRemoved(): void {
+    this.hooks.operatorRemoved();
   }
 
   // ---- news of a job (this node's watchers: a cluster relays none between nodes yet) ------------
@@ -915,6 +689,14 @@ export class ClusterStore implements Operations, RealmMember, ClientStore<Cluste
 
   report(id: number, update: JobUpdate): number {
     return this.watchers.report(id, update);
+  }
+
+  watchedIds(): Iterable<number> {
+    return this.watchers.ids();
+  }
+
+  updatesFor(node: number | '*'): void {
+    this.wakeups.updatesFor(node);
   }
 
   /** Job `id` was deleted through this node: its watchers here hear no more of it. */

@@ -1,6 +1,6 @@
 /**
  * The Gearman registry of a cluster node: what a single node keeps in memory (registry.ts) is in
- * the database here, shared by every node (gearman-store.ts): unique ids coalesce in the jobs
+ * the database here, shared by every node (gearman-hooks.ts): unique ids coalesce in the jobs
  * table, WORK_STATUS is kept on the job, `maxqueue` limits in the functions table, and a
  * foreground job's waiting nodes in their own table. Handles name the cluster, not the node, so
  * a handle from one node means the same job on every other.
@@ -17,7 +17,7 @@ import {
   type WorkStatus,
   type WorkerListing,
 } from '../gearman/registry.js';
-import type { GearmanClusterStore } from './gearman-store.js';
+import type { GearmanHooks } from './gearman-hooks.js';
 import { STATE } from './schema.js';
 
 export class ClusterGearmanRegistry implements GearmanRegistry {
@@ -26,7 +26,7 @@ export class ClusterGearmanRegistry implements GearmanRegistry {
   private readonly listings = new WorkerListings();
 
   constructor(
-    private readonly store: GearmanClusterStore,
+    private readonly gearman: GearmanHooks,
     /** Every node's handles carry it (the database's name). */
     clusterName: string,
   ) {
@@ -45,38 +45,38 @@ export class ClusterGearmanRegistry implements GearmanRegistry {
   created(): void {}
 
   report(id: number, type: number, data: Buffer, status: WorkStatus | null, final: boolean): Promise<void> | undefined {
-    return this.store.relay(id, kindOf(type), type, data, status, final);
+    return this.gearman.relay(id, kindOf(type), type, data, status, final);
   }
 
   async jobStatus(id: number): Promise<JobStatus> {
-    const job = await this.store.jobStatus(id);
+    const job = await this.gearman.jobStatus(id);
     return { known: job !== undefined, running: job?.state === STATE.reserved, status: job?.status ?? undefined };
   }
 
   async uniqueStatus(unique: Buffer): Promise<UniqueStatus> {
-    const job = await this.store.uniqueStatus(unique);
+    const job = await this.gearman.uniqueStatus(unique);
     return { known: job !== undefined, running: job?.state === STATE.reserved, status: job?.status ?? undefined, clients: job?.clients ?? 0 };
   }
 
   statuses(ids: readonly number[]): Promise<Map<number, WorkStatus>> {
-    return this.store.statuses(ids);
+    return this.gearman.statuses(ids);
   }
 
-  /** Here only: the client's rows in the database go when its connection ends (GearmanClusterStore.clientLeft). */
+  /** Here only: the client's rows in the database go when its connection ends (GearmanHooks.clientLeft). */
   stopWaiting(id: number, watcher: JobWatcher): void {
-    this.store.detachWatcher(id, watcher);
+    this.gearman.stopWaiting(id, watcher);
   }
 
   abandoned(id: number): boolean {
-    return this.store.takeAbandoned(id);
+    return this.gearman.takeAbandoned(id);
   }
 
   maxQueue(fn: string): QueueLimits | undefined {
-    return this.store.maxQueue(fn);
+    return this.gearman.maxQueue(fn);
   }
 
   setMaxQueue(fn: string, limits: QueueLimits | null): Promise<void> {
-    return this.store.setMaxQueue(fn, limits);
+    return this.gearman.setMaxQueue(fn, limits);
   }
 
   list(listing: () => WorkerListing): () => void {

@@ -1,17 +1,18 @@
 /**
  * Puts of one turn of the event loop, from any number of clients, go to PostgreSQL as one
  * multi-row INSERT: one round trip and one commit for all of them (a commit is what a put costs
- * a database with synchronous_commit on). While a batch is in flight the next one gathers, so
- * batches grow with the load, as a binlog's group commit does.
+ * a database with synchronous_commit on). The gathering is a TurnBatch's (turn-batch.ts): while
+ * a batch is in flight the next one gathers, so batches grow with the load, as a binlog's group
+ * commit does, and each connection's puts keep their order.
  */
 import { fail, ok } from '../common/result.js';
 import type { JobBytes, NewJob, Result } from '../operations/operations.js';
-import { ClientOrder } from './client-order.js';
 import type pg from 'pg';
 import { run } from './pool.js';
 import type { ClusterSql, Statement } from './sql.js';
 import { STATE } from './schema.js';
 import type { ClusterPolicies } from './tube-policies.js';
+import { TurnBatch } from './turn-batch.js';
 
 /** Most puts, and body bytes, in one statement. */
 const MAX_PUTS = 1000;
@@ -27,7 +28,6 @@ interface QueuedPut {
   delayMs: number;
   ttrMs: number;
   body: Buffer;
-  resolve: (result: Result<JobBytes>) => void;
 }
 
 /** SQLSTATE classes that mean the database refused to store more (disk full, out of memory). */
@@ -51,12 +51,15 @@ export interface PutStore {
 }
 
 export class PutBatch {
-  private queue: QueuedPut[] = [];
   /** Ids used up by puts whose body never came, drawn before this node's next put. */
   private unusedIds = 0;
-  private flushQueued = false;
-  private inFlight = 0;
-  private readonly order = new ClientOrder<QueuedPut>((p) => p.client);
+  /** A failed statement answers each of its puts (never rejects): a put's answer is a Result. */
+  private readonly batch = new TurnBatch<QueuedPut, Result<JobBytes>>((puts) => this.insertMany(puts), (p) => p.client, {
+    maxBatch: MAX_PUTS,
+    maxBytes: MAX_BYTES,
+    bytesOf: (p) => p.body.length,
+    maxInFlight: MAX_IN_FLIGHT,
+  });
 
   constructor(private readonly store: PutStore) {}
 
@@ -68,10 +71,7 @@ export class PutBatch {
   add(tube: string, job: NewJob, client = 0): Promise<Result<JobBytes>> {
     // The caller may reuse the body's memory once this returns (NewJob's contract).
     const body = job.bodyOwned === true ? job.body : Buffer.from(job.body);
-    return new Promise((resolve) => {
-      this.queue.push({ client, tube, priority: job.priority, delayMs: job.delayMs, ttrMs: job.ttrMs, body, resolve });
-      this.queueFlush();
-    });
+    return this.batch.add({ client, tube, priority: job.priority, delayMs: job.delayMs, ttrMs: job.ttrMs, body });
   }
 
   /**
@@ -113,31 +113,8 @@ export class PutBatch {
     return code !== undefined && NO_ROOM.has(code) ? fail('OUT_OF_MEMORY') : this.store.failed(err);
   }
 
-  private queueFlush(): void {
-    if (this.flushQueued || this.inFlight >= MAX_IN_FLIGHT || this.queue.length === 0) return;
-    this.flushQueued = true;
-    setImmediate(() => {
-      this.flushQueued = false;
-      void this.flush();
-    });
-  }
-
-  /** The next statement's puts: up to MAX_PUTS and MAX_BYTES, each connection's in its order (ClientOrder). */
-  private takeBatch(): QueuedPut[] {
-    let bytes = 0;
-    const { batch, rest } = this.order.take(this.queue, (taken, next) => {
-      const fits = taken.length < MAX_PUTS && (taken.length === 0 || bytes + next.body.length <= MAX_BYTES);
-      if (fits) bytes += next.body.length;
-      return fits;
-    });
-    this.queue = rest;
-    return batch;
-  }
-
-  private async flush(): Promise<void> {
-    const batch = this.takeBatch();
-    if (batch.length === 0) return;
-    this.inFlight++;
+  /** One statement's puts, after the ids used up meanwhile; a failure is every put's answer (logged once). */
+  private async insertMany(batch: QueuedPut[]): Promise<Result<JobBytes>[]> {
     const store = this.store;
     const now = store.now();
     try {
@@ -161,21 +138,18 @@ export class PutBatch {
       const ids = rows.map((r) => r.id).sort((a, b) => a - b);
       const readyTubes = new Set<string>();
       let soonestDue = Number.POSITIVE_INFINITY;
-      batch.forEach((p, i) => {
+      const results = batch.map((p, i): Result<JobBytes> => {
         if (p.delayMs > 0) soonestDue = Math.min(soonestDue, now + p.delayMs);
         else readyTubes.add(p.tube);
-        p.resolve(ok({ id: ids[i]!, tubeName: p.tube, bodyBuf: p.body, bodyOffset: 0, bodyLength: p.body.length }));
+        return ok({ id: ids[i]!, tubeName: p.tube, bodyBuf: p.body, bodyOffset: 0, bodyLength: p.body.length });
       });
       store.addedBytes(batch.reduce((n, p) => n + p.body.length, 0));
       if (readyTubes.size > 0) store.jobsReady(readyTubes, true);
       if (soonestDue !== Number.POSITIVE_INFINITY) store.delayedDue(soonestDue);
+      return results;
     } catch (err) {
       const result = this.failure(err);
-      for (const p of batch) p.resolve(result);
-    } finally {
-      this.order.done(batch);
-      this.inFlight--;
-      this.queueFlush();
+      return batch.map(() => result);
     }
   }
 }

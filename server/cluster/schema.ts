@@ -234,7 +234,7 @@ function policyMigration(): string {
  * statements that give jobs back made it. Its history says why (the history trigger records
  * a delete a trigger makes as nothing: this one writes the event), its bytes leave the
  * cluster's count (under node 0, which no node is), and waiting clients learn it is gone as
- * of any job that ends (gearman-store.ts, receive).
+ * of any job that ends (gearman-hooks.ts, receive).
  */
 function gearmanJobRetriesMigration(): string {
   const limit = "COALESCE(NULLIF(current_setting('beanpole.gearman_job_retries', true), '')::bigint, 0)";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TurnBatch } from './turn-batch.js';
+import { TurnBatch, batchFits, type BatchLimits } from './turn-batch.js';
 
 interface Req {
   client: number;
@@ -13,7 +13,7 @@ interface Held {
   fail: (err: Error) => void;
 }
 
-function harness(maxBatch = 512, maxInFlight = 2): { batch: TurnBatch<Req, number>; statements: Held[] } {
+function harness(maxBatch = 512, maxInFlight = 2, bytes: BatchLimits<Req> = {}): { batch: TurnBatch<Req, number>; statements: Held[] } {
   const statements: Held[] = [];
   const batch = new TurnBatch<Req, number>(
     (requests) =>
@@ -21,8 +21,7 @@ function harness(maxBatch = 512, maxInFlight = 2): { batch: TurnBatch<Req, numbe
         statements.push({ requests, finish: resolve, fail: reject });
       }),
     (r) => r.client,
-    maxBatch,
-    maxInFlight,
+    { maxBatch, maxInFlight, ...bytes },
   );
   return { batch, statements };
 }
@@ -106,5 +105,63 @@ describe('TurnBatch', () => {
     expect(statements[2]!.requests.map((r) => r.value)).toEqual([2]);
     statements[2]!.finish([2]);
     expect(await second).toBe(2);
+  });
+
+  it('puts at most maxBytes in one statement, each client’s requests still in order', async () => {
+    // A request's value stands for its bytes.
+    const { batch, statements } = harness(512, 4, { maxBytes: 10, bytesOf: (r) => r.value });
+    const answers = [
+      batch.add({ client: 1, value: 4 }),
+      batch.add({ client: 2, value: 5 }),
+      batch.add({ client: 3, value: 2 }),
+      batch.add({ client: 4, value: 1 }),
+    ];
+    await turn();
+    // 4 + 5 fit; 2 would make 11; 1 still fits after it (a later, smaller request goes ahead).
+    expect(statements[0]!.requests.map((r) => r.value)).toEqual([4, 5, 1]);
+    statements[0]!.finish([4, 5, 1]);
+    await answers[0];
+    await turn();
+    expect(statements[1]!.requests.map((r) => r.value)).toEqual([2]);
+    statements[1]!.finish([2]);
+    expect(await Promise.all(answers)).toEqual([4, 5, 2, 1]);
+  });
+});
+
+describe('batchFits', () => {
+  const size = (n: number): number => n;
+
+  it('takes up to maxBatch requests when no byte limit is set', () => {
+    const fits = batchFits<number>({ maxBatch: 2 });
+    expect(fits([], 100)).toBe(true);
+    expect(fits([1], 100)).toBe(true);
+    expect(fits([1, 2], 1)).toBe(false);
+  });
+
+  it('counts the bytes of what it took and refuses what would go over maxBytes', () => {
+    const fits = batchFits<number>({ maxBytes: 10, bytesOf: size });
+    const taken: number[] = [];
+    for (const n of [6, 3, 2, 1]) if (fits(taken, n)) taken.push(n);
+    expect(taken).toEqual([6, 3, 1]);
+  });
+
+  it('always takes a statement’s first request, however big', () => {
+    const fits = batchFits<number>({ maxBytes: 10, bytesOf: size });
+    expect(fits([], 50)).toBe(true);
+    expect(fits([50], 1)).toBe(false);
+  });
+
+  it('starts its count afresh for each gathering', () => {
+    const limits: BatchLimits<number> = { maxBytes: 10, bytesOf: size };
+    expect(batchFits(limits)([], 9)).toBe(true);
+    const next = batchFits(limits);
+    expect(next([], 9)).toBe(true);
+    expect(next([9], 1)).toBe(true);
+  });
+
+  it('holds both limits at once: the request count first', () => {
+    const fits = batchFits<number>({ maxBatch: 1, maxBytes: 10, bytesOf: size });
+    expect(fits([], 1)).toBe(true);
+    expect(fits([1], 1)).toBe(false);
   });
 });

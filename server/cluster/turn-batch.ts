@@ -10,6 +10,39 @@ import { ClientOrder } from './client-order.js';
 /** Answers each request in order; an Error in its place fails that request alone. */
 export type BatchRunner<Req, Res> = (requests: Req[]) => Promise<(Res | Error)[]>;
 
+/** How much one statement takes, and how many statements run at once. */
+export interface BatchLimits<Req> {
+  /** Most requests in one statement. */
+  maxBatch?: number;
+  /** Statements in flight at once. */
+  maxInFlight?: number;
+  /** Most bytes (as `bytesOf` counts them) in one statement; its first request always fits. */
+  maxBytes?: number;
+  bytesOf?: (request: Req) => number;
+}
+
+/**
+ * The test of whether one more request fits the statement being gathered: under `maxBatch`
+ * requests and `maxBytes` bytes, except that a statement always takes its first request (a put
+ * bigger than the byte limit still goes, alone). It keeps its count of bytes: one per gathering.
+ */
+export function batchFits<Req>(limits: BatchLimits<Req>): (taken: readonly unknown[], next: Req) => boolean {
+  const maxBatch = limits.maxBatch ?? DEFAULT_MAX_BATCH;
+  const { maxBytes, bytesOf } = limits;
+  let bytes = 0;
+  return (taken, next) => {
+    if (taken.length >= maxBatch) return false;
+    if (maxBytes === undefined || bytesOf === undefined) return true;
+    const size = bytesOf(next);
+    if (taken.length > 0 && bytes + size > maxBytes) return false;
+    bytes += size;
+    return true;
+  };
+}
+
+const DEFAULT_MAX_BATCH = 512;
+const DEFAULT_MAX_IN_FLIGHT = 2;
+
 interface Queued<Req, Res> {
   request: Req;
   resolve: (res: Res) => void;
@@ -21,17 +54,16 @@ export class TurnBatch<Req, Res> {
   private flushQueued = false;
   private inFlight = 0;
   private readonly order: ClientOrder<Queued<Req, Res>>;
+  private readonly maxInFlight: number;
 
   constructor(
     private readonly runBatch: BatchRunner<Req, Res>,
     /** The client a request is of (its requests keep their order: ClientOrder). */
     clientOf: (request: Req) => number,
-    /** Most requests in one statement. */
-    private readonly maxBatch = 512,
-    /** Statements in flight at once. */
-    private readonly maxInFlight = 2,
+    private readonly limits: BatchLimits<Req> = {},
   ) {
     this.order = new ClientOrder((q) => clientOf(q.request));
+    this.maxInFlight = limits.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
   }
 
   add(request: Req): Promise<Res> {
@@ -51,7 +83,8 @@ export class TurnBatch<Req, Res> {
   }
 
   private async flush(): Promise<void> {
-    const { batch, rest } = this.order.take(this.queue, (taken) => taken.length < this.maxBatch);
+    const fits = batchFits(this.limits);
+    const { batch, rest } = this.order.take(this.queue, (taken, next) => fits(taken, next.request));
     this.queue = rest;
     if (batch.length === 0) return;
     this.inFlight++;

@@ -1,6 +1,7 @@
 /**
- * The Gearman realm of a cluster: the shared operations over Gearman's tables (ClusterStore),
- * plus what only Gearman needs across nodes:
+ * The Gearman realm's hooks into the shared store (realm-hooks.ts; the store runs the shared
+ * operations over Gearman's tables), and the Gearman-only operations its registry
+ * (gearman-registry.ts) calls. What only Gearman needs across nodes:
  * - submits with a unique id coalesce in the database (one job per function and unique id,
  *   whichever nodes the submits reach), and a foreground submit records its node as waiting;
  * - a worker's WORK_* packets reach clients on other nodes through the database: batched in
@@ -9,16 +10,13 @@
  */
 import { fail, ok } from '../common/result.js';
 import type { QueueLimits } from '../gearman/registry.js';
-import type { JobBytes, NewJob, QueuedState, Result } from '../operations/operations.js';
-import type { ClusterNode } from './cluster-node.js';
+import type { JobBytes, JobWatcher, NewJob, Result } from '../operations/operations.js';
 import { deleteArrays, type DeletedRow, type DeleteRequest, type ReservedRow } from './batched.js';
-import { ClusterStore, type ClusterStoreOptions } from './cluster-store.js';
 import { GEARMAN_SQL } from './gearman-sql.js';
 import { NO_ROOM } from './put-batch.js';
 import { inTransaction, run, type Queryable } from './pool.js';
-import { GEARMAN_REALM } from './realm.js';
+import type { HookedStore, RealmHooks } from './realm-hooks.js';
 import { STATE } from './schema.js';
-import type { WakeupHandlers } from './wakeups.js';
 
 /** What WORK_STATUS said of a job: its two numbers as the worker sent them. */
 export interface StatusNumbers {
@@ -49,7 +47,7 @@ const SUBMIT_ATTEMPTS = 5;
 /** SQLSTATE of a foreign key violation: a waiter row for a job deleted meanwhile. */
 const FOREIGN_KEY_VIOLATION = '23503';
 
-export class GearmanClusterStore extends ClusterStore {
+export class GearmanHooks implements RealmHooks {
   /** Jobs a client here just took that are foreground jobs nobody waits for (the registry asks once). */
   private readonly abandonedIds = new Set<number>();
   private relayQueue: Packet[] = [];
@@ -63,36 +61,36 @@ export class GearmanClusterStore extends ClusterStore {
   /** `maxqueue` limits, read every second (set on any node). */
   private limits = new Map<string, QueueLimits>();
 
-  static async joinGearman(node: ClusterNode, options: ClusterStoreOptions): Promise<GearmanClusterStore> {
-    const store = await ClusterStore.started(new GearmanClusterStore(node, GEARMAN_REALM, options));
-    await store.readLimits();
-    return store;
-  }
+  /** Packets wait in the database for this node's clients. */
+  readonly handlers = { updates: () => void this.receive() };
 
-  protected override wakeupHandlers(): WakeupHandlers {
-    return { ...super.wakeupHandlers(), updates: () => void this.receive() };
+  constructor(private readonly store: HookedStore) {}
+
+  async start(): Promise<void> {
+    await this.readLimits();
   }
 
   // ---- submits ---------------------------------------------------------------------------------
 
-  /** A submit with a unique id, or a foreground one, is one statement of its own; others are batched. */
-  override insert(tube: string, job: NewJob, conn = 0): Promise<Result<JobBytes>> {
+  /** A submit with a unique id, or a foreground one, is one statement of its own; others are batched (null). */
+  insert(tube: string, job: NewJob, conn: number): Promise<Result<JobBytes>> | null {
     const unique = job.unique !== undefined && job.unique.length > 0 ? Buffer.from(job.unique) : null;
     const foreground = job.transient === true;
-    if (unique === null && !foreground && job.queueLimit === undefined) return super.insert(tube, job, conn);
+    if (unique === null && !foreground && job.queueLimit === undefined) return null;
     // The function's policy caps its queue as maxqueue does: the lower of the two holds.
-    const cap = this.policies.queueCap(tube);
+    const cap = this.store.policies.queueCap(tube);
     if (cap !== null && (job.queueLimit === undefined || cap < job.queueLimit)) job = { ...job, queueLimit: cap };
     // Copied now: the caller may reuse the body's memory once this returns (NewJob's contract).
     return this.submitOne(tube, { ...job, body: job.bodyOwned === true ? job.body : Buffer.from(job.body) }, unique, foreground, conn);
   }
 
   private async submitOne(tube: string, job: NewJob, unique: Buffer | null, foreground: boolean, conn: number): Promise<Result<JobBytes>> {
+    const store = this.store;
     const body = job.body;
     const delayed = job.delayMs > 0;
     const limit = job.queueLimit;
     for (let attempt = 0; attempt < SUBMIT_ATTEMPTS; attempt++) {
-      const now = this.now();
+      const now = store.now();
       try {
         const submit = (db: Queryable): Promise<{ id: number; created: boolean }[]> =>
           run<{ id: number; created: boolean }>(db, GEARMAN_SQL.submit, [
@@ -104,7 +102,7 @@ export class GearmanClusterStore extends ClusterStore {
             now,
             delayed ? now + job.delayMs : 0,
             body,
-            this.nodeId,
+            store.nodeId,
             unique,
             foreground,
             conn,
@@ -112,34 +110,34 @@ export class GearmanClusterStore extends ClusterStore {
         // Under a queue limit, the count and the put are one step for the whole cluster.
         const rows =
           limit === undefined
-            ? await submit(this.pool)
-            : await inTransaction(this.pool, async (db) => {
+            ? await submit(store.pool)
+            : await inTransaction(store.pool, async (db) => {
                 await run(db, GEARMAN_SQL.lockFunction, [tube]);
                 const [seen] = await run<{ joins: boolean; queued: number }>(db, GEARMAN_SQL.queuedUpTo, [tube, unique, limit]);
                 return seen !== undefined && !seen.joins && seen.queued >= limit ? null : submit(db);
               });
         if (rows === null) {
           // Refused by the function's policy (not maxqueue): the policy counts it.
-          if (this.policies.queueCap(tube) === limit) await run(this.pool, this.policies.sql.refused, [tube]);
+          if (store.policies.queueCap(tube) === limit) await run(store.pool, store.policies.sql.refused, [tube]);
           return fail('QUEUE_FULL');
         }
         const [row] = rows;
         // Made by a statement this one could not see yet: the next one sees it.
         if (row === undefined) continue;
         if (row.created) {
-          this.addedBytes(body.length);
-          if (delayed) this.delayedDue(now + job.delayMs);
-          else this.jobsReady([tube], true);
+          store.addedBytes(body.length);
+          if (delayed) store.delayedDue(now + job.delayMs);
+          else store.jobsReady([tube], true);
         }
         return ok({ id: row.id, tubeName: tube, bodyBuf: body, bodyOffset: 0, bodyLength: body.length });
       } catch (err) {
         const code = (err as { code?: string }).code;
         // The job this submit joined ended meanwhile: its unique id is free, so a new job is made.
         if (code === FOREIGN_KEY_VIOLATION) continue;
-        return code !== undefined && NO_ROOM.has(code) ? fail('OUT_OF_MEMORY') : this.failed(err);
+        return code !== undefined && NO_ROOM.has(code) ? fail('OUT_OF_MEMORY') : store.failed(err);
       }
     }
-    return this.failed(new Error('a submit found its unique id taken and freed again too often'));
+    return store.failed(new Error('a submit found its unique id taken and freed again too often'));
   }
 
   // ---- WORK_* packets between nodes ------------------------------------------------------------
@@ -155,7 +153,7 @@ export class GearmanClusterStore extends ClusterStore {
       return undefined;
     }
     // Watchers copy the packet into their replies during the call.
-    this.report(id, { kind, data });
+    this.store.report(id, { kind, data });
     this.relayQueue.push({
       job: id,
       type,
@@ -184,7 +182,7 @@ export class GearmanClusterStore extends ClusterStore {
       await this.sendRelayNow(batch);
     } catch (err) {
       // Progress packets only (a final one goes with its job's delete): the result still comes.
-      this.log.warn({ err: (err as Error).message, packets: batch.length }, 'cluster: relaying Gearman packets to other nodes failed');
+      this.store.log.warn({ err: (err as Error).message, packets: batch.length }, 'cluster: relaying Gearman packets to other nodes failed');
     }
   }
 
@@ -193,19 +191,20 @@ export class GearmanClusterStore extends ClusterStore {
     // One status per job: the last one sent.
     const statuses = new Map<number, StatusNumbers>();
     for (const p of batch) if (p.status !== null) statuses.set(p.job, p.status);
-    const rows = await run<{ node: number }>(this.pool, GEARMAN_SQL.relay, [
+    const rows = await run<{ node: number }>(this.store.pool, GEARMAN_SQL.relay, [
       batch.map((p) => p.job),
       batch.map((p) => p.type),
       batch.map((p) => p.data),
       [...statuses.keys()],
       [...statuses.values()].map((s) => s.numerator),
       [...statuses.values()].map((s) => s.denominator),
-      this.nodeId,
+      this.store.nodeId,
     ]);
-    for (const row of rows) this.wakeups.updatesFor(row.node);
+    for (const row of rows) this.store.updatesFor(row.node);
   }
 
-  protected override async runDeletes(requests: DeleteRequest[]): Promise<DeletedRow[]> {
+  /** Deletes of jobs with a final packet waiting send it with them (null: none has one, the plain statement). */
+  runDeletes(requests: DeleteRequest[]): Promise<DeletedRow[]> | null {
     const packets: Packet[] = [];
     for (const r of requests) {
       const p = this.finals.get(r.id);
@@ -213,29 +212,33 @@ export class GearmanClusterStore extends ClusterStore {
       this.finals.delete(r.id);
       packets.push(p);
     }
-    if (packets.length === 0) return super.runDeletes(requests);
+    return packets.length === 0 ? null : this.finish(requests, packets);
+  }
+
+  private async finish(requests: DeleteRequest[], packets: Packet[]): Promise<DeletedRow[]> {
+    const store = this.store;
     // The jobs are locked first: the statement that ends them then sees every waiter committed.
-    const rows = await inTransaction(this.pool, async (db) => {
+    const rows = await inTransaction(store.pool, async (db) => {
       await run(db, GEARMAN_SQL.lockJobs, [packets.map((p) => p.job)]);
       return run<DeletedRow & { node: number | null }>(db, GEARMAN_SQL.finish, [
         ...deleteArrays(requests),
         packets.map((p) => p.job),
         packets.map((p) => p.type),
         packets.map((p) => p.data),
-        this.nodeId,
+        store.nodeId,
       ]);
     });
     const deleted = rows.filter((r) => r.node === null);
     const done = new Set(deleted.map((r) => r.id));
     // This node's clients hear the result as gearmand tells it: with the job gone. A packet
     // whose delete failed (the worker no longer held the job) goes nowhere.
-    for (const p of packets) if (done.has(p.job)) this.report(p.job, { kind: String(p.type), data: p.data });
-    for (const r of rows) if (r.node !== null) this.wakeups.updatesFor(r.node);
+    for (const p of packets) if (done.has(p.job)) store.report(p.job, { kind: String(p.type), data: p.data });
+    for (const r of rows) if (r.node !== null) store.updatesFor(r.node);
     return deleted;
   }
 
   /** A delete waits for the packets sent before it: a job's final packet must not be overtaken by its end. */
-  protected override beforeDeletes(): Promise<void> | null {
+  beforeDeletes(): Promise<void> | null {
     return this.relayNext ?? this.relayChain;
   }
 
@@ -252,40 +255,32 @@ export class GearmanClusterStore extends ClusterStore {
     try {
       do {
         this.receiveAgain = false;
-        const rows = await run<{ seq: number | null; job: number; type: number | null; data: Buffer | null }>(this.pool, GEARMAN_SQL.receive, [
-          this.nodeId,
-          [...this.watchers.ids()],
+        const rows = await run<{ seq: number | null; job: number; type: number | null; data: Buffer | null }>(this.store.pool, GEARMAN_SQL.receive, [
+          this.store.nodeId,
+          [...this.store.watchedIds()],
         ]);
         const packets = rows.filter((r) => r.seq !== null).sort((a, b) => a.seq! - b.seq!);
-        for (const p of packets) this.report(p.job, { kind: String(p.type), data: p.data! });
-        for (const r of rows) if (r.seq === null) this.jobEnded(r.job);
+        for (const p of packets) this.store.report(p.job, { kind: String(p.type), data: p.data! });
+        for (const r of rows) if (r.seq === null) this.store.jobEnded(r.job);
       } while (this.receiveAgain);
     } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'cluster: taking Gearman packets failed (the next poll tries again)');
+      this.store.log.warn({ err: (err as Error).message }, 'cluster: taking Gearman packets failed (the next poll tries again)');
     } finally {
       this.receiving = false;
     }
   }
 
   /**
-   * An operator's delete (the dashboard, the admin protocol's `cancel job`): clients waiting on
-   * the job on other nodes are told it failed now, not at their next poll.
+   * An operator's delete or clear (the dashboard, the admin protocol's `cancel job`): clients
+   * waiting on the jobs on other nodes are told they failed now, not at their next poll.
    */
-  override async delete(id: number): Promise<Result<void>> {
-    const deleted = await super.delete(id);
-    if (deleted.ok) this.wakeups.updatesFor('*');
-    return deleted;
-  }
-
-  override async clear(tube: string, state: QueuedState): Promise<Result<number>> {
-    const cleared = await super.clear(tube, state);
-    if (cleared.ok && cleared.value > 0) this.wakeups.updatesFor('*');
-    return cleared;
+  operatorRemoved(): void {
+    this.store.updatesFor('*');
   }
 
   // ---- waiting clients -------------------------------------------------------------------------
 
-  override taken(row: ReservedRow): void {
+  taken(row: ReservedRow): void {
     if (row.abandoned) this.abandonedIds.add(row.id);
   }
 
@@ -294,7 +289,7 @@ export class GearmanClusterStore extends ClusterStore {
     return this.abandonedIds.delete(id);
   }
 
-  override untaken(id: number): void {
+  untaken(id: number): void {
     this.abandonedIds.delete(id);
   }
 
@@ -303,34 +298,40 @@ export class GearmanClusterStore extends ClusterStore {
    * waited on (on any node) is dropped unless a worker runs it. The jobs are locked first, so
    * two clients leaving the same job at once see each other's leaving (one of them drops it).
    */
-  override async clientLeft(conn: number): Promise<void> {
+  async clientLeft(conn: number): Promise<void> {
+    const store = this.store;
     try {
-      const dropped = await inTransaction(this.pool, async (db) => {
-        const jobs = (await run<{ job: number }>(db, GEARMAN_SQL.waitedOn, [this.nodeId, conn])).map((r) => r.job);
+      const dropped = await inTransaction(store.pool, async (db) => {
+        const jobs = (await run<{ job: number }>(db, GEARMAN_SQL.waitedOn, [store.nodeId, conn])).map((r) => r.job);
         if (jobs.length === 0) return [];
         await run(db, GEARMAN_SQL.lockJobs, [jobs]);
-        return run<{ id: number; bytes: number }>(db, GEARMAN_SQL.leaveConnection, [this.nodeId, conn, jobs]);
+        return run<{ id: number; bytes: number }>(db, GEARMAN_SQL.leaveConnection, [store.nodeId, conn, jobs]);
       });
       for (const row of dropped) {
-        this.addedBytes(-row.bytes);
-        this.jobEnded(row.id);
+        store.addedBytes(-row.bytes);
+        store.jobEnded(row.id);
       }
     } catch (err) {
       // The node's own leaving (or its lease running out) drops them instead.
-      this.log.warn({ err: (err as Error).message }, 'cluster: letting go of a Gearman client\'s jobs failed');
+      store.log.warn({ err: (err as Error).message }, 'cluster: letting go of a Gearman client\'s jobs failed');
     }
   }
 
-  override async reclaim(db: Queryable, node: number | null): Promise<void> {
-    await super.reclaim(db, node);
+  /** The gone nodes' clients wait on nothing more: foreground jobs only they waited on are dropped. */
+  async reclaim(db: Queryable, node: number | null): Promise<void> {
     const dropped = await run<{ bytes: number }>(db, GEARMAN_SQL.reclaimWaiters, [node]);
-    this.addedBytes(-dropped.reduce((n, r) => n + r.bytes, 0));
+    this.store.addedBytes(-dropped.reduce((n, r) => n + r.bytes, 0));
+  }
+
+  /** A client here stopped waiting on job `id` (its rows in the database go when it leaves: clientLeft). */
+  stopWaiting(id: number, watcher: JobWatcher): void {
+    this.store.detachWatcher(id, watcher);
   }
 
   // ---- status and limits -----------------------------------------------------------------------
 
   async jobStatus(id: number): Promise<{ state: number; status: StatusNumbers | null } | undefined> {
-    const [row] = await run<StatusColumns & { state: number }>(this.pool, GEARMAN_SQL.jobStatus, [id]);
+    const [row] = await run<StatusColumns & { state: number }>(this.store.pool, GEARMAN_SQL.jobStatus, [id]);
     if (row === undefined) return undefined;
     const status = statusOf(row);
     return { state: row.state, status };
@@ -338,7 +339,7 @@ export class GearmanClusterStore extends ClusterStore {
 
   async statuses(ids: readonly number[]): Promise<Map<number, StatusNumbers>> {
     if (ids.length === 0) return new Map();
-    const rows = await run<StatusColumns & { id: number }>(this.pool, GEARMAN_SQL.statuses, [ids]);
+    const rows = await run<StatusColumns & { id: number }>(this.store.pool, GEARMAN_SQL.statuses, [ids]);
     const out = new Map<number, StatusNumbers>();
     for (const r of rows) {
       const status = statusOf(r);
@@ -349,7 +350,7 @@ export class GearmanClusterStore extends ClusterStore {
 
   /** GET_STATUS_UNIQUE: the job of unique id `unique`, on any node. */
   async uniqueStatus(unique: Buffer): Promise<{ state: number; status: StatusNumbers | null; clients: number } | undefined> {
-    const [row] = await run<StatusColumns & { state: number; clients: number }>(this.pool, GEARMAN_SQL.uniqueStatus, [unique]);
+    const [row] = await run<StatusColumns & { state: number; clients: number }>(this.store.pool, GEARMAN_SQL.uniqueStatus, [unique]);
     if (row === undefined) return undefined;
     return { state: row.state, status: statusOf(row), clients: row.clients };
   }
@@ -360,19 +361,19 @@ export class GearmanClusterStore extends ClusterStore {
 
   async setMaxQueue(fn: string, limits: QueueLimits | null): Promise<void> {
     const column = (n: number | undefined): number | null => (limits === null || n === undefined || n <= 0 ? null : n);
-    await run(this.pool, GEARMAN_SQL.setMaxQueue, [fn, column(limits?.[0]), column(limits?.[1]), column(limits?.[2])]);
+    await run(this.store.pool, GEARMAN_SQL.setMaxQueue, [fn, column(limits?.[0]), column(limits?.[1]), column(limits?.[2])]);
     if (limits === null) this.limits.delete(fn);
     else this.limits.set(fn, limits);
   }
 
   private async readLimits(): Promise<void> {
     type Row = { name: string; max_queue_high: number | null; max_queue: number | null; max_queue_low: number | null };
-    const rows = await run<Row>(this.pool, GEARMAN_SQL.maxQueues, []);
+    const rows = await run<Row>(this.store.pool, GEARMAN_SQL.maxQueues, []);
     const n = (v: number | null): number => v ?? 0;
     this.limits = new Map(rows.map((r) => [r.name, [n(r.max_queue_high), n(r.max_queue), n(r.max_queue_low)] as const]));
   }
 
-  protected override async pollRealm(): Promise<void> {
+  async poll(): Promise<void> {
     await this.readLimits();
     await this.receive();
   }
