@@ -1,4 +1,3 @@
-import { mayIgnore } from '../common/rules.js';
 import { DEADLINE_SOON_MARGIN_MS, DEFAULT_TUBE } from '../../shared/limits.js';
 import type { HistoryActor } from '../../shared/history.js';
 import type { Clock } from './clock.js';
@@ -6,7 +5,7 @@ import { EngineEvents } from './events.js';
 import { IndexedHeap } from './heap.js';
 import { DEFAULT_HISTORY_EVENTS, JobHistory } from './history.js';
 import { JOB_RECORD_HEAP_BYTES, TUBE_RECORD_HEAP_BYTES } from './record-costs.js';
-import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, readyLess, type JobImage, type JobState } from './job.js';
+import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, type JobImage, type JobState } from './job.js';
 import { nullJournal, type Journal, type TubeSettings } from './journal.js';
 import { fail, ok, type ReserveOutcome, type Result } from '../common/result.js';
 import { Rotation } from './rotation.js';
@@ -24,6 +23,7 @@ import { FailureRules } from './failures.js';
 import { WIDE_SESSION_TUBES, WaitingSessions } from './waiting.js';
 import { JobQueues } from './queues.js';
 import { PolicyGates } from './policy-gates.js';
+import { WatchLists } from './watch-lists.js';
 import type { TubePolicy } from '../../shared/policy.js';
 import type { EngineOptions, JobEdit, KickKind, PutRequest } from './requests.js';
 
@@ -73,6 +73,8 @@ export class Engine {
   private readonly waiting: WaitingSessions;
   /** Tube policies at work: caps, rates, queue caps, timeout backoff (policy-gates.ts). */
   private readonly gates: PolicyGates;
+  /** The tubes each session uses and watches (watch-lists.ts). */
+  private readonly watchLists: WatchLists;
   /** What opens closed tubes at a time (tick): pauses that end, rate tokens that come back. */
   private readonly openings: readonly { next(): number | undefined; open(now: number, budget: number): number }[];
   /** Who waits for news of a job (Gearman clients attached to a handle). */
@@ -112,6 +114,7 @@ export class Engine {
     this.gates = new PolicyGates(this.waiting, () => this.clock.now(), options.random ?? Math.random);
     this.tubeRegistry = new TubeRegistry(this.timeBase, this.events, this.waiting, this.gates, options.deadLetterAfter ?? 0);
     this.defaultTube = this.tubeRegistry.createDefault(DEFAULT_TUBE);
+    this.watchLists = new WatchLists(this.tubeRegistry, this.waiting, this.budget);
     this.openings = [
       { next: () => this.tubeRegistry.nextUnpauseAt(), open: (now, budget) => this.tubeRegistry.endPauses(now, budget) },
       { next: () => this.gates.nextReopenAt(), open: (now, budget) => this.gates.reopen(now, budget) },
@@ -178,11 +181,6 @@ export class Engine {
   /** A tube's policy, or null when it has none. The tube need not exist. */
   tubePolicy(name: string): TubePolicy | null {
     return this.tubeRegistry.policy(name);
-  }
-
-  /** Names of the tubes with a policy (existing or not). */
-  policyTubeNames(): string[] {
-    return [...this.tubeRegistry.policyNames()];
   }
 
   /**
@@ -298,47 +296,22 @@ export class Engine {
 
   /** Makes `name` the session's tube; fails with OUT_OF_MEMORY when a new tube would not fit. */
   use(session: Session, name: string): Result<Tube> {
-    if (!this.hasRoomForTube(name)) return fail('OUT_OF_MEMORY');
-    const tube = this.findOrCreateTube(name);
-    const old = session.used;
-    old.using--;
-    session.used = tube;
-    tube.using++;
-    this.tubeRegistry.removeIfUnused(old);
-    return ok(tube);
+    return this.watchLists.use(session, name);
   }
 
   /** Adds a tube to the watch list; returns the number of watched tubes. Fails like `use`. */
   watch(session: Session, name: string): Result<number> {
-    if (!this.hasRoomForTube(name)) return fail('OUT_OF_MEMORY');
-    const tube = this.findOrCreateTube(name);
-    if (session.watched.add(tube)) {
-      tube.watching++;
-      session.rotation?.add(tube);
-      this.waiting.watched(session, tube);
-    }
-    return ok(session.watched.size);
+    return this.watchLists.watch(session, name);
   }
 
-  /**
-   * True when tube `name` exists or one more tube fits the record budget. protocol: beanstalkd
-   * answers use and watch with OUT_OF_MEMORY when it cannot make the tube.
-   */
+  /** True when tube `name` exists or one more tube fits the record budget. */
   hasRoomForTube(name: string): boolean {
-    return this.tubeRegistry.has(name) || this.budget.hasRoomForTube();
+    return this.watchLists.hasRoomForTube(name);
   }
 
   /** Removes a tube from the watch list; the last watched tube cannot be ignored. */
   ignore(session: Session, name: string): Result<number> {
-    const tube = this.tubeRegistry.get(name);
-    if (tube === undefined || !session.watched.has(tube)) return ok(session.watched.size);
-    if (!mayIgnore(session.watched.size, session.mayWatchNothing)) return fail('NOT_IGNORED');
-    session.watched.delete(tube);
-    session.rotation?.delete(tube);
-    tube.watching--;
-    this.waiting.ignored(session, tube);
-    this.tubeRegistry.removeIfUnused(tube);
-    return ok(session.watched.size);
+    return this.watchLists.ignore(session, name);
   }
 
   markProducer(session: Session): void {
@@ -463,7 +436,7 @@ export class Engine {
     // A pause that ran out before the scheduler's tick ends now; other waiters are served first.
     this.tubeRegistry.endPauses(now, Number.POSITIVE_INFINITY);
     this.gates.reopen(now, Number.POSITIVE_INFINITY);
-    const best = this.bestReady(session, false);
+    const best = this.queues.bestReady(session, false);
     if (best !== undefined) {
       // protocol: beanstalkd always queues a reserving client as a waiter and takes it back
       // round-robin; that take advances the tube's rotation, which decides later waiter order.
@@ -499,7 +472,7 @@ export class Engine {
    */
   sleep(session: Session): boolean {
     if (session.waiting) return false;
-    if (this.bestReady(session, false) !== undefined) return true;
+    if (this.queues.bestReady(session, false) !== undefined) return true;
     session.wakeOnly = true;
     this.waiting.startWaiting(session, -1);
     return false;
@@ -816,37 +789,7 @@ export class Engine {
 
   /** protocol: the DEADLINE_SOON check looks for ready jobs in watched tubes, paused or not. */
   private anyWatchedReady(session: Session): boolean {
-    return this.bestReady(session, true) !== undefined;
-  }
-
-  /**
-   * The best ready job (priority, then id) in the tubes `session` watches, closed tubes (paused,
-   * or held back by their policy) left out unless `paused`. It walks whichever is shorter, the session's watched tubes or the tubes that
-   * have ready jobs, so a worker watching 10,000 tubes pays for the few that hold jobs.
-   */
-  private bestReady(session: Session, paused: boolean): Job | undefined {
-    if (this.stats.ready === 0) return undefined;
-    if (session.rotation !== null) return this.firstReadyInTurn(session.rotation, paused);
-    const viaReady = this.queues.readyTubes.size < session.watched.size;
-    const tubes = viaReady ? this.queues.readyTubes.values() : session.watched.values();
-    let best: Job | undefined;
-    for (let i = 0; i < tubes.length; i++) {
-      const tube = tubes[i]!;
-      const head = tube.ready.peek();
-      if (head === undefined || (best !== undefined && !readyLess(head, best)) || (!paused && tube.closed)) continue;
-      if (viaReady && !session.watched.has(tube)) continue;
-      best = head;
-    }
-    return best;
-  }
-
-  /** Round robin: the best job of the first tube in the rotation that has one. */
-  private firstReadyInTurn(rotation: Rotation<Tube>, paused: boolean): Job | undefined {
-    for (const tube of rotation.order()) {
-      const head = tube.ready.peek();
-      if (head !== undefined && (paused || !tube.closed)) return head;
-    }
-    return undefined;
+    return this.queues.bestReady(session, true) !== undefined;
   }
 
   private reservedBy(session: Session, id: number): Job | undefined {

@@ -2,7 +2,9 @@ import { URGENT_BELOW } from '../../shared/limits.js';
 import { OrderedSet } from '../common/ordered-set.js';
 import type { EngineEvents } from './events.js';
 import { IndexedHeap } from './heap.js';
-import { deadlineLess, type Job, type JobState } from './job.js';
+import { deadlineLess, readyLess, type Job, type JobState } from './job.js';
+import type { Rotation } from './rotation.js';
+import type { Session } from './session.js';
 import type { ServerStats } from './stats.js';
 import type { Tube } from './tube.js';
 import type { WaitingSessions } from './waiting.js';
@@ -132,6 +134,38 @@ export class JobQueues {
     job.tube.touchState(job.state);
     if (this.events.has('job:changed')) this.events.emit('job:changed', { job, from, to: job.state });
   }
+
+  /**
+   * The best ready job (priority, then id) in the tubes `session` watches, closed tubes (paused,
+   * or held back by their policy) left out unless `paused`. It walks whichever is shorter, the
+   * session's watched tubes or the tubes that have ready jobs, so a worker watching 10,000 tubes
+   * pays for the few that hold jobs.
+   */
+  bestReady(session: Session, paused: boolean): Job | undefined {
+    if (this.stats.ready === 0) return undefined;
+    if (session.rotation !== null) return this.firstReadyInTurn(session.rotation, paused);
+    const viaReady = this.readyTubes.size < session.watched.size;
+    const tubes = viaReady ? this.readyTubes.values() : session.watched.values();
+    let best: Job | undefined;
+    for (let i = 0; i < tubes.length; i++) {
+      const tube = tubes[i]!;
+      const head = tube.ready.peek();
+      if (head === undefined || (best !== undefined && !readyLess(head, best)) || (!paused && tube.closed)) continue;
+      if (viaReady && !session.watched.has(tube)) continue;
+      best = head;
+    }
+    return best;
+  }
+
+  /** Round robin: the best job of the first tube in the rotation that has one. */
+  private firstReadyInTurn(rotation: Rotation<Tube>, paused: boolean): Job | undefined {
+    for (const tube of rotation.order()) {
+      const head = tube.ready.peek();
+      if (head !== undefined && (paused || !tube.closed)) return head;
+    }
+    return undefined;
+  }
+
 
   /** For invariant checks: whether the heap of delaying tubes holds exactly the tubes with delayed jobs, and the soonest first. */
   delayIndexProblems(tubes: readonly Tube[]): string[] {

@@ -111,11 +111,6 @@ export class TubeRegistry {
     if (tube !== undefined) this.gates.apply(tube, policy);
   }
 
-  /** Names of the tubes with a policy, existing or not. */
-  policyNames(): IterableIterator<string> {
-    return this.policies.keys();
-  }
-
   /** Pauses reservations from a tube for `delayMs` from `now` (0: for an instant, which wakes waiters). */
   pause(name: string, delayMs: number, now: number): Result<Tube> {
     const tube = this.byName.get(name);
