@@ -1,5 +1,5 @@
 import { crc32 } from 'node:zlib';
-import { BURY_CAUSES, type JobImage, type JobState } from '../engine/job.js';
+import { BURY_CAUSES, type JobImage, type JobState } from '../engine/records.js';
 import { crc32Seed } from './crc32-seed.js';
 import { parsePolicy } from '../common/policy-schema.js';
 import type { TubePolicy } from '../../shared/policy.js';
