@@ -5,7 +5,7 @@
  * hold (JobList, ReadyQueue, IndexedHeap) are generic over their items and import none of them.
  */
 import { BURY_CAUSES, type BuryCause } from '../../shared/bury-cause.js';
-import type { JobCounts } from '../common/job-counts.js';
+import type { JobBasics } from '../common/job-basics.js';
 import type { JobState } from '../../shared/dto.js';
 import { FAR, decodeCreated, encodeCreated, type TimeBase } from './time-base.js';
 import { IndexedHeap, setHeapIndex } from './heap.js';
@@ -326,14 +326,7 @@ export class Job implements BodyHolder {
  * A job as a binlog stores it and recovery hands it back: every field that survives a restart.
  * A reserved job's image says `ready` (a reservation does not outlive the server).
  */
-export interface JobImage extends JobCounts {
-  id: number;
-  tube: string;
-  state: JobState;
-  priority: number;
-  delayMs: number;
-  ttrMs: number;
-  createdAt: number;
+export interface JobImage extends JobBasics {
   /** Epoch ms when a delayed job becomes ready; 0 in other states. */
   deadlineAt: number;
   buriedSeq: number;
