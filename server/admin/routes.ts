@@ -412,13 +412,10 @@ export function apiRoutes(ctx: RoutesContext): Router {
   r.get(
     API.search,
     'viewer',
-    route(async (req, res) => {
-      const q = parse(searchQuery, req.query);
-      const signal = abandoned(res);
-      const page = await searches.page(q, () => searchFilter(q), signal);
+    searches.handler(searchQuery, searchFilter, (page) => {
       const now = ops.now();
       const { matches, ...rest } = page;
-      res.json({ ...rest, jobs: page.jobs.map((j, i) => ({ ...jobSummaryDto(j, now), match: matches[i] ?? null })) } satisfies SearchPageDto);
+      return { ...rest, jobs: page.jobs.map((j, i) => ({ ...jobSummaryDto(j, now), match: matches[i] ?? null })) } satisfies SearchPageDto;
     }),
   );
 
