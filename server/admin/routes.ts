@@ -173,6 +173,14 @@ export function apiRoutes(ctx: RoutesContext): Router {
   };
   // Express 5 passes a rejected promise to the error handler.
   const route = (fn: (req: Request, res: Response) => unknown) => fn;
+  // A change to a tube's jobs that answers how many it changed (kick, clear, move): `act` reads
+  // its own request and calls the store.
+  const countedChange = (act: (name: string, req: Request) => Promise<Result<number>>) =>
+    route(async (req, res) => {
+      const count = valueOf(await act(await existingTube(req), req));
+      await changed();
+      res.json({ count } satisfies CountResponse);
+    });
 
   r.get(
     API.stats,
@@ -311,13 +319,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     '/api/tubes/:name/kick',
     { role: 'operator', audit: { action: 'tube.kick', target: oneTube(['bound']) } },
     json,
-    route(async (req, res) => {
-      const name = await existingTube(req);
-      const { bound } = parse(kickSchema, req.body);
-      const count = valueOf(await ops.kick(name, bound, actorOf(req)));
-      await changed();
-      res.json({ count } satisfies CountResponse);
-    }),
+    countedChange(async (name, req) => ops.kick(name, parse(kickSchema, req.body).bound, actorOf(req))),
   );
 
   r.post(
@@ -384,26 +386,17 @@ export function apiRoutes(ctx: RoutesContext): Router {
   r.delete(
     '/api/tubes/:name/jobs',
     { role: 'operator', audit: { action: 'tube.clear', target: oneTube(['state']) } },
-    route(async (req, res) => {
-      const name = await existingTube(req);
-      const { state } = parse(clearQuery, req.query);
-      const count = valueOf(await ops.clear(name, state, actorOf(req)));
-      await changed();
-      res.json({ count } satisfies CountResponse);
-    }),
+    countedChange(async (name, req) => ops.clear(name, parse(clearQuery, req.query).state, actorOf(req))),
   );
 
   r.post(
     '/api/tubes/:name/move',
     { role: 'operator', audit: { action: 'tube.move', target: oneTube(['state', 'to', 'limit']) } },
     json,
-    route(async (req, res) => {
-      const name = await existingTube(req);
+    countedChange(async (name, req) => {
       const r = parse(moveSchema, req.body);
       if (r.to === name) throw new ApiError(400, 'BAD_REQUEST', 'to: the same tube');
-      const count = valueOf(await ops.move(name, r.state, r.to, r.limit, actorOf(req)));
-      await changed();
-      res.json({ count } satisfies CountResponse);
+      return ops.move(name, r.state, r.to, r.limit, actorOf(req));
     }),
   );
 
