@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { API, type BulkResponse, type CountResponse } from '../../shared/api.js';
 import type { AdminConfigDto, NextJobDto, SearchPageDto } from '../../shared/dto.js';
 import { MAX_PAUSE_SECONDS, MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } from '../../shared/limits.js';
-import type { Operations, Result } from '../operations/operations.js';
+import type { JobSnapshot, Operations, Result } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
 import { ApiError, engineError, valueOf } from './errors.js';
@@ -172,6 +172,12 @@ export function apiRoutes(ctx: RoutesContext): Router {
     return body;
   };
   // Express 5 passes a rejected promise to the error handler.
+  // The job the path's :id names, or 404.
+  const existingJob = async (req: Request): Promise<JobSnapshot> => {
+    const job = await ops.job(parse(jobId, req.params.id));
+    if (job === undefined) throw engineError('NOT_FOUND');
+    return job;
+  };
   const route = (fn: (req: Request, res: Response) => unknown) => fn;
   // A change to a tube's jobs that answers how many it changed (kick, clear, move): `act` reads
   // its own request and calls the store.
@@ -240,8 +246,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     '/api/jobs/:id',
     'viewer',
     route(async (req, res) => {
-      const job = await ops.job(parse(jobId, req.params.id));
-      if (job === undefined) throw engineError('NOT_FOUND');
+      const job = await existingJob(req);
       res.json(jobDto(job, ops.now()));
     }),
   );
@@ -250,10 +255,8 @@ export function apiRoutes(ctx: RoutesContext): Router {
     '/api/jobs/:id/next',
     'viewer',
     route(async (req, res) => {
-      const id = parse(jobId, req.params.id);
-      const job = await ops.job(id);
-      if (job === undefined) throw engineError('NOT_FOUND');
-      res.json({ id: await ops.nextInList(id), tube: job.tube, state: job.state } satisfies NextJobDto);
+      const job = await existingJob(req);
+      res.json({ id: await ops.nextInList(job.id), tube: job.tube, state: job.state } satisfies NextJobDto);
     }),
   );
 
@@ -267,8 +270,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     '/api/jobs/:id/body',
     'viewer',
     route(async (req, res) => {
-      const job = await ops.job(parse(jobId, req.params.id));
-      if (job === undefined) throw engineError('NOT_FOUND');
+      const job = await existingJob(req);
       res.type('application/octet-stream').set('Content-Disposition', `attachment; filename="job-${job.id}.bin"`).send(job.body);
     }),
   );
