@@ -184,17 +184,14 @@ describe('module layering', () => {
     }
   });
 
-  it('imports, type imports too, form no cycles, but for the engine records that refer to each other', () => {
-    // A job knows its tube, a tube its waiting sessions, a session its tubes and jobs: those
-    // five records name each other's types (never a value in a circle: see the test below).
-    const RECORDS = new Set(['server/engine/job.ts', 'server/engine/tube.ts', 'server/engine/session.ts', 'server/engine/ready-queue.ts', 'server/engine/job-list.ts']);
+  it('imports, type imports too, form no cycles', () => {
+    // The engine's records, which name each other's types, share one file (engine/records.ts).
     const state = new Map<string, 'visiting' | 'done'>();
     const cycles: string[] = [];
     const visit = (file: string, trail: string[]): void => {
       if (state.get(file) === 'done') return;
       if (state.get(file) === 'visiting') {
-        const cycle = [...trail.slice(trail.indexOf(file)), file];
-        if (!cycle.every((f) => RECORDS.has(f))) cycles.push(cycle.join(' -> '));
+        cycles.push([...trail.slice(trail.indexOf(file)), file].join(' -> '));
         return;
       }
       state.set(file, 'visiting');

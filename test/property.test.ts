@@ -329,7 +329,7 @@ describe.each(differentialKinds())('model-based properties against %s', (kind) =
 
 /**
  * Waits until the wall clock reaches its next millisecond. Beanpole keeps a job's deadline to the
- * millisecond (engine/job.ts), so two jobs delayed within one millisecond come out by id, where
+ * millisecond (engine/records.ts), so two jobs delayed within one millisecond come out by id, where
  * beanstalkd's nanosecond clock orders them by when they were delayed; the model orders them by
  * when, so the run gives each delay a millisecond of its own.
  */

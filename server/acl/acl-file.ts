@@ -11,6 +11,7 @@
  * An omitted list allows everything; an empty one nothing.
  */
 import { readFileSync } from 'node:fs';
+import { isObject, parseJsonObject } from '../common/json-object.js';
 import { COUNTED_COMMANDS } from '../operations/operations.js';
 import { TUBE_GLOB, tubeMatcher } from '../common/tube-glob.js';
 
@@ -49,15 +50,7 @@ const RULE_KEYS = ['tubes', 'functions', 'commands'];
 
 /** The rules in `text`, or an AclFileError saying what is wrong and where. */
 export function parseAclFile(text: string): AclRules {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (err) {
-    throw new AclFileError(`not JSON: ${(err as Error).message}`);
-  }
-  if (!isObject(doc)) throw new AclFileError('want an object {"identities": {...}}');
-  const extra = Object.keys(doc).filter((k) => k !== 'identities');
-  if (extra.length > 0) throw new AclFileError(`unknown key ${JSON.stringify(extra[0])} (only "identities")`);
+  const doc = parseJsonObject(text, ['identities'], '{"identities": {...}}', '"identities"', (m) => new AclFileError(m));
   const identities = doc.identities;
   if (!isObject(identities)) throw new AclFileError('"identities" must be an object: {"<certificate CN or glob>": {"tubes": [...], ...}}');
   const exact = new Map<string, AclRule>();
@@ -109,10 +102,6 @@ function globList(value: unknown, where: string, valid: (glob: string) => boolea
 function stringList(value: unknown, where: string): string[] {
   if (!Array.isArray(value) || !value.every((v): v is string => typeof v === 'string')) throw new AclFileError(`${where}: want a list of strings`);
   return value;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Reads and checks the rule file at `file`; AclFileError names the file. */

@@ -41,6 +41,12 @@ export function externalRoutes(servers: ExternalServers, access: Access): Router
   const json = express.json({ limit: '2mb', strict: true });
   const route = (fn: (req: Request, res: Response) => unknown) => fn;
   const server = (req: Request): ExternalServer => servers.get(parse(serverId, req.params.id));
+  // An action on one job of an external server: 204, or 404 with `missing` when the server says no.
+  const jobAction = (act: (s: ExternalServer, id: number) => Promise<boolean>, missing: string) =>
+    route(async (req, res) => {
+      if (!(await act(server(req), parse(jobId, req.params.jid)))) throw new ApiError(404, 'NOT_FOUND', missing);
+      res.status(204).end();
+    });
   const tube = (req: Request): string => parse(tubeName, String(req.params.name));
 
   r.get(
@@ -129,19 +135,13 @@ export function externalRoutes(servers: ExternalServers, access: Access): Router
   r.delete(
     '/api/external/:id/jobs/:jid',
     { role: 'operator', audit: { action: 'external.job-delete', target: externalThing } },
-    route(async (req, res) => {
-      // beanstalkd deletes only jobs no other client holds: a reserved one is NOT_FOUND.
-      if (!(await server(req).deleteJob(parse(jobId, req.params.jid)))) throw new ApiError(404, 'NOT_FOUND', 'no such job there, or a worker holds it');
-      res.status(204).end();
-    }),
+    // beanstalkd deletes only jobs no other client holds: a reserved one is NOT_FOUND.
+    jobAction((s, id) => s.deleteJob(id), 'no such job there, or a worker holds it'),
   );
   r.post(
     '/api/external/:id/jobs/:jid/kick',
     { role: 'operator', audit: { action: 'external.job-kick', target: externalThing } },
-    route(async (req, res) => {
-      if (!(await server(req).kickJob(parse(jobId, req.params.jid)))) throw new ApiError(404, 'NOT_FOUND', 'no such buried or delayed job there');
-      res.status(204).end();
-    }),
+    jobAction((s, id) => s.kickJob(id), 'no such buried or delayed job there'),
   );
   return r.router;
 }

@@ -71,17 +71,21 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, access: Access
   // Searches read a job's data, not the unique id kept in front of it.
   const searches = new Searches(ops, dataOf);
   const json = express.json({ limit: '1mb', strict: true });
+  // A job's record or history, by the handle in the path; 404 with `missing` when there is none.
+  const byHandle = <T>(read: (handle: string) => Promise<T | undefined>, missing: string, reply: (found: T) => unknown) =>
+    route(async (req, res) => {
+      const found = await read(parseOrThrow(handleParam, String(req.params.handle)));
+      if (found === undefined) throw new ApiError(404, 'NOT_FOUND', missing);
+      res.json(reply(found));
+    });
 
   r.get(
     API.gearmanSearch,
     'viewer',
-    route(async (req, res) => {
-      const q = parseOrThrow(searchQuery, req.query);
-      const signal = abandoned(res);
-      const page = await searches.page(q, () => gearmanFilter(q), signal);
+    searches.handler(searchQuery, gearmanFilter, async (page) => {
       const now = ops.now();
       const { matches: _matches, ...rest } = page;
-      res.json({ ...rest, jobs: (await view.records(page.jobs)).map((j) => gearmanJobDto(j, now)) } satisfies GearmanSearchPageDto);
+      return { ...rest, jobs: (await view.records(page.jobs)).map((j) => gearmanJobDto(j, now)) } satisfies GearmanSearchPageDto;
     }),
   );
 
@@ -134,21 +138,13 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, access: Access
   r.get(
     '/api/gearman/jobs/:handle',
     'viewer',
-    route(async (req, res) => {
-      const job = await view.job(parseOrThrow(handleParam, String(req.params.handle)));
-      if (job === undefined) throw new ApiError(404, 'NOT_FOUND', 'no such Gearman job');
-      res.json(gearmanJobDto(job, ops.now()));
-    }),
+    byHandle((handle) => view.job(handle), 'no such Gearman job', (job) => gearmanJobDto(job, ops.now())),
   );
 
   r.get(
     '/api/gearman/jobs/:handle/history',
     'viewer',
-    route(async (req, res) => {
-      const history = await view.history(parseOrThrow(handleParam, String(req.params.handle)));
-      if (history === undefined) throw new ApiError(404, 'NOT_FOUND', 'no such Gearman job handle');
-      res.json(history);
-    }),
+    byHandle((handle) => view.history(handle), 'no such Gearman job handle', (history) => history),
   );
 
   r.delete(

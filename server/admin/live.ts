@@ -128,15 +128,10 @@ export class LiveUpdates {
     const viewing: Viewing = { tubes: new Set<string>(), jobs: new Set<number>() };
     socket.on('tube:view', (name, ack) => {
       if (typeof name !== 'string' || name.length > 200) return reply(ack, { ok: false, error: 'bad tube name' });
-      if (!viewing.tubes.has(name)) {
-        const refused = this.viewRefusal(viewing);
-        if (refused !== null) return reply(ack, { ok: false, error: refused });
-        viewing.tubes.add(name);
-        this.views++;
+      this.startView(viewing, viewing.tubes, name, ack, () => {
         this.tubeViewers.set(name, (this.tubeViewers.get(name) ?? 0) + 1);
         void socket.join(tubeRoom(name));
-      }
-      reply(ack, { ok: true });
+      });
     });
     socket.on('tube:leave', (name) => {
       if (!viewing.tubes.delete(name)) return;
@@ -146,16 +141,11 @@ export class LiveUpdates {
     });
     socket.on('job:view', (id, ack) => {
       if (!Number.isSafeInteger(id) || id < 1) return reply(ack, { ok: false, error: 'bad job id' });
-      if (!viewing.jobs.has(id)) {
-        const refused = this.viewRefusal(viewing);
-        if (refused !== null) return reply(ack, { ok: false, error: refused });
-        viewing.jobs.add(id);
-        this.views++;
+      this.startView(viewing, viewing.jobs, id, ack, () => {
         if (!this.jobViewers.has(id)) this.markJob(id);
         this.jobViewers.set(id, (this.jobViewers.get(id) ?? 0) + 1);
         void socket.join(jobRoom(id));
-      }
-      reply(ack, { ok: true });
+      });
     });
     socket.on('job:leave', (id) => {
       if (!viewing.jobs.delete(id)) return;
@@ -193,6 +183,21 @@ export class LiveUpdates {
   }
 
   /** Why one more view is refused (the socket's or the server's limit), or null when it is not. */
+  /**
+   * A socket starts viewing `key` (a tube or a job), unless it already does or it is over the
+   * view limits; `watch` counts it among the key's viewers and joins the key's room.
+   */
+  private startView<K>(viewing: Viewing, keys: Set<K>, key: K, ack: unknown, watch: () => void): void {
+    if (!keys.has(key)) {
+      const refused = this.viewRefusal(viewing);
+      if (refused !== null) return reply(ack, { ok: false, error: refused });
+      keys.add(key);
+      this.views++;
+      watch();
+    }
+    reply(ack, { ok: true });
+  }
+
   private viewRefusal(viewing: Viewing): string | null {
     const { perSocket, perServer } = this.limits;
     if (viewing.tubes.size + viewing.jobs.size >= perSocket) {

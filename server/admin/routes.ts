@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { API, type BulkResponse, type CountResponse } from '../../shared/api.js';
 import type { AdminConfigDto, NextJobDto, SearchPageDto } from '../../shared/dto.js';
 import { MAX_PAUSE_SECONDS, MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } from '../../shared/limits.js';
-import type { Operations, Result } from '../operations/operations.js';
+import type { JobSnapshot, Operations, Result } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
 import { ApiError, engineError, valueOf } from './errors.js';
@@ -172,7 +172,21 @@ export function apiRoutes(ctx: RoutesContext): Router {
     return body;
   };
   // Express 5 passes a rejected promise to the error handler.
+  // The job the path's :id names, or 404.
+  const existingJob = async (req: Request): Promise<JobSnapshot> => {
+    const job = await ops.job(parse(jobId, req.params.id));
+    if (job === undefined) throw engineError('NOT_FOUND');
+    return job;
+  };
   const route = (fn: (req: Request, res: Response) => unknown) => fn;
+  // A change to a tube's jobs that answers how many it changed (kick, clear, move): `act` reads
+  // its own request and calls the store.
+  const countedChange = (act: (name: string, req: Request) => Promise<Result<number>>) =>
+    route(async (req, res) => {
+      const count = valueOf(await act(await existingTube(req), req));
+      await changed();
+      res.json({ count } satisfies CountResponse);
+    });
 
   r.get(
     API.stats,
@@ -232,8 +246,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     '/api/jobs/:id',
     'viewer',
     route(async (req, res) => {
-      const job = await ops.job(parse(jobId, req.params.id));
-      if (job === undefined) throw engineError('NOT_FOUND');
+      const job = await existingJob(req);
       res.json(jobDto(job, ops.now()));
     }),
   );
@@ -242,10 +255,8 @@ export function apiRoutes(ctx: RoutesContext): Router {
     '/api/jobs/:id/next',
     'viewer',
     route(async (req, res) => {
-      const id = parse(jobId, req.params.id);
-      const job = await ops.job(id);
-      if (job === undefined) throw engineError('NOT_FOUND');
-      res.json({ id: await ops.nextInList(id), tube: job.tube, state: job.state } satisfies NextJobDto);
+      const job = await existingJob(req);
+      res.json({ id: await ops.nextInList(job.id), tube: job.tube, state: job.state } satisfies NextJobDto);
     }),
   );
 
@@ -259,8 +270,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     '/api/jobs/:id/body',
     'viewer',
     route(async (req, res) => {
-      const job = await ops.job(parse(jobId, req.params.id));
-      if (job === undefined) throw engineError('NOT_FOUND');
+      const job = await existingJob(req);
       res.type('application/octet-stream').set('Content-Disposition', `attachment; filename="job-${job.id}.bin"`).send(job.body);
     }),
   );
@@ -311,13 +321,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     '/api/tubes/:name/kick',
     { role: 'operator', audit: { action: 'tube.kick', target: oneTube(['bound']) } },
     json,
-    route(async (req, res) => {
-      const name = await existingTube(req);
-      const { bound } = parse(kickSchema, req.body);
-      const count = valueOf(await ops.kick(name, bound, actorOf(req)));
-      await changed();
-      res.json({ count } satisfies CountResponse);
-    }),
+    countedChange(async (name, req) => ops.kick(name, parse(kickSchema, req.body).bound, actorOf(req))),
   );
 
   r.post(
@@ -384,26 +388,17 @@ export function apiRoutes(ctx: RoutesContext): Router {
   r.delete(
     '/api/tubes/:name/jobs',
     { role: 'operator', audit: { action: 'tube.clear', target: oneTube(['state']) } },
-    route(async (req, res) => {
-      const name = await existingTube(req);
-      const { state } = parse(clearQuery, req.query);
-      const count = valueOf(await ops.clear(name, state, actorOf(req)));
-      await changed();
-      res.json({ count } satisfies CountResponse);
-    }),
+    countedChange(async (name, req) => ops.clear(name, parse(clearQuery, req.query).state, actorOf(req))),
   );
 
   r.post(
     '/api/tubes/:name/move',
     { role: 'operator', audit: { action: 'tube.move', target: oneTube(['state', 'to', 'limit']) } },
     json,
-    route(async (req, res) => {
-      const name = await existingTube(req);
+    countedChange(async (name, req) => {
       const r = parse(moveSchema, req.body);
       if (r.to === name) throw new ApiError(400, 'BAD_REQUEST', 'to: the same tube');
-      const count = valueOf(await ops.move(name, r.state, r.to, r.limit, actorOf(req)));
-      await changed();
-      res.json({ count } satisfies CountResponse);
+      return ops.move(name, r.state, r.to, r.limit, actorOf(req));
     }),
   );
 
@@ -412,13 +407,10 @@ export function apiRoutes(ctx: RoutesContext): Router {
   r.get(
     API.search,
     'viewer',
-    route(async (req, res) => {
-      const q = parse(searchQuery, req.query);
-      const signal = abandoned(res);
-      const page = await searches.page(q, () => searchFilter(q), signal);
+    searches.handler(searchQuery, searchFilter, (page) => {
       const now = ops.now();
       const { matches, ...rest } = page;
-      res.json({ ...rest, jobs: page.jobs.map((j, i) => ({ ...jobSummaryDto(j, now), match: matches[i] ?? null })) } satisfies SearchPageDto);
+      return { ...rest, jobs: page.jobs.map((j, i) => ({ ...jobSummaryDto(j, now), match: matches[i] ?? null })) } satisfies SearchPageDto;
     }),
   );
 

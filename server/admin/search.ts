@@ -2,7 +2,10 @@ import type { SearchMatchDto } from '../../shared/dto.js';
 import { randomBytes } from 'node:crypto';
 import { RE2JS } from 're2js';
 import type { JobScan, JobSnapshot, JobState, JobView, Operations } from '../operations/operations.js';
+import type { Request, Response } from 'express';
+import type { z } from 'zod';
 import { ApiError } from './errors.js';
+import { abandonedSignal, parseOrThrow } from './validation.js';
 
 /**
  * Searching job bodies for the dashboard, without ever blocking the job port: a search walks the
@@ -234,6 +237,23 @@ export class Searches {
   /** A search request's page: the next of the search its `next` token names, else the first of a new one over `filter()`. */
   page(q: { next?: string; limit: number }, filter: () => SearchFilter, signal: AbortSignal): Promise<SearchPage> {
     return q.next !== undefined ? this.continue(q.next, q.limit, signal) : this.start(filter(), q.limit, signal);
+  }
+
+  /**
+   * A search endpoint's handler (the beanstalkd jobs' and Gearman's differ only in their query,
+   * filter and reply): the query as `schema` reads it, its page (see `page`), and the reply that
+   * `reply` makes of that page.
+   */
+  handler<Q extends { next?: string; limit: number }>(
+    schema: z.ZodType<Q>,
+    filter: (q: Q) => SearchFilter,
+    reply: (page: SearchPage) => unknown,
+  ): (req: Request, res: Response) => Promise<void> {
+    return async (req, res) => {
+      const q = parseOrThrow(schema, req.query);
+      const page = await this.page(q, () => filter(q), abandonedSignal(res));
+      res.json(await reply(page));
+    };
   }
 
   /** The next page of an open search. */

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { readJson, writeJsonAtomically } from '../common/json-file.js';
+import { readJsonAs, writeJsonAtomically } from '../common/json-file.js';
 import { ALERT_CONDITIONS } from '../../shared/dto.js';
 import type { AlertRulesState } from './memory-alert-store.js';
 
@@ -30,12 +30,8 @@ const fileSchema = z.object({
 
 /** The saved rules in `dir`, or null. Throws when the file is damaged. */
 export function loadAlertRules(dir: string): AlertRulesState | null {
-  const file = path.join(dir, ALERTS_FILE);
-  const raw = readJson(file);
-  if (raw === null) return null;
-  const r = fileSchema.safeParse(raw);
-  if (!r.success) throw new Error(`${file}: not an alerts file this version reads: ${r.error.issues[0]?.message ?? ''}`);
-  return { nextId: r.data.nextId, rules: r.data.rules };
+  const data = readJsonAs(path.join(dir, ALERTS_FILE), fileSchema, 'an alerts file');
+  return data === null ? null : { nextId: data.nextId, rules: data.rules };
 }
 
 export function saveAlertRules(dir: string, state: AlertRulesState): void {

@@ -1,4 +1,5 @@
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import type { z } from 'zod';
 
 /**
  * A small JSON file in the binlog directory, replaced whole: written to FILE.tmp, fsynced, then
@@ -28,4 +29,16 @@ export function readJson(file: string): unknown {
     throw err;
   }
   return JSON.parse(text) as unknown;
+}
+
+/**
+ * The file's JSON as `schema` reads it, or null when there is no file. Throws, naming the file,
+ * on one this version cannot read (`what`: "an alerts file").
+ */
+export function readJsonAs<T>(file: string, schema: z.ZodType<T>, what: string): T | null {
+  const raw = readJson(file);
+  if (raw === null) return null;
+  const r = schema.safeParse(raw);
+  if (!r.success) throw new Error(`${file}: not ${what} this version reads: ${r.error.issues[0]?.message ?? ''}`);
+  return r.data;
 }

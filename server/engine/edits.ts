@@ -2,13 +2,12 @@ import type { HistoryActor } from '../../shared/history.js';
 import { fail, ok, type Result } from '../common/result.js';
 import type { EngineEvents } from './events.js';
 import type { JobHistory } from './history.js';
-import type { Job } from './job.js';
+import type { Job, Tube } from './records.js';
 import type { JobTable } from './job-table.js';
 import type { Journal } from './journal.js';
 import type { JobQueues } from './queues.js';
 import { editedFields, type JobEdit, type KickKind } from './requests.js';
 import type { ServerStats } from './stats.js';
-import type { Tube } from './tube.js';
 import type { TubeRegistry } from './tube-registry.js';
 
 /** What an edit needs of the engine beyond its parts: its limits, its journal and its clock. */

@@ -4,7 +4,7 @@
  * outlives the tube.
  */
 import { describe, expect, it } from 'vitest';
-import { BURY_CAUSES } from './job.js';
+import { BURY_CAUSES } from './records.js';
 import { Harness, RecordingJournal, unwrap } from './testing.js';
 
 const cause = (code: number): string => BURY_CAUSES[code]!;

@@ -4,9 +4,8 @@
  * slices; and the session registry.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { Job } from './job.js';
+import type { Job, Tube } from './records.js';
 import type { JobEdit } from './engine.js';
-import type { Tube } from './tube.js';
 import { Harness, RecordingJournal, T0, type Client } from './testing.js';
 
 let h: Harness;

@@ -7,7 +7,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DEADLINE_SOON_MARGIN_MS } from '../../shared/limits.js';
-import { readyLess, type Job } from './job.js';
+import type { Job } from './records.js';
+import { readyLess } from './ready-queue.js';
 import { Harness, type Client, type HarnessOptions } from './testing.js';
 
 const TUBES = ['default', 'a', 'b'] as const;

@@ -1,5 +1,4 @@
-import type { Job, JobState } from './job.js';
-import type { Tube } from './tube.js';
+import type { Job, JobState, Tube } from './records.js';
 
 /** What the engine tells observers (the dashboard). Listeners must not call back into the engine. */
 export interface EngineEventMap {

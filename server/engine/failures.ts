@@ -1,4 +1,4 @@
-import { BURY_CAUSE_CODE, type Job, type JobState } from './job.js';
+import { BURY_CAUSE_CODE, type Job, type JobState } from './records.js';
 import type { JobHistory } from './history.js';
 import type { Journal } from './journal.js';
 import type { JobQueues } from './queues.js';

@@ -117,3 +117,8 @@ export class IndexedHeap<T> {
     this.setIndex(item, index);
   }
 }
+
+/** The `setIndex` of a heap whose items keep their position in a `heapIndex` field (jobs). */
+export function setHeapIndex(item: { heapIndex: number }, index: number): void {
+  item.heapIndex = index;
+}

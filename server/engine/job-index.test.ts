@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { JobIndex } from './job-index.js';
-import type { Job } from './job.js';
+import type { Job } from './records.js';
 
 /** Index entries only need an identity here. */
 const job = (id: number): Job => ({ id }) as Job;

@@ -1,4 +1,4 @@
-import type { Job } from './job.js';
+import type { Job } from './records.js';
 
 /** Slots per page: 2^PAGE_BITS. */
 const PAGE_BITS = 10;

@@ -1,10 +1,16 @@
-import type { Job } from './job.js';
+/** What a JobList links through: the item's own neighbour fields (a Job's, records.ts). */
+export interface Linked<T> {
+  listPrev: T | null;
+  listNext: T | null;
+}
 
 /**
  * A first-in, first-out list of jobs linked through the jobs themselves (beanstalkd's buried
  * list): append, remove from anywhere and read the head are all O(1), with no per-node allocation.
+ * Generic over the item so that this file need not import the Job record, which holds lists
+ * (types only: the compiled code is the same).
  */
-export class JobList {
+export class JobList<Job extends Linked<Job>> {
   private head: Job | null = null;
   private tail: Job | null = null;
   private count = 0;

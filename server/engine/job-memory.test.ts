@@ -12,7 +12,7 @@ import { systemClock } from './clock.js';
 import { Engine } from './engine.js';
 import { Harness, RecordingDelegate } from './testing.js';
 import { jobImage } from '../persistence/testing.js';
-import type { Job } from './job.js';
+import type { Job } from './records.js';
 
 v8.setFlagsFromString('--expose-gc');
 const collect = runInNewContext('gc') as () => void;

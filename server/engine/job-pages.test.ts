@@ -5,10 +5,9 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { IndexedHeap } from './heap.js';
-import type { Job, JobState } from './job.js';
+import type { Job, JobState, Tube } from './records.js';
 import type { JobPage } from '../common/job-page.js';
 import { listJobs } from './job-pages.js';
-import type { Tube } from './tube.js';
 import { Harness, T0, type Client } from './testing.js';
 
 /** mulberry32: a small seeded generator, so a failure replays. */

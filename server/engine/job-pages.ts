@@ -1,7 +1,6 @@
 import type { JobPage } from '../common/job-page.js';
 import type { Engine } from './engine.js';
-import type { Job, JobState } from './job.js';
-import type { Tube } from './tube.js';
+import type { Job, JobState, Tube } from './records.js';
 
 
 /**

@@ -1,5 +1,5 @@
 import { BodyStore } from './body-store.js';
-import type { Job } from './job.js';
+import type { Job } from './records.js';
 import { JobIndex } from './job-index.js';
 
 /** Jobs looked at per put while bodies are being compacted. */

@@ -1,4 +1,4 @@
-import type { Job } from './job.js';
+import type { Job } from './records.js';
 import type { TubePolicy } from '../../shared/policy.js';
 
 /** A tube's own settings, which outlive the tube itself (kept in the binlog). */

@@ -1,8 +1,7 @@
 import { backoffDelayMs, type TubePolicy } from '../../shared/policy.js';
 import { IndexedHeap } from './heap.js';
 import { TubeGate } from './tube-gate.js';
-import type { Job } from './job.js';
-import type { Tube } from './tube.js';
+import type { Job, Tube } from './records.js';
 import type { WaitingSessions } from './waiting.js';
 
 /**

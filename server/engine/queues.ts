@@ -2,11 +2,10 @@ import { URGENT_BELOW } from '../../shared/limits.js';
 import { OrderedSet } from '../common/ordered-set.js';
 import type { EngineEvents } from './events.js';
 import { IndexedHeap } from './heap.js';
-import { deadlineLess, readyLess, type Job, type JobState } from './job.js';
+import { deadlineLess, type Job, type JobState, type Session, type Tube } from './records.js';
+import { readyLess } from './ready-queue.js';
 import type { Rotation } from './rotation.js';
-import type { Session } from './session.js';
 import type { ServerStats } from './stats.js';
-import type { Tube } from './tube.js';
 import type { WaitingSessions } from './waiting.js';
 
 /**

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Job, readyLess } from './job.js';
+import { Job, Tube } from './records.js';
+import { readyLess } from './ready-queue.js';
 import { ReadyQueue } from './ready-queue.js';
 import { TimeBase } from './time-base.js';
-import { Tube } from './tube.js';
 
 const tube = new Tube('t', new TimeBase(0));
 const byOrder = (a: Job, b: Job): number => (readyLess(a, b) ? -1 : readyLess(b, a) ? 1 : 0);
@@ -22,7 +22,7 @@ describe('ReadyQueue', () => {
   it('keeps (priority, id) order through any mix of in-order puts, releases and removals', () => {
     fc.assert(
       fc.property(fc.array(op, { maxLength: 300 }), fc.boolean(), (ops, samePriority) => {
-        const queue = new ReadyQueue();
+        const queue = new ReadyQueue<Job>();
         const model: Job[] = [];
         const out: Job[] = [];
         let nextId = 1;
@@ -66,7 +66,7 @@ describe('ReadyQueue', () => {
   });
 
   it('takes in-order jobs from the run without touching the heap', () => {
-    const queue = new ReadyQueue();
+    const queue = new ReadyQueue<Job>();
     const jobs = Array.from({ length: 1000 }, (_, i) => new Job(i + 1, tube, 5, 0, 1000, 0));
     for (const job of jobs) queue.push(job);
     // A job in the run is marked as such (not a heap position).

@@ -1,6 +1,18 @@
-import { IndexedHeap } from './heap.js';
-import { readyLess, setHeapIndex, type Job } from './job.js';
-import { JobList } from './job-list.js';
+import { IndexedHeap, setHeapIndex } from './heap.js';
+import { JobList, type Linked } from './job-list.js';
+
+/** What a ReadyQueue orders by and keeps its place in: a Job's fields (records.ts). */
+export interface Ranked<T> extends Linked<T> {
+  readonly id: number;
+  /** The priority minus its bias: compares like the priority. */
+  readonly rank: number;
+  heapIndex: number;
+}
+
+/** Ready order: priority, then id. */
+export function readyLess<T extends Ranked<T>>(a: T, b: T): boolean {
+  return a.rank < b.rank || (a.rank === b.rank && a.id < b.id);
+}
 
 /** `heapIndex` of a job that sits in the sorted run rather than in the heap. */
 const IN_RUN = -2;
@@ -15,10 +27,12 @@ const IN_RUN = -2;
  * the run is appended to a linked run (O(1) append, first and removal, through the job's own
  * list links, free while a job is ready); any other job (a more urgent put, a release, a kick)
  * goes to a heap. The first job is the smaller of the run's head and the heap's top.
+ * Generic over the job so that this file need not import the Job record, whose tube holds a
+ * ReadyQueue (types only: the compiled code is the same).
  */
-export class ReadyQueue {
+export class ReadyQueue<Job extends Ranked<Job>> {
   private readonly heap = new IndexedHeap<Job>(readyLess, setHeapIndex);
-  private readonly run = new JobList();
+  private readonly run = new JobList<Job>();
 
   get size(): number {
     return this.heap.size + this.run.size;

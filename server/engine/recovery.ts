@@ -1,4 +1,4 @@
-import { Job, type JobImage } from './job.js';
+import { Job, type JobImage } from './records.js';
 import type { JobQueues } from './queues.js';
 import type { JobTable } from './job-table.js';
 import type { ServerStats } from './stats.js';

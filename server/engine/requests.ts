@@ -1,8 +1,7 @@
 // What the engine is made with, and what callers ask of it: options, a put, a kick, an edit.
 import type { Clock } from './clock.js';
 import type { Journal } from './journal.js';
-import type { Session } from './session.js';
-import type { Tube } from './tube.js';
+import type { Session, Tube } from './records.js';
 
 /** The engine's clock, journal and limits. */
 export interface EngineOptions {

@@ -8,11 +8,9 @@ import { URGENT_BELOW } from '../../shared/limits.js';
 import { FakeClock } from './clock.js';
 import { Engine, type EngineOptions } from './engine.js';
 import type { EngineEventMap } from './events.js';
-import type { Job } from './job.js';
+import type { Job, Session, SessionDelegate, Tube } from './records.js';
 import type { Journal, TubeSettings } from './journal.js';
 import type { ReserveOutcome, Result } from '../common/result.js';
-import type { Session, SessionDelegate } from './session.js';
-import type { Tube } from './tube.js';
 
 /** The fake clock's starting time (epoch ms), a round number so deadlines read easily. */
 export const T0 = 1_700_000_000_000;

@@ -6,7 +6,7 @@ import type { TubeSettings } from './journal.js';
 import type { PolicyGates } from './policy-gates.js';
 import type { TubePolicy } from '../../shared/policy.js';
 import type { TimeBase } from './time-base.js';
-import { Tube } from './tube.js';
+import { Tube } from './records.js';
 import type { WaitingSessions } from './waiting.js';
 
 /**

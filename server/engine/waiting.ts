@@ -1,8 +1,7 @@
 import { IndexedHeap } from './heap.js';
-import { readyLess, type Job } from './job.js';
-import type { Session } from './session.js';
+import type { Job, Session, Tube } from './records.js';
+import { readyLess } from './ready-queue.js';
 import type { ServerStats } from './stats.js';
-import type { Tube } from './tube.js';
 
 /**
  * A session watching more tubes than this is "wide": while it blocks in reserve it is not added

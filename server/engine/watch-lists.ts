@@ -1,8 +1,7 @@
 import { mayIgnore } from '../common/rules.js';
 import { fail, ok, type Result } from '../common/result.js';
 import type { MemoryBudget } from './budget.js';
-import type { Session } from './session.js';
-import type { Tube } from './tube.js';
+import type { Session, Tube } from './records.js';
 import type { TubeRegistry } from './tube-registry.js';
 import type { WaitingSessions } from './waiting.js';
 

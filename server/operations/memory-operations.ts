@@ -2,7 +2,7 @@ import type { HistoryActor, JobHistoryDto } from '../../shared/history.js';
 import type { TubePolicy, TubePolicyState } from '../../shared/policy.js';
 import { bodyStamp } from '../engine/body-store.js';
 import type { Engine, Job, PutRequest, Session, Tube } from '../engine/engine.js';
-import { BURY_CAUSES, TRANSIENT_FILE } from '../engine/job.js';
+import { BURY_CAUSES, TRANSIENT_FILE } from '../engine/records.js';
 import { cursorOf, listJobs } from '../engine/job-pages.js';
 import { fail, ok } from '../common/result.js';
 import {

@@ -13,7 +13,7 @@ import type { BuryCause } from '../../shared/bury-cause.js';
 import type { JobState } from '../../shared/dto.js';
 import type { HistoryActor, JobHistoryDto } from '../../shared/history.js';
 import type { Durability, TubeSettings } from '../engine/journal.js';
-import type { JobCounts } from '../common/job-counts.js';
+import type { JobBasics } from '../common/job-basics.js';
 import type { JobPage } from '../common/job-page.js';
 import type { FailureCode, ReserveOutcome, Result } from '../common/result.js';
 import type { CountedCommand } from '../engine/stats.js';
@@ -58,14 +58,7 @@ export interface TubeName {
 }
 
 /** Everything about a job except its body. Times are epoch ms; durations ms. */
-export interface JobView extends JobCounts {
-  id: number;
-  tube: string;
-  state: JobState;
-  priority: number;
-  delayMs: number;
-  ttrMs: number;
-  createdAt: number;
+export interface JobView extends JobBasics {
   /** When a delay ends or a reservation runs out (epoch ms; Infinity: held without a TTR); 0 otherwise. */
   deadlineAt: number;
   /** Binlog segment holding the job (0 without persistence, -1 for a transient job). */

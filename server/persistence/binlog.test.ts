@@ -8,7 +8,7 @@ import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Job } from '../engine/job.js';
+import type { Job } from '../engine/records.js';
 import { Harness } from '../engine/testing.js';
 import { Binlog } from './binlog.js';
 import { Cleanups, KiB, MAX_PAYLOAD, MiB, dirBytes, patternBody, startBinlog, turn, durableFields, waitFor } from './testing.js';

@@ -2,7 +2,7 @@ import { fchownSync, readdirSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { Job, JobState } from '../engine/job.js';
+import type { Job, JobState } from '../engine/records.js';
 import type { Durability, Journal, TubeSettings } from '../engine/journal.js';
 import type { TubePolicy } from '../../shared/policy.js';
 import {

@@ -5,7 +5,7 @@
 import { NO_POLICY, type TubePolicy } from '../../shared/policy.js';
 import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import type { JobImage, JobState } from '../engine/job.js';
+import type { JobImage, JobState } from '../engine/records.js';
 import {
   DELETE_RECORD_BYTES,
   FORMAT_VERSION,

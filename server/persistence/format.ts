@@ -1,5 +1,6 @@
 import { crc32 } from 'node:zlib';
-import { BURY_CAUSES, type JobImage, type JobState } from '../engine/job.js';
+import { BURY_CAUSES, type JobImage, type JobState } from '../engine/records.js';
+import type { JobCounts } from '../common/job-counts.js';
 import { crc32Seed } from './crc32-seed.js';
 import { parsePolicy } from '../common/policy-schema.js';
 import type { TubePolicy } from '../../shared/policy.js';
@@ -138,6 +139,21 @@ function writeCounters(buf: Buffer, at: number, img: JobFields): void {
   buf.writeUInt32LE(img.releases >>> 0, at + 8);
   buf.writeUInt32LE(img.buries >>> 0, at + 12);
   buf.writeUInt32LE(img.kicks >>> 0, at + 16);
+}
+
+/**
+ * A job's counters as both JOB and STATE records hold them: five u32s from `at` in this order,
+ * and the strikes at `strikesAt` (-1: a version-1 record, which has none).
+ */
+function readCounters(buf: Buffer, at: number, strikesAt: number): JobCounts {
+  return {
+    reserves: buf.readUInt32LE(at),
+    timeouts: buf.readUInt32LE(at + 4),
+    releases: buf.readUInt32LE(at + 8),
+    buries: buf.readUInt32LE(at + 12),
+    kicks: buf.readUInt32LE(at + 16),
+    strikes: strikesAt < 0 ? 0 : buf.readUInt32LE(strikesAt),
+  };
 }
 
 /**
@@ -336,12 +352,7 @@ export function decodeRecord(buf: Buffer, at: number, size: number): DecodedReco
         delayMs: buf.readDoubleLE(p + 16),
         deadlineAt: buf.readDoubleLE(p + 24),
         buriedSeq: buf.readDoubleLE(p + 32),
-        reserves: buf.readUInt32LE(p + 40),
-        timeouts: buf.readUInt32LE(p + 44),
-        releases: buf.readUInt32LE(p + 48),
-        buries: buf.readUInt32LE(p + 52),
-        kicks: buf.readUInt32LE(p + 56),
-        strikes: v2 ? buf.readUInt32LE(p + 60) : 0,
+        ...readCounters(buf, p + 40, v2 ? p + 60 : -1),
         buryCause,
       },
     };
@@ -369,12 +380,7 @@ export function decodeRecord(buf: Buffer, at: number, size: number): DecodedReco
       createdAt: buf.readDoubleLE(p + 32),
       deadlineAt: buf.readDoubleLE(p + 40),
       buriedSeq: buf.readDoubleLE(p + 48),
-      reserves: buf.readUInt32LE(p + 56),
-      timeouts: buf.readUInt32LE(p + 60),
-      releases: buf.readUInt32LE(p + 64),
-      buries: buf.readUInt32LE(p + 68),
-      kicks: buf.readUInt32LE(p + 72),
-      strikes: v2 ? buf.readUInt32LE(p + 80) : 0,
+      ...readCounters(buf, p + 56, v2 ? p + 80 : -1),
       buryCause,
       body: Buffer.from(buf.subarray(bodyAt, end)),
     },

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_JOB_SIZE_LIMIT, MAX_TUBE_NAME_LENGTH } from '../../shared/limits.js';
-import type { Job, JobImage, JobState } from '../engine/job.js';
+import type { Job, JobImage, JobState } from '../engine/records.js';
 import { Harness, T0 } from '../engine/testing.js';
 import { Binlog } from './binlog.js';
 import {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Job, JobImage } from '../engine/job.js';
+import type { Job, JobImage } from '../engine/records.js';
 import {
   KIND_DELETE,
   KIND_JOB,

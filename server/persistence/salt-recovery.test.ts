@@ -4,7 +4,7 @@
  * records), and never taken from forged records in a job body ahead of the segment's own.
  */
 import { describe, expect, it } from 'vitest';
-import type { JobImage } from '../engine/job.js';
+import type { JobImage } from '../engine/records.js';
 import { DELETE_RECORD_BYTES, SEGMENT_HEADER_BYTES, encodeDelete, encodeSegmentHeader } from './format.js';
 import { T0 } from '../engine/testing.js';
 import { findSalt } from './salt-recovery.js';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { MAX_JOB_SIZE_LIMIT, MAX_TUBE_NAME_LENGTH } from '../../shared/limits.js';
 import { NO_COUNTS } from '../common/job-counts.js';
-import type { Job, JobImage, JobState } from '../engine/job.js';
+import type { Job, JobImage, JobState } from '../engine/records.js';
 import { Harness, T0, type Client } from '../engine/testing.js';
 import { Binlog } from './binlog.js';
 import type { FileSystem } from './file-system.js';

@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { isValidTubeName } from '../../shared/limits.js';
 import type { TubePolicy } from '../../shared/policy.js';
 import { parsePolicy } from '../common/policy-schema.js';
+import { isObject, parseJsonObject } from '../common/json-object.js';
 
 /** The policies a file sets, by tube and by Gearman function name. */
 export interface PolicyFile {
@@ -26,15 +27,7 @@ const MAX_FILE_BYTES = 4 * 1024 * 1024;
 const MAX_FUNCTION_NAME = 512;
 
 export function parsePolicyFile(text: string): PolicyFile {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (err) {
-    throw new PolicyFileError(`not JSON: ${(err as Error).message}`);
-  }
-  if (!isObject(doc)) throw new PolicyFileError('want an object {"tubes": {...}, "functions": {...}}');
-  const extra = Object.keys(doc).filter((k) => k !== 'tubes' && k !== 'functions');
-  if (extra.length > 0) throw new PolicyFileError(`unknown key ${JSON.stringify(extra[0])} (only "tubes" and "functions")`);
+  const doc = parseJsonObject(text, ['tubes', 'functions'], '{"tubes": {...}, "functions": {...}}', '"tubes" and "functions"', (m) => new PolicyFileError(m));
   return {
     tubes: section(doc.tubes, 'tubes', isValidTubeName, 'a valid tube name'),
     functions: section(doc.functions, 'functions', (name) => name.length > 0 && name.length <= MAX_FUNCTION_NAME, `1-${MAX_FUNCTION_NAME} characters`),
@@ -65,6 +58,3 @@ function section(value: unknown, key: string, validName: (name: string) => boole
   return policies;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

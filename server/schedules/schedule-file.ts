@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { readJson, writeJsonAtomically } from '../common/json-file.js';
+import { readJsonAs, writeJsonAtomically } from '../common/json-file.js';
 import type { SchedulesState } from './memory-schedule-store.js';
 
 /** DIR/schedules.json with -b. Version 1: change FILE_VERSION (and read the old one) when the shape changes. */
@@ -45,16 +45,13 @@ const fileSchema = z.object({
 
 /** The saved schedules in `dir`, or null when none were saved. Throws when the file is damaged. */
 export function loadSchedules(dir: string): SchedulesState | null {
-  const file = path.join(dir, SCHEDULES_FILE);
-  const raw = readJson(file);
-  if (raw === null) return null;
-  const r = fileSchema.safeParse(raw);
-  if (!r.success) throw new Error(`${file}: not a schedules file this version reads: ${r.error.issues[0]?.message ?? ''}`);
+  const data = readJsonAs(path.join(dir, SCHEDULES_FILE), fileSchema, 'a schedules file');
+  if (data === null) return null;
   return {
-    nextId: r.data.nextId,
+    nextId: data.nextId,
     // Bodies are saved as base64 whatever their encoding: bytes survive exactly.
-    schedules: r.data.schedules.map((s) => ({ ...s, body: Buffer.from(s.body, 'base64') })),
-    runs: r.data.runs,
+    schedules: data.schedules.map((s) => ({ ...s, body: Buffer.from(s.body, 'base64') })),
+    runs: data.runs,
   };
 }
 

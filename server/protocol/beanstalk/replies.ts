@@ -36,26 +36,24 @@ export const WORD = {
   OK: Buffer.from('OK '),
 } as const;
 
+/**
+ * The protocol word for each engine failure: a table, so that a new FailureCode does not compile
+ * until it has its word.
+ */
+const FAILURE_REPLY: Readonly<Record<FailureCode, Buffer>> = {
+  NOT_FOUND: REPLY.NOT_FOUND,
+  DRAINING: REPLY.DRAINING,
+  OUT_OF_MEMORY: REPLY.OUT_OF_MEMORY,
+  NOT_IGNORED: REPLY.NOT_IGNORED,
+  INTERNAL_ERROR: REPLY.INTERNAL_ERROR,
+  JOB_TOO_BIG: REPLY.JOB_TOO_BIG,
+  // No protocol command edits a job; to a client a held job is not found, as for delete.
+  JOB_RESERVED: REPLY.NOT_FOUND,
+  // beanstalkd's own word for "cannot take it now" (no beanstalkd put has a queue limit yet).
+  QUEUE_FULL: REPLY.OUT_OF_MEMORY,
+};
+
 /** The protocol word for an engine failure. */
 export function failureReply(code: FailureCode): Buffer {
-  switch (code) {
-    case 'NOT_FOUND':
-      return REPLY.NOT_FOUND;
-    case 'DRAINING':
-      return REPLY.DRAINING;
-    case 'OUT_OF_MEMORY':
-      return REPLY.OUT_OF_MEMORY;
-    case 'NOT_IGNORED':
-      return REPLY.NOT_IGNORED;
-    case 'INTERNAL_ERROR':
-      return REPLY.INTERNAL_ERROR;
-    case 'JOB_TOO_BIG':
-      return REPLY.JOB_TOO_BIG;
-    case 'JOB_RESERVED':
-      // No protocol command edits a job; to a client a held job is not found, as for delete.
-      return REPLY.NOT_FOUND;
-    case 'QUEUE_FULL':
-      // beanstalkd's own word for "cannot take it now" (no beanstalkd put has a queue limit yet).
-      return REPLY.OUT_OF_MEMORY;
-  }
+  return FAILURE_REPLY[code];
 }

@@ -1,8 +1,19 @@
+/*
+ * The engine's records: a job, its tube and a session. They refer to one another (a job knows
+ * its tube, a tube its waiting sessions, a session its tubes and reserved jobs), so they live in
+ * one file rather than three files that import each other in a circle. The lists and heaps they
+ * hold (JobList, ReadyQueue, IndexedHeap) are generic over their items and import none of them.
+ */
 import { BURY_CAUSES, type BuryCause } from '../../shared/bury-cause.js';
-import type { JobCounts } from '../common/job-counts.js';
+import type { JobBasics } from '../common/job-basics.js';
 import type { JobState } from '../../shared/dto.js';
-import type { Tube } from './tube.js';
-import { FAR, decodeCreated, encodeCreated } from './time-base.js';
+import { FAR, decodeCreated, encodeCreated, type TimeBase } from './time-base.js';
+import { IndexedHeap, setHeapIndex } from './heap.js';
+import { JobList } from './job-list.js';
+import { OrderedSet } from '../common/ordered-set.js';
+import { ReadyQueue } from './ready-queue.js';
+import type { Rotation } from './rotation.js';
+import type { TubeGate } from './tube-gate.js';
 import { bodyLengthOf, bodyOffsetOf, bodyView, type BodyHolder, type BodySlab } from './body-store.js';
 
 /** `Job.file` of a job that is never journaled (PutRequest.transient). */
@@ -315,14 +326,7 @@ export class Job implements BodyHolder {
  * A job as a binlog stores it and recovery hands it back: every field that survives a restart.
  * A reserved job's image says `ready` (a reservation does not outlive the server).
  */
-export interface JobImage extends JobCounts {
-  id: number;
-  tube: string;
-  state: JobState;
-  priority: number;
-  delayMs: number;
-  ttrMs: number;
-  createdAt: number;
+export interface JobImage extends JobBasics {
   /** Epoch ms when a delayed job becomes ready; 0 in other states. */
   deadlineAt: number;
   buriedSeq: number;
@@ -331,17 +335,166 @@ export interface JobImage extends JobCounts {
   body: Buffer;
 }
 
-/** Ready order: priority, then id. */
-export function readyLess(a: Job, b: Job): boolean {
-  return a.rank < b.rank || (a.rank === b.rank && a.id < b.id);
-}
-
 /** Delayed and reserved order: deadline, then id. */
 export function deadlineLess(a: Job, b: Job): boolean {
   return a.deadlineAt < b.deadlineAt || (a.deadlineAt === b.deadlineAt && a.id < b.id);
 }
 
-export function setHeapIndex(job: Job, index: number): void {
-  job.heapIndex = index;
+let tubesMade = 0;
+
+/** A named queue: its ready queue, delay heap, buried FIFO and the sessions using or watching it. */
+export class Tube {
+  /** Tells apart two tubes of the same name, one removed and one made later. */
+  readonly serial = ++tubesMade;
+  readonly ready = new ReadyQueue<Job>();
+  readonly delayed = new IndexedHeap<Job>(deadlineLess, setHeapIndex);
+  /** Buried jobs, oldest first. */
+  readonly buried = new JobList<Job>();
+  /** Sessions blocked in reserve that watch this tube (narrow ones: see engine.ts, WIDE_SESSION_TUBES). */
+  readonly waiting = new OrderedSet<Session>();
+  /** Wide sessions that watch this tube, waiting or not, and whose turn is next among them. */
+  readonly wideWatchers = new OrderedSet<Session>();
+  wideCursor = 0;
+  /** In the engine's list of tubes to look at for waiting wide sessions. */
+  wideNewsQueued = false;
+
+  urgent = 0;
+  reserved = 0;
+  totalJobs = 0;
+  using = 0;
+  watching = 0;
+  cmdDelete = 0;
+  cmdPause = 0;
+  /** The dead-letter limit in force here: the tube's own setting, or the server's (0: off). */
+  deadLetterAfter = 0;
+  /** Length of the current pause in ms (0 when not paused) and when it ends (epoch ms). */
+  pauseMs = 0;
+  unpauseAt = 0;
+  /** The tube's flow policy and its live state (policy-gates.ts); null: no policy, no cost. */
+  gate: TubeGate | null = null;
+  /** The policy holds reserves back now (its concurrency cap is full or its rate spent). */
+  gated = false;
+
+  /**
+   * How many times a job entered or left each state here (ready, reserved, delayed, buried), so
+   * an observer that polls can tell which lists changed, even when their sizes did not.
+   */
+  readonly stateChanges: [number, number, number, number] = [0, 0, 0, 0];
+
+  /** Position in the engine's heap of tubes that have both waiters and ready jobs. */
+  awaitedIndex = -1;
+  /** Position in the engine's heap of paused tubes. */
+  pauseIndex = -1;
+  /** Position in the engine's heap of tubes holding delayed jobs. */
+  delayingIndex = -1;
+
+  constructor(
+    readonly name: string,
+    /** The engine's time base, which its jobs' times are relative to (Job). */
+    readonly timeBase: TimeBase,
+  ) {}
+
+  get paused(): boolean {
+    return this.pauseMs > 0;
+  }
+
+  /** No reserve may take a job from here now: paused, or held back by its policy. */
+  get closed(): boolean {
+    return this.pauseMs > 0 || this.gated;
+  }
+
+  /** Sessions blocked in reserve that watch this tube (stats-tube's current-waiting). */
+  get waitingSessions(): number {
+    let n = this.waiting.size;
+    for (const session of this.wideWatchers.values()) if (session.waiting) n++;
+    return n;
+  }
+
+  /** Jobs of every state that belong to this tube. */
+  get jobCount(): number {
+    return this.ready.size + this.delayed.size + this.buried.size + this.reserved;
+  }
+
+  /** Counts a job entering or leaving `state` (see stateChanges). */
+  touchState(state: JobState): void {
+    this.stateChanges[STATE_INDEX[state]]++;
+  }
+
+  firstBuried(): Job | undefined {
+    return this.buried.first();
+  }
 }
 
+/** Index of each state in `Tube.stateChanges`. */
+export const STATE_INDEX: Readonly<Record<JobState, 0 | 1 | 2 | 3>> = { ready: 0, reserved: 1, delayed: 2, buried: 3 };
+
+/** How the engine tells a session what it waited for. */
+export interface SessionDelegate {
+  /** A blocked reserve got this job. */
+  reserved(job: Job): void;
+  /** A blocked reserve ran out of time (or the peer half-closed). */
+  timedOut(): void;
+  /** A blocked reserve ends because a held job is about to run out of TTR. */
+  deadlineSoon(): void;
+  /**
+   * A session that asked to be woken (`Engine.sleep`) may now take a job: one is ready in a
+   * tube it watches. No job is reserved for it (Gearman's NOOP to a worker in PRE_SLEEP).
+   */
+  woken(): void;
+  /** An operator closes this connection (the dashboard): the front door drops it. */
+  disconnect?(): void;
+}
+
+/**
+ * One client of the engine (a protocol connection, later a Gearman worker): the tube it uses,
+ * the tubes it watches, the jobs it holds and whether it is blocked in reserve.
+ */
+export class Session {
+  used!: Tube;
+  readonly watched = new OrderedSet<Tube>();
+  /** Reserved jobs in reservation order (disconnect releases them in this order). */
+  readonly reservedJobs = new JobList<Job>();
+  /** The same jobs by TTR deadline. */
+  readonly reservedByDeadline = new IndexedHeap<Job>(deadlineLess, setHeapIndex);
+  waiting = false;
+  /** Watches more than WIDE_SESSION_TUBES tubes: listed by each as a wide watcher instead of joining their waiting lists (engine.ts). */
+  wide = false;
+  /** May watch no tube at all (a Gearman worker before its first CAN_DO). */
+  mayWatchNothing = false;
+  /** Null: a reserve takes the best job of all watched tubes; else the first of these with one (round robin). */
+  rotation: Rotation<Tube> | null = null;
+  /** Waiting only to be woken (`Engine.sleep`), not for a job. */
+  wakeOnly = false;
+  /**
+   * How long a reservation lasts, in ms, overriding the job's TTR: -1 uses the job's TTR,
+   * Infinity holds the job until the session lets it go or ends (Gearman's workers).
+   */
+  holdMs = -1;
+  /** When a blocked reserve gives up (epoch ms), or -1 to wait forever. */
+  waitUntil = -1;
+  /** When the engine must next look at this session (TTR, DEADLINE_SOON or reserve timeout); 0 for never. */
+  tickAt = 0;
+  tickIndex = -1;
+  isProducer = false;
+  isWorker = false;
+  /** Who the front door says this is (a peer address), for the dashboard's connection list. */
+  peer = '';
+  /** Who its client certificate says it is (subject CN, mutual TLS), for the dashboard; null: none. */
+  identity: string | null = null;
+  /** When it connected, and its last command and when (epoch ms; set by its front door). */
+  openedAt = 0;
+  lastCommandAt = 0;
+  lastCommand = '';
+  /** The peer will send nothing more: a blocking reserve times out at once. */
+  halfClosed = false;
+  closed = false;
+
+  constructor(
+    readonly id: number,
+    readonly delegate: SessionDelegate,
+  ) {}
+
+  soonestReserved(): Job | undefined {
+    return this.reservedByDeadline.peek();
+  }
+}
