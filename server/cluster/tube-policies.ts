@@ -106,10 +106,6 @@ export class ClusterPolicies {
     this.load().then(changed, (err: unknown) => this.log.warn({ err: (err as Error).message }, 'cluster: reading tube policies failed'));
   }
 
-  get(tube: string): TubePolicy | null {
-    return this.byTube.get(tube) ?? null;
-  }
-
   /** This node set `tube`'s policy (committed). */
   noteSet(tube: string, policy: TubePolicy | null): void {
     if (policy === null) this.byTube.delete(tube);

@@ -431,9 +431,8 @@ export class Engine {
     this.markWorker(session);
     const now = this.clock.now();
     if (this.deadlineSoon(session, now) && !this.anyWatchedReady(session)) return { kind: 'deadline-soon' };
-    // A pause that ran out before the scheduler's tick ends now; other waiters are served first.
-    this.tubeRegistry.endPauses(now, Number.POSITIVE_INFINITY);
-    this.gates.reopen(now, Number.POSITIVE_INFINITY);
+    // A pause or a rate hold that ran out before the scheduler's tick ends now; other waiters are served first.
+    for (const opening of this.openings) opening.open(now, Number.POSITIVE_INFINITY);
     const best = this.queues.bestReady(session, false);
     if (best !== undefined) {
       // protocol: beanstalkd always queues a reserving client as a waiter and takes it back
