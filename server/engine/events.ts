@@ -18,17 +18,26 @@ type Listener<T> = (payload: T) => void;
 /** A minimal typed emitter: the hot path pays one length check when nobody listens. */
 export class EngineEvents {
   private readonly listeners: { [K in keyof EngineEventMap]?: Listener<EngineEventMap[K]>[] } = {};
+  /**
+   * Listeners of all events together: `has` answers from it alone while nobody listens (a
+   * server without a dashboard), with no keyed load by the event's name, which is megamorphic.
+   */
+  private total = 0;
 
   on<K extends keyof EngineEventMap>(event: K, fn: Listener<EngineEventMap[K]>): () => void {
     const list = (this.listeners[event] ??= []) as Listener<EngineEventMap[K]>[];
     list.push(fn);
+    this.total++;
     return () => {
       const i = list.indexOf(fn);
-      if (i >= 0) list.splice(i, 1);
+      if (i < 0) return;
+      list.splice(i, 1);
+      this.total--;
     };
   }
 
   has(event: keyof EngineEventMap): boolean {
+    if (this.total === 0) return false;
     const list = this.listeners[event];
     return list !== undefined && list.length > 0;
   }

@@ -11,7 +11,6 @@
 import { HISTORY_KINDS, type HistoryActor, type HistoryKind, type JobEventDto } from '../../shared/history.js';
 
 export { HISTORY_KINDS, type HistoryKind };
-const KIND_CODE = Object.fromEntries(HISTORY_KINDS.map((k, i) => [k, i])) as Record<HistoryKind, number>;
 
 /** One event as it is read back (the API's shape). */
 export type HistoryEvent = JobEventDto;
@@ -55,7 +54,9 @@ export class JobHistory {
     const i = this.next;
     this.ids[i] = id;
     this.times[i] = at;
-    this.kinds[i] = KIND_CODE[kind];
+    // A scan of a dozen names, not an object keyed by them: a keyed load by a varying string is
+    // megamorphic, and this runs for every job's put, reserve and delete.
+    this.kinds[i] = HISTORY_KINDS.indexOf(kind);
     this.connections[i] = connection;
     this.peers[i] = peer;
     this.notes[i] = note;

@@ -36,6 +36,8 @@ export class JobIndex {
   private readonly pages = new Map<number, Page>();
   /** The highest page number made so far: the page the next ids go to. */
   private frontier = -1;
+  /** That page, kept at hand: a busy server's jobs are mostly on it (no Map lookup for them). */
+  private frontierPage: Page | undefined = undefined;
   private readonly sparse: Map<number, Job>[] = Array.from({ length: SHARDS }, () => new Map());
   private count = 0;
 
@@ -43,8 +45,13 @@ export class JobIndex {
     return this.count;
   }
 
+  /** The page of page number `pageNo`, if there is one. */
+  private pageOf(pageNo: number): Page | undefined {
+    return pageNo === this.frontier ? this.frontierPage : this.pages.get(pageNo);
+  }
+
   get(id: number): Job | undefined {
-    const page = this.pages.get(Math.floor(id / PAGE_SLOTS));
+    const page = this.pageOf(Math.floor(id / PAGE_SLOTS));
     // `& SLOT_MASK` takes the low bits of any integer id up to 2^53 (ToInt32 is modulo 2^32);
     // the id check turns away a number that is not an id (1.5 would find job 1's slot).
     if (page !== undefined) {
@@ -56,12 +63,13 @@ export class JobIndex {
 
   set(id: number, job: Job): void {
     const pageNo = Math.floor(id / PAGE_SLOTS);
-    let page = this.pages.get(pageNo);
+    let page = this.pageOf(pageNo);
     if (page === undefined && pageNo > this.frontier) {
       const passedNo = this.frontier;
-      const passed = this.pages.get(passedNo);
+      const passed = this.frontierPage;
       this.frontier = pageNo;
       page = { slots: new Array<Job | undefined>(PAGE_SLOTS), live: 0, retired: false };
+      this.frontierPage = page;
       this.pages.set(pageNo, page);
       if (passed !== undefined && passed.live < SPARSE_BELOW) this.retire(passed, passedNo);
     }
@@ -82,7 +90,7 @@ export class JobIndex {
 
   delete(id: number): boolean {
     const pageNo = Math.floor(id / PAGE_SLOTS);
-    const page = this.pages.get(pageNo);
+    const page = this.pageOf(pageNo);
     if (page === undefined) {
       const deleted = this.shardOf(id).delete(id);
       if (deleted) this.count--;

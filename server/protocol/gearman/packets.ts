@@ -5,7 +5,7 @@
  */
 /** Packet names by type (for the dashboard's "last command"). */
 export function packetName(type: number): string {
-  return PACKET_NAMES.get(type) ?? 'UNKNOWN';
+  return (type < PACKET_NAMES.length ? PACKET_NAMES[type] : undefined) ?? 'UNKNOWN';
 }
 
 export const PACKET = {
@@ -52,7 +52,11 @@ export const PACKET = {
   STATUS_RES_UNIQUE: 42,
 } as const;
 
-const PACKET_NAMES: ReadonlyMap<number, string> = new Map(Object.entries(PACKET).map(([name, type]) => [type, name]));
+/** Names indexed by type (an array: read once per packet, faster than a Map). */
+const PACKET_NAMES: readonly (string | undefined)[] = Object.entries(PACKET).reduce<(string | undefined)[]>((names, [name, type]) => {
+  names[type] = name;
+  return names;
+}, Array.from({ length: Math.max(...Object.values(PACKET)) + 1 }, () => undefined));
 
 export type PacketName = keyof typeof PACKET;
 
