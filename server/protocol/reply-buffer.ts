@@ -254,9 +254,11 @@ function crlfAt(buf: Buffer, at: number): void {
   buf[at + 1] = 10;
 }
 
+/** Digits of a non-negative integer: compared, not divided (this runs for every job handle and id). */
 function decimalLength(n: number): number {
-  let digits = 1;
-  for (let v = n; v >= 10; v = Math.floor(v / 10)) digits++;
+  if (n < 1e8) return n < 1e4 ? (n < 100 ? (n < 10 ? 1 : 2) : n < 1000 ? 3 : 4) : n < 1e6 ? (n < 1e5 ? 5 : 6) : n < 1e7 ? 7 : 8;
+  let digits = 9;
+  for (let v = Math.floor(n / 1e9); v >= 1; v = Math.floor(v / 10)) digits++;
   return digits;
 }
 
@@ -265,9 +267,16 @@ function writeDecimal(buf: Buffer, at: number, n: number): number {
   const end = at + decimalLength(n);
   let p = end;
   let v = n;
-  do {
+  // Small integer arithmetic below 2^31 (a division by 10 becomes a multiply); floats above.
+  while (v > 0x7fffffff) {
     buf[--p] = 48 + (v % 10);
     v = Math.floor(v / 10);
-  } while (v > 0);
+  }
+  let i = v | 0;
+  do {
+    const q = (i / 10) | 0;
+    buf[--p] = 48 + i - q * 10;
+    i = q;
+  } while (i > 0);
   return end;
 }

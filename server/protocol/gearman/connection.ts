@@ -11,7 +11,7 @@ import type { ConnectionAccess } from '../../acl/connection-access.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
 import type { PacketPart } from '../reply-buffer.js';
 import { runAdminCommand, type GearmanAdminContext } from './admin.js';
-import { encodePacket, packetName, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
+import { encodePacket, packetName, PACKET, REQUEST_ARGS as REQUEST_ARG_COUNTS, splitArgs } from './packets.js';
 import { GearmanParser, type GearmanFrameHandler, type Magic } from './parser.js';
 import { NOOP, NO_JOB, OPTION_EXCEPTIONS, errorPacket, type GearmanError } from './replies.js';
 
@@ -47,7 +47,7 @@ interface Submit {
   when: 'now' | 'epoch' | 'sched' | 'reduce';
 }
 
-const SUBMITS: Readonly<Record<number, Submit>> = {
+const SUBMIT_KINDS: Readonly<Record<number, Submit>> = {
   [PACKET.SUBMIT_JOB]: { priority: PRIORITY.normal, background: false, args: 3, when: 'now' },
   [PACKET.SUBMIT_JOB_BG]: { priority: PRIORITY.normal, background: true, args: 3, when: 'now' },
   [PACKET.SUBMIT_JOB_HIGH]: { priority: PRIORITY.high, background: false, args: 3, when: 'now' },
@@ -61,15 +61,31 @@ const SUBMITS: Readonly<Record<number, Submit>> = {
   [PACKET.SUBMIT_REDUCE_JOB_BACKGROUND]: { priority: PRIORITY.normal, background: true, args: 5, when: 'reduce' },
 };
 
-/** WORK_* packets a worker sends, and whether each ends the job. */
-const WORK_RESULTS: Readonly<Record<number, boolean>> = {
-  [PACKET.WORK_DATA]: false,
-  [PACKET.WORK_WARNING]: false,
-  [PACKET.WORK_STATUS]: false,
-  [PACKET.WORK_COMPLETE]: true,
-  [PACKET.WORK_FAIL]: true,
-  [PACKET.WORK_EXCEPTION]: true,
-};
+/** The submits by packet type (an array: read once per packet). */
+const SUBMITS: readonly (Submit | undefined)[] = byType(SUBMIT_KINDS);
+
+/** What a packet is to a job: not a WORK_* packet, news of a running job, or its final result. */
+const NOT_WORK = 0;
+const NEWS = 1;
+const FINAL = 2;
+/** WORK_* packets a worker sends, and whether each ends the job, by packet type. */
+const WORK_RESULTS: readonly number[] = Array.from(byType({
+  [PACKET.WORK_DATA]: NEWS,
+  [PACKET.WORK_WARNING]: NEWS,
+  [PACKET.WORK_STATUS]: NEWS,
+  [PACKET.WORK_COMPLETE]: FINAL,
+  [PACKET.WORK_FAIL]: FINAL,
+  [PACKET.WORK_EXCEPTION]: FINAL,
+}), (w) => w ?? NOT_WORK);
+/** Arguments of each request type, by packet type; -1: not a request. */
+const REQUEST_ARGS: readonly number[] = Array.from(byType(REQUEST_ARG_COUNTS), (n) => n ?? -1);
+
+/** A table keyed by packet type as an array indexed by it (the largest type is small). */
+function byType<T>(table: Readonly<Record<number, T>>): (T | undefined)[] {
+  const out: (T | undefined)[] = Array.from({ length: Math.max(...Object.keys(table).map(Number)) + 1 }, () => undefined);
+  for (const [type, value] of Object.entries(table)) out[Number(type)] = value;
+  return out;
+}
 
 let nextFd = 1;
 
@@ -126,27 +142,33 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   // ---- GearmanFrameHandler ---------------------------------------------------------------------
 
-  packet(magic: Magic, type: number, data: Buffer): void {
+  packet(magic: Magic, type: number, buf: Buffer, start: number, end: number): void {
     if (magic === 'RES') return this.sendError('INVALID_MAGIC');
     this.session.client.noteCommand(packetName(type), this.link.commandTime());
-    const count = REQUEST_ARGS[type];
+    const count = type < REQUEST_ARGS.length ? REQUEST_ARGS[type]! : -1;
+    const work = type < WORK_RESULTS.length ? WORK_RESULTS[type]! : NOT_WORK;
     // A worker that reports a job's result asks for its next job at once: its answers wait for that.
-    this.link.holdForInput(WORK_RESULTS[type] === true);
-    if (count === undefined) return this.sendError('INVALID_COMMAND');
-    // The packets of every job (submits and results) are read in place, without an array of
-    // views per packet; the rest are split into their arguments.
-    const submit = SUBMITS[type];
-    if (submit !== undefined) return this.submit(submit, data);
-    if (WORK_RESULTS[type] !== undefined && type !== PACKET.WORK_STATUS) {
-      const handleEnd = count === 1 ? data.length : data.indexOf(0);
+    this.link.holdForInput(work === FINAL);
+    if (count < 0) return this.sendError('INVALID_COMMAND');
+    // The packets of every job (submits, grabs and results) are read in place, without a view
+    // or an array of views per packet; the rest are split into their arguments.
+    const submit = type < SUBMITS.length ? SUBMITS[type] : undefined;
+    if (submit !== undefined) return this.submit(submit, buf, start, end);
+    if (work !== NOT_WORK && type !== PACKET.WORK_STATUS) {
+      const handleEnd = count === 1 ? end : nulAt(buf, start, end);
       if (handleEnd < 0) return this.sendError('INVALID_PACKET');
-      return this.workResult(type, data, handleEnd, null);
+      return this.workResult(type, work === FINAL, buf.subarray(start, end), handleEnd - start, null);
     }
+    if (type === PACKET.GRAB_JOB_UNIQ || type === PACKET.GRAB_JOB_ALL) {
+      // GRAB_JOB_ALL is answered with JOB_ASSIGN_UNIQ, as gearmand does when there is no reducer.
+      return this.link.settle(this.session.grab(), this.onGrabbedUniq);
+    }
+    const data = buf.subarray(start, end);
     const args = splitArgs(data, count);
     if (args === null) return this.sendError('INVALID_PACKET');
     switch (type) {
       case PACKET.WORK_STATUS:
-        return this.workResult(type, data, args[0]!.length, { numerator: args[1]!, denominator: args[2]! });
+        return this.workResult(type, false, data, args[0]!.length, { numerator: args[1]!, denominator: args[2]! });
       case PACKET.CAN_DO:
         return this.canDo(args[0]!, 0);
       case PACKET.CAN_DO_TIMEOUT:
@@ -160,10 +182,6 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
         return this.link.settle(this.session.sleep(), this.onSlept);
       case PACKET.GRAB_JOB:
         return this.link.settle(this.session.grab(), this.onGrabbed);
-      case PACKET.GRAB_JOB_UNIQ:
-      case PACKET.GRAB_JOB_ALL:
-        // GRAB_JOB_ALL is answered with JOB_ASSIGN_UNIQ, as gearmand does when there is no reducer.
-        return this.link.settle(this.session.grab(), this.onGrabbedUniq);
       case PACKET.GET_STATUS:
         return this.getStatus(args[0]!);
       case PACKET.GET_STATUS_UNIQUE:
@@ -239,7 +257,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       this.link.out.dataPacket(type, data);
       this.link.flushSoon();
     }
-    if (WORK_RESULTS[type] === true) this.session.answered(jobId);
+    if (type < WORK_RESULTS.length && WORK_RESULTS[type] === FINAL) this.session.answered(jobId);
   }
 
   failed(jobId: number): void {
@@ -263,30 +281,30 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   // ---- requests: parse, one call, one reply ----------------------------------------------------
 
-  /** A SUBMIT_JOB*: `function NUL unique NUL [time fields NUL] data`. */
-  private submit(kind: Submit, packetData: Buffer): void {
+  /** A SUBMIT_JOB*: `function NUL unique NUL [time fields NUL] data`, in buf[start, end). */
+  private submit(kind: Submit, buf: Buffer, start: number, end: number): void {
     let fnEnd: number;
     let unique: Buffer;
     let dataStart: number;
     let args: readonly Buffer[] | null = null;
     if (kind.when === 'now') {
-      fnEnd = packetData.indexOf(0);
-      const uniqueEnd = fnEnd < 0 ? -1 : packetData.indexOf(0, fnEnd + 1);
+      fnEnd = nulAt(buf, start, end);
+      const uniqueEnd = fnEnd < 0 ? -1 : nulAt(buf, fnEnd + 1, end);
       if (uniqueEnd < 0) return this.sendError('INVALID_PACKET');
-      unique = uniqueEnd === fnEnd + 1 ? NO_BODY : packetData.subarray(fnEnd + 1, uniqueEnd);
+      unique = uniqueEnd === fnEnd + 1 ? NO_BODY : buf.subarray(fnEnd + 1, uniqueEnd);
       dataStart = uniqueEnd + 1;
     } else {
-      args = splitArgs(packetData, kind.args);
+      args = splitArgs(buf.subarray(start, end), kind.args);
       if (args === null) return this.sendError('INVALID_PACKET');
-      fnEnd = args[0]!.length;
+      fnEnd = start + args[0]!.length;
       unique = args[1]!;
-      dataStart = packetData.length - args[kind.args - 1]!.length;
+      dataStart = end - args[kind.args - 1]!.length;
     }
     // gearmand takes an empty function name; Beanpole does not (a binlog record's tube name is
     // never empty, which is one of its checks against damage).
-    if (fnEnd === 0 || fnEnd > MAX_FUNCTION_BYTES) return this.sendError('BAD_FUNCTION');
+    if (fnEnd === start || fnEnd - start > MAX_FUNCTION_BYTES) return this.sendError('BAD_FUNCTION');
     if (unique.length > MAX_UNIQUE_BYTES) return this.sendError('BAD_UNIQUE');
-    if (packetData.length - dataStart > this.maxData) return this.sendError('TOO_LARGE');
+    if (end - dataStart > this.maxData) return this.sendError('TOO_LARGE');
     let delayMs = 0;
     if (args !== null && (kind.when === 'epoch' || kind.when === 'sched')) {
       const runAt = kind.when === 'epoch' ? epochMs(args[2]!) : cronMs(args.slice(2, 7), this.ops.now());
@@ -294,13 +312,13 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       // Whole milliseconds (never early): a job keeps its delay as a small integer (Job).
       delayMs = Math.max(0, Math.ceil(runAt - this.ops.now()));
     }
-    const fn = this.functionName(packetData, fnEnd);
+    const fn = this.functionName(buf, start, fnEnd);
     if (this.access !== null && !this.access.mayTouch(fn)) return this.sendError('PERMISSION_DENIED');
     const s = this.submission;
     s.fn = fn;
     s.unique = unique;
     // The job's body is `unique NUL data` (job-body.ts): for a plain submit, a view of the packet.
-    s.body = args === null ? packetData.subarray(fnEnd + 1) : jobBody(unique, args[kind.args - 1]!);
+    s.body = args === null ? buf.subarray(fnEnd + 1, end) : jobBody(unique, args[kind.args - 1]!);
     s.priority = kind.priority;
     s.background = kind.background;
     s.delayMs = delayMs;
@@ -312,11 +330,11 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
    * The function name of a submit as a string. A client submits to the same function again and
    * again, so the last one is kept: no new string per packet (nor a fresh hash for the tube lookup).
    */
-  private functionName(packet: Buffer, end: number): string {
+  private functionName(buf: Buffer, start: number, end: number): string {
     const last = this.lastFunction;
-    if (last !== null && last.bytes.length === end && startsWith(packet, last.bytes)) return last.name;
-    const name = packet.toString('latin1', 0, end);
-    this.lastFunction = { bytes: Buffer.from(packet.subarray(0, end)), name };
+    if (last !== null && last.bytes.length === end - start && bytesAt(buf, start, last.bytes)) return last.name;
+    const name = buf.toString('latin1', start, end);
+    this.lastFunction = { bytes: Buffer.from(buf.subarray(start, end)), name };
     return name;
   }
 
@@ -330,11 +348,11 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   }
 
   /** A WORK_* packet: `data` starts with the job's handle, which ends at `handleEnd`. */
-  private workResult(type: number, data: Buffer, handleEnd: number, status: WorkStatus | null): void {
+  private workResult(type: number, final: boolean, data: Buffer, handleEnd: number, status: WorkStatus | null): void {
     const id = this.registry.handles.idOf(data, 0, handleEnd);
     const notFound = type === PACKET.WORK_DATA || type === PACKET.WORK_WARNING ? this.onNoSuchJob : this.onJobNotFound;
     if (id === null) return notFound(false);
-    this.link.settle(this.session.report(id, type, data, status, WORK_RESULTS[type] === true), notFound);
+    this.link.settle(this.session.report(id, type, data, status, final), notFound);
   }
 
   private getStatus(handle: Buffer): void {
@@ -454,11 +472,20 @@ function statusFields(answer: JobStatus): (string | Buffer)[] {
   return [answer.known ? '1' : '0', answer.running ? '1' : '0', answer.status?.numerator ?? '0', answer.status?.denominator ?? '0'];
 }
 
-/** Whether `buf` starts with the bytes of `prefix` (a short name: a loop beats a native compare). */
-function startsWith(buf: Buffer, prefix: Buffer): boolean {
-  if (buf.length < prefix.length) return false;
-  for (let i = 0; i < prefix.length; i++) if (buf[i] !== prefix[i]) return false;
+/** Whether `buf` holds the bytes of `name` at `at` (a short name: a loop beats a native compare). */
+function bytesAt(buf: Buffer, at: number, name: Buffer): boolean {
+  if (buf.length - at < name.length) return false;
+  for (let i = 0; i < name.length; i++) if (buf[at + i] !== name[i]) return false;
   return true;
+}
+
+/**
+ * The first NUL in buf[from, end), or -1. A loop: what it passes over (a function name, a unique
+ * id, a handle) is short, and a native indexOf costs more to call than such a scan.
+ */
+function nulAt(buf: Buffer, from: number, end: number): number {
+  for (let i = from; i < end; i++) if (buf[i] === 0) return i;
+  return -1;
 }
 
 /** SUBMIT_JOB_EPOCH's time: decimal seconds since the epoch, in ms; null when it does not parse. */

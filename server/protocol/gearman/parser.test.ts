@@ -6,7 +6,8 @@ import { GearmanParser, MAX_ADMIN_LINE, type GearmanFrameHandler, type Magic } f
 /** What the parser handed out, as comparable strings. */
 class Recorder implements GearmanFrameHandler {
   readonly events: string[] = [];
-  packet(magic: Magic, type: number, data: Buffer): void {
+  packet(magic: Magic, type: number, buf: Buffer, start: number, end: number): void {
+    const data = buf.subarray(start, end);
     this.events.push(`${magic} ${type} ${data.toString('hex')}`);
   }
   oversized(magic: Magic, type: number, size: number): void {

@@ -7,7 +7,7 @@
  *
  * Limits are checked before anything is buffered: a packet whose declared size is over
  * `maxDataBytes` is reported (`oversized`) and its data discarded as it arrives, and an admin
- * line longer than MAX_ADMIN_LINE is discarded up to its end. Data is handed out as a view of
+ * line longer than MAX_ADMIN_LINE is discarded up to its end. Data is handed out as a range of
  * the caller's chunk when it arrived whole (valid only during the callback) and as a buffer
  * assembled here otherwise (`owned`).
  */
@@ -24,8 +24,11 @@ const EAGER_BYTES = 64 * 1024;
 export type Magic = 'REQ' | 'RES';
 
 export interface GearmanFrameHandler {
-  /** A whole packet; `data` is valid only during the call unless `owned`. */
-  packet(magic: Magic, type: number, data: Buffer, owned: boolean): void;
+  /**
+   * A whole packet: its data is `buf[start, end)`, read in place (no view made per packet), and
+   * valid only during the call unless `owned`.
+   */
+  packet(magic: Magic, type: number, buf: Buffer, start: number, end: number, owned: boolean): void;
   /** A packet declared `size` data bytes, over the limit; its data is being discarded. */
   oversized(magic: Magic, type: number, size: number): void;
   /** The 4 bytes after a NUL were neither REQ nor RES: nothing more is parsed. */
@@ -128,8 +131,8 @@ export class GearmanParser extends PushParser {
       return chunk.length;
     }
     this.magic = header[at + 3] === 0x51 ? 'REQ' : 'RES';
-    this.type = header.readUInt32BE(at + 4);
-    const size = header.readUInt32BE(at + 8);
+    this.type = u32At(header, at + 4);
+    const size = u32At(header, at + 8);
     if (size > this.maxDataBytes) {
       this.skipLeft = size;
       this.mode = size === 0 ? 'start' : 'skip';
@@ -142,7 +145,7 @@ export class GearmanParser extends PushParser {
     this.mode = 'data';
     if (size === 0) {
       this.mode = 'start';
-      this.handler.packet(this.magic, this.type, EMPTY, false);
+      this.handler.packet(this.magic, this.type, EMPTY, 0, 0, false);
     }
     return end;
   }
@@ -153,7 +156,7 @@ export class GearmanParser extends PushParser {
       if (available >= this.dataLength) {
         const end = offset + this.dataLength;
         this.mode = 'start';
-        this.handler.packet(this.magic, this.type, chunk.subarray(offset, end), false);
+        this.handler.packet(this.magic, this.type, chunk, offset, end, false);
         return end;
       }
       // A large packet is not given its declared size up front (a header and one byte must
@@ -171,7 +174,7 @@ export class GearmanParser extends PushParser {
         const data = Buffer.concat(this.dataParts, this.dataLength);
         this.dataParts = null;
         this.mode = 'start';
-        this.handler.packet(this.magic, this.type, data, true);
+        this.handler.packet(this.magic, this.type, data, 0, data.length, true);
       }
       return offset + n;
     }
@@ -181,7 +184,7 @@ export class GearmanParser extends PushParser {
       const data = this.dataBuffer!;
       this.dataBuffer = null;
       this.mode = 'start';
-      this.handler.packet(this.magic, this.type, data, true);
+      this.handler.packet(this.magic, this.type, data, 0, data.length, true);
     }
     return offset + n;
   }
@@ -216,3 +219,8 @@ export class GearmanParser extends PushParser {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** A big-endian u32 by hand: Buffer's readUInt32BE is a call with checks, once per packet and field. */
+function u32At(buf: Buffer, at: number): number {
+  return ((buf[at]! << 24) | (buf[at + 1]! << 16) | (buf[at + 2]! << 8) | buf[at + 3]!) >>> 0;
+}
