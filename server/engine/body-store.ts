@@ -89,7 +89,7 @@ export class BodyStore {
     } else {
       slab = this.current;
       if (slab.buf.length - slab.used < n) slab = this.newSlab();
-      src.copy(slab.buf, slab.used);
+      slab.buf.set(src, slab.used); // TypedArray `set`: Buffer.copy adds checks and calls around it
       this.liveBytes += n;
     }
     holder.slab = slab;

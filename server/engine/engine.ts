@@ -430,7 +430,7 @@ export class Engine {
     if (session.waiting) this.waiting.stopWaiting(session); // only a wake-only wait can be in progress
     this.markWorker(session);
     const now = this.clock.now();
-    if (this.deadlineSoon(session, now) && !this.anyWatchedReady(session)) return { kind: 'deadline-soon' };
+    if (this.deadlineSoon(session, now) && !this.anyWatchedReady(session)) return DEADLINE_SOON;
     // A pause or a rate hold that ran out before the scheduler's tick ends now; other waiters are served first.
     for (const opening of this.openings) opening.open(now, Number.POSITIVE_INFINITY);
     const best = this.queues.bestReady(session, false);
@@ -446,10 +446,10 @@ export class Engine {
     }
     // protocol: a zero timeout still waits until the next tick, where a held job inside the
     // DEADLINE_SOON margin wins over TIMED_OUT (possible here when only paused tubes are ready).
-    if (timeoutMs === 0 && this.deadlineSoon(session, now)) return { kind: 'deadline-soon' };
-    if (timeoutMs === 0 || session.halfClosed) return { kind: 'timed-out' };
+    if (timeoutMs === 0 && this.deadlineSoon(session, now)) return DEADLINE_SOON;
+    if (timeoutMs === 0 || session.halfClosed) return TIMED_OUT;
     this.waiting.startWaiting(session, timeoutMs === null ? -1 : now + timeoutMs);
-    return { kind: 'waiting' };
+    return WAITING;
   }
 
   /** The peer half-closed: a blocked reserve gives up now, later ones at once. */
@@ -892,3 +892,8 @@ export class Engine {
 
 export { Session, Tube, Job };
 export type { SessionDelegate, JobUpdate, JobWatcher };
+
+// The outcomes without a job, made once: a worker that polls an empty queue (Gearman's GRAB_JOB) allocates nothing.
+const DEADLINE_SOON: ReserveOutcome<Job> = Object.freeze({ kind: 'deadline-soon' });
+const TIMED_OUT: ReserveOutcome<Job> = Object.freeze({ kind: 'timed-out' });
+const WAITING: ReserveOutcome<Job> = Object.freeze({ kind: 'waiting' });

@@ -12,6 +12,18 @@ import { HISTORY_KINDS, type HistoryActor, type HistoryKind, type JobEventDto } 
 
 export { HISTORY_KINDS, type HistoryKind };
 
+const PUT = HISTORY_KINDS.indexOf('put');
+const RESERVE = HISTORY_KINDS.indexOf('reserve');
+const DELETE = HISTORY_KINDS.indexOf('delete');
+
+/**
+ * A kind's code in the ring. Compared, not looked up in an object keyed by the names (a keyed
+ * load by a varying string is megamorphic), the three of every job's life first.
+ */
+function kindCode(kind: HistoryKind): number {
+  return kind === 'put' ? PUT : kind === 'reserve' ? RESERVE : kind === 'delete' ? DELETE : HISTORY_KINDS.indexOf(kind);
+}
+
 /** One event as it is read back (the API's shape). */
 export type HistoryEvent = JobEventDto;
 
@@ -54,9 +66,7 @@ export class JobHistory {
     const i = this.next;
     this.ids[i] = id;
     this.times[i] = at;
-    // A scan of a dozen names, not an object keyed by them: a keyed load by a varying string is
-    // megamorphic, and this runs for every job's put, reserve and delete.
-    this.kinds[i] = HISTORY_KINDS.indexOf(kind);
+    this.kinds[i] = kindCode(kind);
     this.connections[i] = connection;
     this.peers[i] = peer;
     this.notes[i] = note;

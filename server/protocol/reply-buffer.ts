@@ -236,7 +236,9 @@ const SMALL_TEXT = 32;
 
 function copySmall(src: Buffer, start: number, end: number, dst: Buffer, at: number): void {
   if (end - start > SMALL_COPY) {
-    src.copy(dst, at, start, end);
+    // A plain Uint8Array view for TypedArray `set`: Buffer.copy makes the same view, after
+    // checks of its own, and a Buffer view (subarray) costs a constructor call more.
+    dst.set(new Uint8Array(src.buffer, src.byteOffset + start, end - start), at);
     return;
   }
   for (let i = start; i < end; i++) dst[at++] = src[i]!;
