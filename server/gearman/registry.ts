@@ -226,7 +226,8 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
   }
 
   maxQueue(fn: string): QueueLimits | undefined {
-    return this.limits.get(fn);
+    // Asked for every submit: no lookup while no function has a limit.
+    return this.limits.size === 0 ? undefined : this.limits.get(fn);
   }
 
   setMaxQueue(fn: string, limits: QueueLimits | null): void {
