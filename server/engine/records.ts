@@ -380,6 +380,8 @@ export class Tube {
   gate: TubeGate | null = null;
   /** The policy holds reserves back now (its concurrency cap is full or its rate spent). */
   gated = false;
+  /** Gone from the registry (unused): a later use of its name makes a new tube. */
+  removed = false;
 
   /**
    * How many times a job entered or left each state here (ready, reserved, delayed, buried), so

@@ -79,6 +79,7 @@ export class TubeRegistry {
   removeIfUnused(tube: Tube): void {
     if (tube.using > 0 || tube.watching > 0 || tube.jobCount > 0 || tube === this.defaultTube) return;
     this.byName.delete(tube.name);
+    tube.removed = true;
     this.order.delete(tube);
     if (tube.pauseIndex >= 0) this.paused.removeAt(tube.pauseIndex);
     this.gates.forget(tube);
