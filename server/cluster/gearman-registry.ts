@@ -44,8 +44,8 @@ export class ClusterGearmanRegistry implements GearmanRegistry {
   /** The submit's statement recorded it all. */
   created(): void {}
 
-  report(id: number, type: number, data: Buffer, status: WorkStatus | null, final: boolean): Promise<void> | undefined {
-    return this.gearman.relay(id, kindOf(type), type, data, status, final);
+  report(id: number, type: number, packet: Buffer, start: number, end: number, status: WorkStatus | null, final: boolean): Promise<void> | undefined {
+    return this.gearman.relay(id, kindOf(type), type, packet.subarray(start, end), status, final);
   }
 
   async jobStatus(id: number): Promise<JobStatus> {

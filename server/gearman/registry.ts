@@ -75,13 +75,14 @@ export interface GearmanRegistry {
   /** A job was made: remember its unique id, and whether a client waits on it (foreground). */
   created(id: number, fn: string, unique: Buffer, foreground: boolean): void;
   /**
-   * A worker's WORK_* packet for job `id` (`data` as it came, handle first): to every client
+   * A worker's WORK_* packet for job `id` (`packet[start, end)` as it came, handle first; valid
+   * only during the call, and made a Buffer of its own only when someone is told): to every client
    * waiting on it, on this node or another. WORK_STATUS also records `status`. Settles once the
    * packet is on its way to every one of them: only then may the door go on. A `final` packet
    * (the job's result) is followed by the job's delete at once; a registry may send it with the
    * delete, so that no client hears of the result while the job still shows as running.
    */
-  report(id: number, type: number, data: Buffer, status: WorkStatus | null, final: boolean): Pending<void>;
+  report(id: number, type: number, packet: Buffer, start: number, end: number, status: WorkStatus | null, final: boolean): Pending<void>;
   /** GET_STATUS's answer. */
   jobStatus(id: number): Pending<JobStatus>;
   /** GET_STATUS_UNIQUE's answer: the job of this unique id, whatever its function (the oldest, if several). */
@@ -170,13 +171,14 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
     this.watch(id);
   }
 
-  report(id: number, type: number, data: Buffer, status: WorkStatus | null): void {
+  report(id: number, type: number, packet: Buffer, start: number, end: number, status: WorkStatus | null): void {
     if (status !== null) {
       this.statusOf.set(id, { numerator: Buffer.from(status.numerator), denominator: Buffer.from(status.denominator) });
       this.watch(id);
     }
     // Watchers copy the packet into their replies during the call: `data` needs no copy.
-    if (this.ops.watcherCount(id) > 0) this.ops.report(id, { kind: kindOf(type), data });
+    // A background job's result goes to nobody: no view of the packet is made for it.
+    if (this.ops.watcherCount(id) > 0) this.ops.report(id, { kind: kindOf(type), data: packet.subarray(start, end) });
   }
 
   jobStatus(id: number): Pending<JobStatus> {

@@ -237,21 +237,22 @@ export class GearmanSession {
   }
 
   /**
-   * A WORK_* packet for job `id` (`data` as it came, handle first): sent on to every client
-   * waiting on it, in the order they arrive; after a `final` one the job goes. False when this
-   * worker does not hold the job. `data` and `status` are valid only during the call.
+   * A WORK_* packet for job `id` (`packet[start, end)` as it came, handle first): sent on to
+   * every client waiting on it, in the order they arrive; after a `final` one the job goes.
+   * False when this worker does not hold the job. The packet and `status` are valid only
+   * during the call.
    */
-  report(id: number, type: number, data: Buffer, status: WorkStatus | null, final: boolean): Pending<boolean> {
+  report(id: number, type: number, packet: Buffer, start: number, end: number, status: WorkStatus | null, final: boolean): Pending<boolean> {
     const held = this.client.holds(id);
-    if (!isPending(held)) return this.reportHeld(held, id, type, data, status, final);
-    const keptData = Buffer.from(data);
+    if (!isPending(held)) return this.reportHeld(held, id, type, packet, start, end, status, final);
+    const kept = Buffer.from(packet.subarray(start, end));
     const keptStatus = status === null ? null : { numerator: Buffer.from(status.numerator), denominator: Buffer.from(status.denominator) };
-    return held.then((h) => this.reportHeld(h, id, type, keptData, keptStatus, final));
+    return held.then((h) => this.reportHeld(h, id, type, kept, 0, kept.length, keptStatus, final));
   }
 
-  private reportHeld(held: boolean, id: number, type: number, data: Buffer, status: WorkStatus | null, final: boolean): Pending<boolean> {
+  private reportHeld(held: boolean, id: number, type: number, packet: Buffer, start: number, end: number, status: WorkStatus | null, final: boolean): Pending<boolean> {
     if (!held) return false;
-    const reported = this.registry.report(id, type, data, status, final);
+    const reported = this.registry.report(id, type, packet, start, end, status, final);
     if (!final) return true;
     // The job goes once its result is on its way to every waiting client (in a cluster, a
     // statement: the delete must not overtake it).

@@ -157,7 +157,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     if (work !== NOT_WORK && type !== PACKET.WORK_STATUS) {
       const handleEnd = count === 1 ? end : nulAt(buf, start, end);
       if (handleEnd < 0) return this.sendError('INVALID_PACKET');
-      return this.workResult(type, work === FINAL, buf.subarray(start, end), handleEnd - start, null);
+      return this.workResult(type, work === FINAL, buf, start, end, handleEnd, null);
     }
     if (type === PACKET.GRAB_JOB_UNIQ || type === PACKET.GRAB_JOB_ALL) {
       // GRAB_JOB_ALL is answered with JOB_ASSIGN_UNIQ, as gearmand does when there is no reducer.
@@ -168,7 +168,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     if (args === null) return this.sendError('INVALID_PACKET');
     switch (type) {
       case PACKET.WORK_STATUS:
-        return this.workResult(type, false, data, args[0]!.length, { numerator: args[1]!, denominator: args[2]! });
+        return this.workResult(type, false, data, 0, data.length, args[0]!.length, { numerator: args[1]!, denominator: args[2]! });
       case PACKET.CAN_DO:
         return this.canDo(args[0]!, 0);
       case PACKET.CAN_DO_TIMEOUT:
@@ -347,12 +347,12 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     this.link.settle(watched, this.onWatched);
   }
 
-  /** A WORK_* packet: `data` starts with the job's handle, which ends at `handleEnd`. */
-  private workResult(type: number, final: boolean, data: Buffer, handleEnd: number, status: WorkStatus | null): void {
-    const id = this.registry.handles.idOf(data, 0, handleEnd);
+  /** A WORK_* packet, buf[start, end): it starts with the job's handle, which ends at `handleEnd`. */
+  private workResult(type: number, final: boolean, buf: Buffer, start: number, end: number, handleEnd: number, status: WorkStatus | null): void {
+    const id = this.registry.handles.idOf(buf, start, handleEnd);
     const notFound = type === PACKET.WORK_DATA || type === PACKET.WORK_WARNING ? this.onNoSuchJob : this.onJobNotFound;
     if (id === null) return notFound(false);
-    this.link.settle(this.session.report(id, type, data, status, final), notFound);
+    this.link.settle(this.session.report(id, type, buf, start, end, status, final), notFound);
   }
 
   private getStatus(handle: Buffer): void {
