@@ -52,7 +52,9 @@ Options:
                       to measure what the job history costs)
   --node-floor        with --only one-connection: start a Node server that answers with fixed
                       replies and does no job work (bench/floor-server.ts) in Beanpole's place,
-                      to measure the floor of Node's socket path against beanstalkd
+                      to measure the floor of Node's socket path against beanstalkd; with
+                      --only gearman-...: a Node Gearman server doing the least job work
+                      gmbench checks (bench/gearman-floor-server.ts), against gearmand
   --quick             smoke run: 1 round, 1 s windows, 20000 fill jobs, a tenth of the Gearman
                       rows' jobs (as gmbench's compare-gm.sh --quick), pinned only
   --cpu-prof          write Beanpole's V8 CPU profiles to bench/results/profiles/
@@ -137,8 +139,8 @@ function parseCli(argv: string[]): CliOptions | 'help' {
     if (!SCENARIOS.some((s) => s.name === name)) throw new UsageError(`unknown scenario ${name}; known: ${SCENARIOS.map((s) => s.name).join(', ')}`);
   }
   const nodeFloor = values['node-floor'] === true;
-  if (nodeFloor && (only === null || only.some((name) => name !== 'one-connection'))) {
-    throw new UsageError('--node-floor answers only the one-connection load: use it with --only one-connection');
+  if (nodeFloor && (only === null || only.some((name) => name !== 'one-connection' && !name.startsWith('gearman-')))) {
+    throw new UsageError('--node-floor answers only the one-connection load and the Gearman scenarios: use it with --only one-connection or --only gearman-...');
   }
   return {
     only,
@@ -187,7 +189,7 @@ async function main(): Promise<number> {
   const machine = machineInfo();
   const hasBeanstalkd = beanstalkdPath() !== null;
   if (!hasBeanstalkd) log('note: beanstalkd is not on PATH: Beanpole runs alone');
-  if (cli.nodeFloor) log("note: --node-floor: the rows named beanpole are the fixed-reply floor server's (bench/floor-server.ts)");
+  if (cli.nodeFloor) log("note: --node-floor: the rows named beanpole are a floor server's (bench/floor-server.ts; for gearman-*, bench/gearman-floor-server.ts)");
   let scenarios = cli.only === null ? SCENARIOS : SCENARIOS.filter((s) => cli.only!.includes(s.name));
   const preNotes: string[] = [];
   let gmbenchPath: string | null = null;

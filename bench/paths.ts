@@ -19,6 +19,8 @@ export const REPO_ROOT = ((): string => {
 export const BEANPOLE_BIN = path.join(REPO_ROOT, 'bin', 'beanpole');
 /** The built floor server (bench/floor-server.ts), started in Beanpole's place by --node-floor. */
 export const FLOOR_SERVER_BIN = path.join(REPO_ROOT, 'dist', 'bench', 'floor-server.js');
+/** The built Gearman floor server (bench/gearman-floor-server.ts), started by --node-floor for the Gearman scenarios. */
+export const GEARMAN_FLOOR_SERVER_BIN = path.join(REPO_ROOT, 'dist', 'bench', 'gearman-floor-server.js');
 
 /** Results and profiles (gitignored). */
 export const RESULTS_DIR = path.join(REPO_ROOT, 'bench', 'results');

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { BEANPOLE_BIN, FLOOR_SERVER_BIN, findOnPath } from './paths.js';
+import { BEANPOLE_BIN, FLOOR_SERVER_BIN, GEARMAN_FLOOR_SERVER_BIN, findOnPath } from './paths.js';
 import { commandName, cpuSecondsOf, rssOf } from './procfs.js';
 import { benchCertificates, spawnStunnel, stunnelConfig } from './tls.js';
 
@@ -33,7 +33,10 @@ export interface TargetOptions {
   gearman?: boolean;
   /** Beanpole only: more flags, after the harness's own. */
   extraArgs?: readonly string[];
-  /** Beanpole only: start the fixed-reply floor server (floor-server.ts) in its place (--node-floor). */
+  /**
+   * Beanpole only: start a floor server in its place (--node-floor): floor-server.ts (fixed
+   * replies) for the beanstalkd protocol, gearman-floor-server.ts for a Gearman scenario.
+   */
   nodeFloor?: boolean;
   /**
    * Serve TLS too (tls-* scenarios): Beanpole with --tls-cert, --tls-key and --tls-allow-plain
@@ -151,10 +154,10 @@ function serverArgv(
     if (bin === null) throw new Error('beanstalkd is not on PATH');
     return { exe: bin, args: flags };
   }
-  if (opts.nodeFloor === true) return { exe: process.execPath, args: [FLOOR_SERVER_BIN, ...flags] };
+  const gearman = gearmanPort === null ? ['--no-gearman'] : ['--gearman-listen', HOST, '--gearman-port', String(gearmanPort)];
+  if (opts.nodeFloor === true) return { exe: process.execPath, args: [gearmanPort === null ? FLOOR_SERVER_BIN : GEARMAN_FLOOR_SERVER_BIN, ...flags, ...gearman] };
   const nodeFlags = opts.cpuProfile === null ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfile.dir, '--cpu-prof-name', opts.cpuProfile.name];
   const admin = adminPort === null ? ['--no-admin'] : ['--admin-listen', HOST, '--admin-port', String(adminPort)];
-  const gearman = gearmanPort === null ? ['--no-gearman'] : ['--gearman-listen', HOST, '--gearman-port', String(gearmanPort)];
   const certs = opts.tls === true ? benchCertificates() : null;
   const tls = certs === null ? [] : ['--tls-cert', certs.cert, '--tls-key', certs.key, '--tls-allow-plain'];
   return { exe: process.execPath, args: [...nodeFlags, BEANPOLE_BIN, ...flags, ...admin, ...gearman, ...tls, ...(opts.extraArgs ?? [])] };
