@@ -12,7 +12,7 @@
  * line). A body is a view that points into the caller's chunk unless `owned` is true (then it was
  * assembled here).
  */
-import { PushParser } from '../push-parser.js';
+import { CR, LF, PushParser } from '../push-parser.js';
 
 export const LINE_WINDOW = 224;
 
@@ -28,9 +28,6 @@ export interface FrameHandler {
 }
 
 type Mode = 'line' | 'overlong' | 'body' | 'skip';
-
-const CR = 13;
-const LF = 10;
 
 export class CommandParser extends PushParser {
   private mode: Mode = 'line';
