@@ -5,7 +5,7 @@ import type { Access } from './access.js';
 import { allTubes, bulkSelection, oneJob, oneTube, namedInPath } from './audit-targets.js';
 import { guardedRouter } from './guarded-router.js';
 import { z } from 'zod';
-import { API, type BulkResponse, type CountResponse } from '../../shared/api.js';
+import { API, type CountResponse } from '../../shared/api.js';
 import type { AdminConfigDto, NextJobDto, SearchPageDto } from '../../shared/dto.js';
 import { MAX_PAUSE_SECONDS, MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } from '../../shared/limits.js';
 import type { JobSnapshot, Operations, Result } from '../operations/operations.js';
@@ -14,7 +14,7 @@ import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.j
 import { ApiError, engineError, valueOf } from './errors.js';
 import { SERVER_MINUTES, type MinuteHistory } from './minute-history.js';
 import { TubeHealth } from './tube-health.js';
-import { MAX_PATTERN_LENGTH, Searches, actInSlices, type SearchFilter } from './search.js';
+import { MAX_BULK, MAX_PATTERN_LENGTH, Searches, actOnEach, type SearchFilter } from './search.js';
 import { abandonedSignal as abandoned, pageCursor, parseOrThrow as parse, queryFlag } from './validation.js';
 
 export interface RoutesContext {
@@ -28,7 +28,6 @@ export interface RoutesContext {
 
 const MAX_PAGE = 500;
 /** Most jobs one bulk action takes (ids given, or matches of a search). */
-const MAX_BULK = 1_000_000;
 /** TTR of a job put without one (the usual client default), ms. */
 export const DEFAULT_TTR_MS = 60_000;
 
@@ -429,15 +428,6 @@ export function apiRoutes(ctx: RoutesContext): Router {
     json,
     route(async (req, res) => {
       const r = parse(bulkSchema, req.body);
-      const signal = abandoned(res);
-      let ids = r.ids ?? [];
-      let complete = true;
-      let stillMatches: (id: number) => Promise<boolean> = () => Promise.resolve(true);
-      if (r.search !== undefined) {
-        ({ ids, complete, stillMatches } = await searches.all(searchFilter(r.search), MAX_BULK, signal));
-        // Nobody waits for the answer any more: a selection cut short is not acted on at all.
-        if (signal.aborted) return;
-      }
       const by = actorOf(req);
       const act =
         r.action === 'kick'
@@ -445,14 +435,12 @@ export function apiRoutes(ctx: RoutesContext): Router {
           : r.action === 'delete'
             ? (id: number) => ops.delete(id, by)
             : (id: number) => ops.editJob(id, { tube: r.to! }, by);
-      const count = await actInSlices(ids, async (id) => {
-        // A job edited or moved since the search found it is left alone; so is one already in the target tube.
-        if (!(await stillMatches(id))) return false;
-        if (r.action === 'move' && (await ops.job(id))?.tube === r.to) return false;
-        return (await act(id)).ok;
-      });
+      // A job already in the target tube is left alone (as one edited or moved since a search found it).
+      const actOn = async (id: number): Promise<boolean> => !(r.action === 'move' && (await ops.job(id))?.tube === r.to) && (await act(id)).ok;
+      const done = r.search === undefined ? await actOnEach(r.ids!, actOn) : await searches.actOnMatches(searchFilter(r.search), abandoned(res), actOn);
+      if (done === null) return;
       await changed();
-      res.json({ count, skipped: ids.length - count, complete } satisfies BulkResponse);
+      res.json(done);
     }),
   );
 
