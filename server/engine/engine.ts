@@ -530,7 +530,7 @@ export class Engine {
     if (typeof job === 'string') return fail(job);
     job.priority = priority;
     job.delayMs = delayMs;
-    job.releases++;
+    job.countRelease();
     const now = this.clock.now();
     this.history.record(id, now, 'release', session.id, session.peer);
     if (this.failures.strike(job)) this.failures.deadLetter(job, now, 'release');
@@ -743,7 +743,7 @@ export class Engine {
     // protocol: a reserved job expires once its deadline has passed (deadline < now, strictly).
     for (let job = session.soonestReserved(); job !== undefined && job.deadlineAt < now; job = session.soonestReserved()) {
       this.stats.jobTimeouts++;
-      job.timeouts++;
+      job.countTimeout();
       // Best effort, as for a disconnect: on disk the job is already ready (or, for the
       // dead-letter rule, comes back ready after a crash here and is buried at its next strike).
       const recorded = this.journalOf(job).canUpdate(1);
