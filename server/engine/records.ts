@@ -261,46 +261,51 @@ export class Job implements BodyHolder {
     return more.large;
   }
 
-  get timeouts(): number {
-    return this.more.timeouts;
-  }
+  // Each counter beside what changes it; only those methods write them (through `own`).
+
   get releases(): number {
     return this.more.releases;
   }
-  get buries(): number {
-    return this.more.buries;
-  }
-  get kicks(): number {
-    return this.more.kicks;
-  }
-  /** Releases plus timeouts since the job was put or last kicked: what the dead-letter rule counts. */
-  get strikes(): number {
-    return this.more.strikes;
-  }
-  /** Why it was last buried, as a BURY_CAUSES index (0 until it is buried). */
-  get buryCause(): number {
-    return this.more.buryCause;
-  }
-  /** Orders buried jobs across restarts: set from a counter each time the job is buried. */
-  get buriedSeq(): number {
-    return this.more.buriedSeq;
-  }
-
-  /** Counts a release (not its strike: see `strike`). */
+  /** Counts a release (its strike is counted by `strike`). */
   countRelease(): void {
     this.own().releases++;
   }
 
-  /** Counts a reservation that ran out (not its strike: see `strike`). */
+  get timeouts(): number {
+    return this.more.timeouts;
+  }
+  /** Counts a reservation that ran out (its strike is counted by `strike`). */
   countTimeout(): void {
     this.own().timeouts++;
   }
 
+  /** Releases plus timeouts since the job was put or last kicked: what the dead-letter rule counts. */
+  get strikes(): number {
+    return this.more.strikes;
+  }
   /** Counts a release or timeout against the dead-letter rule; returns the strikes so far. */
   strike(): number {
     return ++this.own().strikes;
   }
 
+  get kicks(): number {
+    return this.more.kicks;
+  }
+  /** The job was kicked: counted, and a fresh start under the dead-letter rule. */
+  kicked(): void {
+    const more = this.own();
+    more.kicks++;
+    more.strikes = 0;
+    more.buryCause = 0;
+  }
+
+  get buries(): number {
+    return this.more.buries;
+  }
+  /** Why it was last buried, as a BURY_CAUSES index (0 until it is buried, and again once kicked). */
+  get buryCause(): number {
+    return this.more.buryCause;
+  }
   /** The job was buried (`cause`, a BURY_CAUSES index), last of its tube's buried jobs as `seq` orders them. */
   buried(cause: number, seq: number): void {
     const more = this.own();
@@ -309,17 +314,13 @@ export class Job implements BodyHolder {
     more.buriedSeq = seq;
   }
 
+  /** Orders buried jobs across restarts: set from a counter each time the job is buried or moved while buried. */
+  get buriedSeq(): number {
+    return this.more.buriedSeq;
+  }
   /** The buried job went to the end of another tube's buried list (a move): `seq` orders it there. */
   reburied(seq: number): void {
     this.own().buriedSeq = seq;
-  }
-
-  /** The job was kicked: counted, and a fresh start under the dead-letter rule. */
-  kicked(): void {
-    const more = this.own();
-    more.kicks++;
-    more.strikes = 0;
-    more.buryCause = 0;
   }
 
   /** The name of the job's tube (a Gearman function). */
