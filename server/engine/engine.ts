@@ -165,9 +165,7 @@ export class Engine {
    * limit is buried at its next one.
    */
   setTubeSettings(name: string, settings: TubeSettings | null): Result<void> {
-    if (!this.journal.setTubeSettings(name, settings)) return fail('INTERNAL_ERROR');
-    this.tubeRegistry.applySettings(name, settings);
-    return ok(undefined);
+    return this.appliedOnceRecorded(this.journal.setTubeSettings(name, settings), () => this.tubeRegistry.applySettings(name, settings));
   }
 
   /** Recovery: a tube's settings record (its own settings and its policy). */
@@ -186,8 +184,13 @@ export class Engine {
    * lower cap takes no job back, it only holds the next reserves.
    */
   setTubePolicy(name: string, policy: TubePolicy | null): Result<void> {
-    if (!this.journal.setTubePolicy(name, policy)) return fail('INTERNAL_ERROR');
-    this.tubeRegistry.applyPolicy(name, policy);
+    return this.appliedOnceRecorded(this.journal.setTubePolicy(name, policy), () => this.tubeRegistry.applyPolicy(name, policy));
+  }
+
+  /** A tube change the journal must hold first (settings, policy): applied once `recorded`, else INTERNAL_ERROR and nothing changes. */
+  private appliedOnceRecorded(recorded: boolean, apply: () => void): Result<void> {
+    if (!recorded) return fail('INTERNAL_ERROR');
+    apply();
     return ok(undefined);
   }
 
