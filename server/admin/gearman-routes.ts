@@ -1,5 +1,4 @@
 import { actorOf } from './actor.js';
-import { afterChange } from '../operations/after-change.js';
 import express, { type Request, type Response, type Router } from 'express';
 import type { Access } from './access.js';
 import { bulkSelection, namedInPath } from './audit-targets.js';
@@ -92,18 +91,12 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, access: Access
     API.gearmanBulk,
     { role: 'operator', audit: { action: 'gearman.bulk', target: bulkSelection } },
     json,
-    route(async (req, res) => {
-      const r = parseOrThrow(bulkSchema, req.body);
-      // A running job is refused by the store (JOB_RESERVED) and counted as skipped.
-      const done =
-        r.handles !== undefined
-          ? await actOnEach(r.handles, async (handle) => (await view.cancel(handle, actorOf(req))).ok)
-          : await searches.actOnMatches(gearmanFilter(r.search!), abandoned(res), async (id) => (await ops.delete(id, actorOf(req))).ok);
-      if (done === null) return;
-      // Answered once the deletes are durable, as every change through the API is.
-      await afterChange(ops);
-      res.json(done);
-    }),
+    // A running job is refused by the store (JOB_RESERVED) and counted as skipped.
+    searches.bulkHandler(bulkSchema, (r, req, res) =>
+      r.handles !== undefined
+        ? actOnEach(r.handles, async (handle) => (await view.cancel(handle, actorOf(req))).ok)
+        : searches.actOnMatches(gearmanFilter(r.search!), abandoned(res), async (id) => (await ops.delete(id, actorOf(req))).ok),
+    ),
   );
 
   r.get(

@@ -426,8 +426,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     API.bulk,
     { role: 'operator', audit: { action: 'bulk', target: bulkSelection } },
     json,
-    route(async (req, res) => {
-      const r = parse(bulkSchema, req.body);
+    searches.bulkHandler(bulkSchema, (r, req, res) => {
       const by = actorOf(req);
       const act =
         r.action === 'kick'
@@ -437,10 +436,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
             : (id: number) => ops.editJob(id, { tube: r.to! }, by);
       // A job already in the target tube is left alone (as one edited or moved since a search found it).
       const actOn = async (id: number): Promise<boolean> => !(r.action === 'move' && (await ops.job(id))?.tube === r.to) && (await act(id)).ok;
-      const done = r.search === undefined ? await actOnEach(r.ids!, actOn) : await searches.actOnMatches(searchFilter(r.search), abandoned(res), actOn);
-      if (done === null) return;
-      await changed();
-      res.json(done);
+      return r.search === undefined ? actOnEach(r.ids!, actOn) : searches.actOnMatches(searchFilter(r.search), abandoned(res), actOn);
     }),
   );
 

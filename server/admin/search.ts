@@ -5,6 +5,7 @@ import { RE2JS } from 're2js';
 import type { JobScan, JobSnapshot, JobState, JobView, Operations } from '../operations/operations.js';
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
+import { afterChange } from '../operations/after-change.js';
 import { ApiError } from './errors.js';
 import { abandonedSignal, parseOrThrow } from './validation.js';
 
@@ -294,6 +295,21 @@ export class Searches {
       return job !== undefined && search.stillMatches(job, job.body);
     };
     return { ids, complete: search.finished, stillMatches };
+  }
+
+  /**
+   * The handler of a bulk action: `act` acts on the selection its body names (checked by
+   * `schema`: a list, or a search through actOnMatches) and answers how many it did, or null when
+   * the request was abandoned (then nothing is answered). The answer waits until the changes are
+   * durable, as every change through the API does.
+   */
+  bulkHandler<T>(schema: z.ZodType<T>, act: (body: T, req: Request, res: Response) => Promise<BulkResponse | null>): (req: Request, res: Response) => Promise<void> {
+    return async (req, res) => {
+      const done = await act(parseOrThrow(schema, req.body), req, res);
+      if (done === null) return;
+      await afterChange(this.ops);
+      res.json(done);
+    };
   }
 
   /**
