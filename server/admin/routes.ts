@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { API, type CountResponse } from '../../shared/api.js';
 import type { AdminConfigDto, NextJobDto, SearchPageDto } from '../../shared/dto.js';
 import { MAX_PAUSE_SECONDS, MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } from '../../shared/limits.js';
-import type { JobSnapshot, Operations, Result } from '../operations/operations.js';
+import type { JobSnapshot, Operations, Result, TubeCounts } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
 import { ApiError, engineError, valueOf } from './errors.js';
@@ -156,11 +156,12 @@ export function apiRoutes(ctx: RoutesContext): Router {
   const changed = (): Promise<void> => afterChange(ops);
   const tubeParam = (req: Request): string => parse(tubeName, String(req.params.name));
   const noTube = (name: string): ApiError => new ApiError(404, 'NOT_FOUND', `no tube named ${name}`);
-  /** The tube named in the path, which must exist (checked before the rest of the request). */
-  const existingTube = async (req: Request): Promise<string> => {
+  /** The tube named in the path as it is now, which must exist (checked before the rest of the request). */
+  const existingTube = async (req: Request): Promise<TubeCounts> => {
     const name = tubeParam(req);
-    if ((await ops.tube(name)) === undefined) throw noTube(name);
-    return name;
+    const tube = await ops.tube(name);
+    if (tube === undefined) throw noTube(name);
+    return tube;
   };
   const decodeBody = (text: string, encoding: 'utf8' | 'base64'): Buffer => {
     if (encoding === 'base64' && !isBase64(text)) throw new ApiError(400, 'BAD_REQUEST', 'body: not base64');
@@ -182,7 +183,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
   // its own request and calls the store.
   const countedChange = (act: (name: string, req: Request) => Promise<Result<number>>) =>
     route(async (req, res) => {
-      const count = valueOf(await act(await existingTube(req), req));
+      const count = valueOf(await act((await existingTube(req)).name, req));
       await changed();
       res.json({ count } satisfies CountResponse);
     });
@@ -204,19 +205,14 @@ export function apiRoutes(ctx: RoutesContext): Router {
   r.get(
     '/api/tubes/:name',
     'viewer',
-    route(async (req, res) => {
-      const name = tubeParam(req);
-      const tube = await ops.tube(name);
-      if (tube === undefined) throw noTube(String(req.params.name));
-      res.json(tubeDto(tube, ops.now()));
-    }),
+    route(async (req, res) => res.json(tubeDto(await existingTube(req), ops.now()))),
   );
 
   r.get(
     '/api/tubes/:name/jobs',
     'viewer',
     route(async (req, res) => {
-      const name = await existingTube(req);
+      const { name } = await existingTube(req);
       const q = parse(listQuery, req.query);
       const page = await ops.listJobs(name, q.state, q.limit, q.cursor ?? null);
       if (page === undefined) throw noTube(name);
