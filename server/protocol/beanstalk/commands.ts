@@ -198,7 +198,7 @@ function isDigit(code: number): boolean {
 /**
  * Where the number readers go on from: `readFrom` sets it, each number read moves it past that
  * number. They return plain numbers, no objects; one that fails sets `badNumber` (and returns 0),
- * and the ones after it fail too.
+ * and the line is bad whatever the readers after it find (`readFrom` clears it for the next).
  */
 let readEnd = 0;
 let badNumber = false;
@@ -208,38 +208,24 @@ function readFrom(at: number): void {
   badNumber = false;
 }
 
-/** Where the digits `scanDigits` found start and end. */
-let scanStart = 0;
-let scanEnd = 0;
+/** beanstalkd's read_u32: read_u64's digits, bad above 2^32-1. */
+function nextU32(): number {
+  const value = nextU64();
+  return value > MAX_U32 || value < 0 ? bad() : value; // -1: beyond safe integers
+}
 
-/** Spaces from readEnd, then digits (scanStart to scanEnd, none when equal): their value, exact up to 15 digits. */
-function scanDigits(): number {
+/** beanstalkd's read_u64: spaces, then at least one digit; no sign. Ids beyond JavaScript's safe integers come back as -1 (never a job). */
+function nextU64(): number {
   let i = readEnd;
   while (byteAt(i) === 32) i++;
-  scanStart = i;
+  const start = i;
   let value = 0;
   for (let c = byteAt(i); isDigit(c); c = byteAt(++i)) value = value * 10 + (c - 48);
-  scanEnd = i;
-  return value;
-}
-
-/** beanstalkd's read_u32: spaces, then at least one digit; no sign; bad above 2^32-1. */
-function nextU32(): number {
-  if (badNumber) return 0;
-  const value = scanDigits();
-  if (scanEnd === scanStart || value > MAX_U32) return bad();
-  readEnd = scanEnd;
-  return value;
-}
-
-/** beanstalkd's read_u64; ids beyond JavaScript's safe integers come back as -1 (never a job). */
-function nextU64(): number {
-  if (badNumber) return 0;
-  const value = scanDigits();
-  if (scanEnd === scanStart) return bad();
-  readEnd = scanEnd;
-  if (scanEnd - scanStart <= 15) return value;
-  const big = BigInt(text(scanStart, scanEnd));
+  if (i === start) return bad();
+  readEnd = i;
+  // Up to 15 digits the running value is exact; longer ones go through BigInt.
+  if (i - start <= 15) return value;
+  const big = BigInt(text(start, i));
   if (big > U64_MAX) return bad();
   return big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : -1;
 }
