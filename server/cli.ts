@@ -277,6 +277,10 @@ Cluster mode (several nodes sharing one PostgreSQL database):
                         (default: for ever)
 `;
 
+/** A long option that takes a value, and one that is a switch (parseArgs' configuration). */
+const TEXT = { type: 'string' } as const;
+const FLAG = { type: 'boolean' } as const;
+
 const OPTIONS = {
   'binlog-dir': { type: 'string', short: 'b' },
   'fsync-ms': { type: 'string', short: 'f' },
@@ -291,41 +295,52 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
   compact: { type: 'boolean', short: 'c' },
   'no-compact': { type: 'boolean', short: 'n' },
-  'max-job-bytes': { type: 'string' },
-  'dead-letter-after': { type: 'string' },
-  'history-events': { type: 'string' },
-  'automation-tick': { type: 'string' },
-  policies: { type: 'string' },
-  'admin-listen': { type: 'string' },
-  'admin-port': { type: 'string' },
-  'admin-token': { type: 'string' },
-  'admin-users': { type: 'string' },
-  'admin-allowed-hosts': { type: 'string' },
+  'max-job-bytes': TEXT,
+  'dead-letter-after': TEXT,
+  'history-events': TEXT,
+  'automation-tick': TEXT,
+  policies: TEXT,
+  'admin-listen': TEXT,
+  'admin-port': TEXT,
+  'admin-token': TEXT,
+  'admin-users': TEXT,
+  'admin-allowed-hosts': TEXT,
   'admin-attach': { type: 'string', multiple: true },
-  'admin-read-only': { type: 'boolean' },
-  'admin-base-path': { type: 'string' },
-  'no-admin': { type: 'boolean' },
-  'gearman-port': { type: 'string' },
-  'gearman-listen': { type: 'string' },
-  'gearman-max-size': { type: 'string' },
-  'no-gearman': { type: 'boolean' },
-  'gearman-round-robin': { type: 'boolean' },
-  'gearman-job-retries': { type: 'string' },
-  cluster: { type: 'string' },
-  'cluster-lease-ms': { type: 'string' },
-  'cluster-connect-timeout': { type: 'string' },
-  keepalive: { type: 'boolean' },
-  'keepalive-idle': { type: 'string' },
-  'keepalive-interval': { type: 'string' },
-  'keepalive-count': { type: 'string' },
-  'tls-cert': { type: 'string' },
-  acl: { type: 'string' },
-  'tls-key': { type: 'string' },
-  'tls-ca': { type: 'string' },
-  'tls-allow-plain': { type: 'boolean' },
-  'tls-handshake-timeout-ms': { type: 'string' },
-  'tls-max-handshakes': { type: 'string' },
+  'admin-read-only': FLAG,
+  'admin-base-path': TEXT,
+  'no-admin': FLAG,
+  'gearman-port': TEXT,
+  'gearman-listen': TEXT,
+  'gearman-max-size': TEXT,
+  'no-gearman': FLAG,
+  'gearman-round-robin': FLAG,
+  'gearman-job-retries': TEXT,
+  cluster: TEXT,
+  'cluster-lease-ms': TEXT,
+  'cluster-connect-timeout': TEXT,
+  keepalive: FLAG,
+  'keepalive-idle': TEXT,
+  'keepalive-interval': TEXT,
+  'keepalive-count': TEXT,
+  'tls-cert': TEXT,
+  acl: TEXT,
+  'tls-key': TEXT,
+  'tls-ca': TEXT,
+  'tls-allow-plain': FLAG,
+  'tls-handshake-timeout-ms': TEXT,
+  'tls-max-handshakes': TEXT,
 } as const;
+
+/** Every flag but help and version, which answer at once. */
+type FlagName = Exclude<keyof typeof OPTIONS, 'help' | 'version'>;
+/** Flags that set up the node's own binlog: a usage error with --cluster. */
+const LOCAL_STORE_FLAGS: ReadonlySet<string> = new Set<FlagName>(['binlog-dir', 'fsync-ms', 'no-fsync']);
+/** TLS flags that mean nothing without --tls-cert (tlsOptions names them). */
+const TLS_ONLY_FLAGS: ReadonlySet<string> = new Set<FlagName>(['tls-ca', 'tls-allow-plain', 'tls-handshake-timeout-ms', 'tls-max-handshakes']);
+
+function removedCompactFlag(flag: string): string {
+  return `-${flag.replace(/^-+/, '')} flag was removed. binlog is always compacted.`;
+}
 
 const U64_MAX = 18446744073709551615n;
 
@@ -396,6 +411,61 @@ export function parseCommandLine(
   let gearmanRoundRobin = false;
   let gearmanJobRetries = 0;
   const warnings: string[] = [];
+  // What each flag does with its value (`flag`: as written); help and version answer at once.
+  const FLAGS: Record<FlagName, (value: string, flag: string) => void> = {
+    'binlog-dir': (v) => (options.binlogDir = v),
+    'fsync-ms': (v) => (options.fsyncMs = integer(v, 'fsync interval', 0, 2 ** 31 - 1)),
+    'no-fsync': () => (options.fsyncMs = null),
+    cluster: (v) => (clusterUrl = postgresUrl(v, '--cluster')),
+    'cluster-lease-ms': (v) => (clusterLeaseMs = integer(v, 'cluster lease', 100, 3_600_000)),
+    'cluster-connect-timeout': (v) => (clusterConnectTimeoutMs = integer(v, 'cluster connect timeout', 0, 86_400) * 1000),
+    listen: (v) => (options.listen = v),
+    port: (v) => (options.port = integer(v, 'port', 0, 65535)),
+    user: (v) => (options.user = v),
+    'max-job-size': (v) => (options.maxJobSize = jobSize(v, 'maximum job size', warnings)),
+    'binlog-size': (v) => {
+      const size = parseSize(v);
+      if (size === null || size > BigInt(Number.MAX_SAFE_INTEGER)) throw new UsageError(`invalid size: ${v}`);
+      options.binlogSize = Number(size);
+    },
+    verbose: () => options.verbosity++,
+    compact: (_v, flag) => warnings.push(removedCompactFlag(flag)),
+    'no-compact': (_v, flag) => warnings.push(removedCompactFlag(flag)),
+    'max-job-bytes': (v) => (options.maxJobBytes = integer(v, 'memory budget', 0, Number.MAX_SAFE_INTEGER)),
+    'dead-letter-after': (v) => (options.deadLetterAfter = integer(v, 'dead-letter limit', 0, 2 ** 32 - 1)),
+    'history-events': (v) => (options.historyEvents = integer(v, 'history size', 0, MAX_HISTORY_EVENTS)),
+    'automation-tick': (v) => (options.automationTickMs = integer(v, 'automation tick', 10, 60_000)),
+    policies: (v) => (options.policies = { file: v, doc: policiesFrom(v) }),
+    'admin-listen': (v) => (admin.listen = v),
+    'admin-port': (v) => (admin.port = integer(v, 'admin port', 0, 65535)),
+    'admin-token': (v) => (admin.token = adminToken(v, '--admin-token')),
+    'admin-users': (v) => (admin.usersFile = v),
+    'admin-allowed-hosts': (v) => (admin.allowedHosts = hostList(v)),
+    'admin-attach': (v) => {
+      if (parseHostPort(v) === null) throw new UsageError(`--admin-attach wants HOST:PORT, not ${v}`);
+      admin.attach.push(v);
+    },
+    'admin-base-path': (v) => (admin.basePath = basePath(v)),
+    'admin-read-only': () => (admin.readOnly = true),
+    'no-admin': () => (noAdmin = true),
+    'gearman-port': (v) => (gearmanPort = integer(v, 'Gearman port', 0, 65535)),
+    'gearman-listen': (v) => (gearmanListen = v),
+    'gearman-max-size': (v) => (gearmanMaxSize = jobSize(v, 'maximum Gearman packet size', warnings)),
+    'no-gearman': () => (noGearman = true),
+    'gearman-round-robin': () => (gearmanRoundRobin = true),
+    'gearman-job-retries': (v) => (gearmanJobRetries = integer(v, 'Gearman job retries', 0, 2 ** 32 - 1)),
+    keepalive: () => keepAlive(),
+    'keepalive-idle': (v) => (keepAlive().idleSec = integer(v, 'keepalive idle time', 1, MAX_KEEPALIVE_SEC)),
+    'keepalive-interval': (v) => (keepAlive().intervalSec = integer(v, 'keepalive interval', 1, MAX_KEEPALIVE_SEC)),
+    'keepalive-count': (v) => (keepAlive().count = integer(v, 'keepalive probe count', 1, MAX_KEEPALIVE_COUNT)),
+    acl: (v) => (options.acl = { file: v, rules: aclFrom(v) }),
+    'tls-cert': (v, flag) => (tls.certFile = readableFile(v, flag)),
+    'tls-key': (v, flag) => (tls.keyFile = readableFile(v, flag)),
+    'tls-ca': (v, flag) => (tls.caFile = readableFile(v, flag)),
+    'tls-allow-plain': () => (tls.allowPlain = true),
+    'tls-handshake-timeout-ms': (v) => (tls.handshakeTimeoutMs = integer(v, 'TLS handshake timeout', 1, 3_600_000)),
+    'tls-max-handshakes': (v) => (tls.maxHandshakes = integer(v, 'TLS handshake limit', 1, 1_000_000)),
+  };
   try {
     for (const token of tokens) {
       if (token.kind !== 'option') throw new UsageError(`unknown argument: ${argv[token.index]}`);
@@ -403,157 +473,11 @@ export function parseCommandLine(
       const type = OPTIONS[token.name as keyof typeof OPTIONS].type;
       if (type === 'string' && token.value === undefined) throw new UsageError(`flag requires an argument: ${token.rawName}`);
       if (type === 'boolean' && token.value !== undefined) throw new UsageError(`flag takes no argument: ${token.rawName}`);
-      const value = token.value ?? '';
-      switch (token.name) {
-        case 'help':
-          return { kind: 'help' };
-        case 'version':
-          return { kind: 'version' };
-        case 'binlog-dir':
-          options.binlogDir = value;
-          localStoreFlag = token.rawName;
-          break;
-        case 'fsync-ms':
-          options.fsyncMs = integer(value, 'fsync interval', 0, 2 ** 31 - 1);
-          localStoreFlag = token.rawName;
-          break;
-        case 'no-fsync':
-          options.fsyncMs = null;
-          localStoreFlag = token.rawName;
-          break;
-        case 'cluster':
-          clusterUrl = postgresUrl(value, '--cluster');
-          break;
-        case 'cluster-lease-ms':
-          clusterLeaseMs = integer(value, 'cluster lease', 100, 3_600_000);
-          break;
-        case 'cluster-connect-timeout':
-          clusterConnectTimeoutMs = integer(value, 'cluster connect timeout', 0, 86_400) * 1000;
-          break;
-        case 'listen':
-          options.listen = value;
-          break;
-        case 'port':
-          options.port = integer(value, 'port', 0, 65535);
-          break;
-        case 'user':
-          options.user = value;
-          break;
-        case 'max-job-size':
-          options.maxJobSize = jobSize(value, 'maximum job size', warnings);
-          break;
-        case 'binlog-size': {
-          const size = parseSize(value);
-          if (size === null || size > BigInt(Number.MAX_SAFE_INTEGER)) throw new UsageError(`invalid size: ${value}`);
-          options.binlogSize = Number(size);
-          break;
-        }
-        case 'verbose':
-          options.verbosity++;
-          break;
-        case 'compact':
-        case 'no-compact':
-          warnings.push(`-${token.rawName.replace(/^-+/, '')} flag was removed. binlog is always compacted.`);
-          break;
-        case 'max-job-bytes':
-          options.maxJobBytes = integer(value, 'memory budget', 0, Number.MAX_SAFE_INTEGER);
-          break;
-        case 'dead-letter-after':
-          options.deadLetterAfter = integer(value, 'dead-letter limit', 0, 2 ** 32 - 1);
-          break;
-        case 'history-events':
-          options.historyEvents = integer(value, 'history size', 0, MAX_HISTORY_EVENTS);
-          break;
-        case 'automation-tick':
-          options.automationTickMs = integer(value, 'automation tick', 10, 60_000);
-          break;
-        case 'policies':
-          options.policies = { file: value, doc: policiesFrom(value) };
-          break;
-        case 'admin-listen':
-          admin.listen = value;
-          break;
-        case 'admin-port':
-          admin.port = integer(value, 'admin port', 0, 65535);
-          break;
-        case 'admin-token':
-          admin.token = adminToken(value, '--admin-token');
-          break;
-        case 'admin-users':
-          admin.usersFile = value;
-          break;
-        case 'admin-allowed-hosts':
-          admin.allowedHosts = hostList(value);
-          break;
-        case 'admin-attach':
-          if (parseHostPort(value) === null) throw new UsageError(`--admin-attach wants HOST:PORT, not ${value}`);
-          admin.attach.push(value);
-          break;
-        case 'admin-base-path':
-          admin.basePath = basePath(value);
-          break;
-        case 'admin-read-only':
-          admin.readOnly = true;
-          break;
-        case 'no-admin':
-          noAdmin = true;
-          break;
-        case 'gearman-port':
-          gearmanPort = integer(value, 'Gearman port', 0, 65535);
-          break;
-        case 'gearman-listen':
-          gearmanListen = value;
-          break;
-        case 'gearman-max-size':
-          gearmanMaxSize = jobSize(value, 'maximum Gearman packet size', warnings);
-          break;
-        case 'no-gearman':
-          noGearman = true;
-          break;
-        case 'gearman-round-robin':
-          gearmanRoundRobin = true;
-          break;
-        case 'gearman-job-retries':
-          gearmanJobRetries = integer(value, 'Gearman job retries', 0, 2 ** 32 - 1);
-          break;
-        case 'keepalive':
-          keepAlive();
-          break;
-        case 'keepalive-idle':
-          keepAlive().idleSec = integer(value, 'keepalive idle time', 1, MAX_KEEPALIVE_SEC);
-          break;
-        case 'keepalive-interval':
-          keepAlive().intervalSec = integer(value, 'keepalive interval', 1, MAX_KEEPALIVE_SEC);
-          break;
-        case 'keepalive-count':
-          keepAlive().count = integer(value, 'keepalive probe count', 1, MAX_KEEPALIVE_COUNT);
-          break;
-        case 'acl':
-          options.acl = { file: value, rules: aclFrom(value) };
-          break;
-        case 'tls-cert':
-          tls.certFile = readableFile(value, token.rawName);
-          break;
-        case 'tls-key':
-          tls.keyFile = readableFile(value, token.rawName);
-          break;
-        case 'tls-ca':
-          tls.caFile = readableFile(value, token.rawName);
-          tls.flags.push(token.rawName);
-          break;
-        case 'tls-allow-plain':
-          tls.allowPlain = true;
-          tls.flags.push(token.rawName);
-          break;
-        case 'tls-handshake-timeout-ms':
-          tls.handshakeTimeoutMs = integer(value, 'TLS handshake timeout', 1, 3_600_000);
-          tls.flags.push(token.rawName);
-          break;
-        case 'tls-max-handshakes':
-          tls.maxHandshakes = integer(value, 'TLS handshake limit', 1, 1_000_000);
-          tls.flags.push(token.rawName);
-          break;
-      }
+      if (token.name === 'help') return { kind: 'help' };
+      if (token.name === 'version') return { kind: 'version' };
+      FLAGS[token.name as FlagName](token.value ?? '', token.rawName);
+      if (LOCAL_STORE_FLAGS.has(token.name)) localStoreFlag = token.rawName;
+      if (TLS_ONLY_FLAGS.has(token.name)) tls.flags.push(token.rawName);
     }
     options.tls = tlsOptions(tls);
     if (clusterUrl === null && env.BEANPOLE_CLUSTER_URL) clusterUrl = postgresUrl(env.BEANPOLE_CLUSTER_URL, 'BEANPOLE_CLUSTER_URL');

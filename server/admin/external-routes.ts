@@ -48,6 +48,12 @@ export function externalRoutes(servers: ExternalServers, access: Access): Router
       res.status(204).end();
     });
   const tube = (req: Request): string => parse(tubeName, String(req.params.name));
+  // A change to one tube of an external server, as the JSON body (checked by `schema`) asks.
+  const tubeChange = <T>(schema: z.ZodType<T>, act: (s: ExternalServer, tube: string, body: T, res: Response) => Promise<void>) =>
+    route(async (req, res) => {
+      const body = parse(schema, req.body);
+      await act(server(req), tube(req), body, res);
+    });
 
   r.get(
     API.external,
@@ -98,28 +104,24 @@ export function externalRoutes(servers: ExternalServers, access: Access): Router
     '/api/external/:id/tubes/:name/jobs',
     { role: 'operator', audit: { action: 'external.put', target: externalThing } },
     json,
-    route(async (req, res) => {
-      const r = parse(putSchema, req.body);
-      const id = await server(req).put(tube(req), r.body, r.priority, r.delay, r.ttr);
-      res.status(201).json({ id });
+    tubeChange(putSchema, async (s, name, r, res) => {
+      res.status(201).json({ id: await s.put(name, r.body, r.priority, r.delay, r.ttr) });
     }),
   );
   r.post(
     '/api/external/:id/tubes/:name/kick',
     { role: 'operator', audit: { action: 'external.kick', target: externalThing } },
     json,
-    route(async (req, res) => {
-      const { bound } = parse(kickSchema, req.body);
-      res.json({ count: await server(req).kick(tube(req), bound) });
+    tubeChange(kickSchema, async (s, name, { bound }, res) => {
+      res.json({ count: await s.kick(name, bound) });
     }),
   );
   r.post(
     '/api/external/:id/tubes/:name/pause',
     { role: 'operator', audit: { action: 'external.pause', target: externalThing } },
     json,
-    route(async (req, res) => {
-      const { seconds } = parse(pauseSchema, req.body);
-      if (!(await server(req).pause(tube(req), seconds))) throw new ApiError(404, 'NOT_FOUND', 'no such tube there');
+    tubeChange(pauseSchema, async (s, name, { seconds }, res) => {
+      if (!(await s.pause(name, seconds))) throw new ApiError(404, 'NOT_FOUND', 'no such tube there');
       res.status(204).end();
     }),
   );

@@ -1,18 +1,17 @@
 import { actorOf } from './actor.js';
-import { afterChange } from '../operations/after-change.js';
 import express, { type Request, type Response, type Router } from 'express';
 import type { Access } from './access.js';
 import { bulkSelection, namedInPath } from './audit-targets.js';
 import { guardedRouter } from './guarded-router.js';
 import { z } from 'zod';
-import { API, type BulkResponse } from '../../shared/api.js';
+import { API } from '../../shared/api.js';
 import { GEARMAN_JOB_STATES, type GearmanJobState, type GearmanSearchPageDto } from '../../shared/dto.js';
 import type { JobState, Operations } from '../operations/operations.js';
 import { dataOf } from '../gearman/job-body.js';
 import type { GearmanView } from '../gearman/view.js';
 import { gearmanJobDto } from './dto.js';
 import { ApiError, engineError } from './errors.js';
-import { MAX_PATTERN_LENGTH, Searches, actInSlices, type SearchFilter } from './search.js';
+import { MAX_PATTERN_LENGTH, Searches, actOnEach, type SearchFilter } from './search.js';
 import { abandonedSignal as abandoned, pageCursor, parseOrThrow, queryFlag } from './validation.js';
 
 const MAX_PAGE = 500;
@@ -37,7 +36,6 @@ const searchQuery = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_PAGE).default(50),
   next: z.string().max(32).optional(),
 });
-const MAX_BULK = 1_000_000;
 const bulkSchema = z
   .strictObject({
     action: z.literal('delete'),
@@ -93,28 +91,12 @@ export function gearmanRoutes(view: GearmanView, ops: Operations, access: Access
     API.gearmanBulk,
     { role: 'operator', audit: { action: 'gearman.bulk', target: bulkSelection } },
     json,
-    route(async (req, res) => {
-      const r = parseOrThrow(bulkSchema, req.body);
-      const signal = abandoned(res);
-      let complete = true;
-      let count: number;
-      let total: number;
-      if (r.handles !== undefined) {
-        total = r.handles.length;
-        count = await actInSlices(r.handles, async (handle) => (await view.cancel(handle, actorOf(req))).ok);
-      } else {
-        const found = await searches.all(gearmanFilter(r.search!), MAX_BULK, signal);
-        if (signal.aborted) return; // nobody waits: a selection cut short is not acted on
-        complete = found.complete;
-        total = found.ids.length;
-        // A running job is refused by the store (JOB_RESERVED) and counted as skipped; one that no
-        // longer matches is left alone.
-        count = await actInSlices(found.ids, async (id) => (await found.stillMatches(id)) && (await ops.delete(id, actorOf(req))).ok);
-      }
-      // Answered once the deletes are durable, as every change through the API is.
-      await afterChange(ops);
-      res.json({ count, skipped: total - count, complete } satisfies BulkResponse);
-    }),
+    // A running job is refused by the store (JOB_RESERVED) and counted as skipped.
+    searches.bulkHandler(bulkSchema, (r, req, res) =>
+      r.handles !== undefined
+        ? actOnEach(r.handles, async (handle) => (await view.cancel(handle, actorOf(req))).ok)
+        : searches.actOnMatches(gearmanFilter(r.search!), abandoned(res), async (id) => (await ops.delete(id, actorOf(req))).ok),
+    ),
   );
 
   r.get(

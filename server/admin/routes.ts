@@ -5,16 +5,16 @@ import type { Access } from './access.js';
 import { allTubes, bulkSelection, oneJob, oneTube, namedInPath } from './audit-targets.js';
 import { guardedRouter } from './guarded-router.js';
 import { z } from 'zod';
-import { API, type BulkResponse, type CountResponse } from '../../shared/api.js';
+import { API, type CountResponse } from '../../shared/api.js';
 import type { AdminConfigDto, NextJobDto, SearchPageDto } from '../../shared/dto.js';
 import { MAX_PAUSE_SECONDS, MAX_TUBE_NAME_LENGTH, MAX_U32, isValidTubeName } from '../../shared/limits.js';
-import type { JobSnapshot, Operations, Result } from '../operations/operations.js';
+import type { JobSnapshot, Operations, Result, TubeCounts } from '../operations/operations.js';
 import type { ServerInfo } from '../server-info.js';
 import { connectionDto, jobDto, jobSummaryDto, statsDto, tubeDto } from './dto.js';
 import { ApiError, engineError, valueOf } from './errors.js';
 import { SERVER_MINUTES, type MinuteHistory } from './minute-history.js';
 import { TubeHealth } from './tube-health.js';
-import { MAX_PATTERN_LENGTH, Searches, actInSlices, type SearchFilter } from './search.js';
+import { MAX_BULK, MAX_PATTERN_LENGTH, Searches, actOnEach, type SearchFilter } from './search.js';
 import { abandonedSignal as abandoned, pageCursor, parseOrThrow as parse, queryFlag } from './validation.js';
 
 export interface RoutesContext {
@@ -28,7 +28,6 @@ export interface RoutesContext {
 
 const MAX_PAGE = 500;
 /** Most jobs one bulk action takes (ids given, or matches of a search). */
-const MAX_BULK = 1_000_000;
 /** TTR of a job put without one (the usual client default), ms. */
 export const DEFAULT_TTR_MS = 60_000;
 
@@ -157,11 +156,12 @@ export function apiRoutes(ctx: RoutesContext): Router {
   const changed = (): Promise<void> => afterChange(ops);
   const tubeParam = (req: Request): string => parse(tubeName, String(req.params.name));
   const noTube = (name: string): ApiError => new ApiError(404, 'NOT_FOUND', `no tube named ${name}`);
-  /** The tube named in the path, which must exist (checked before the rest of the request). */
-  const existingTube = async (req: Request): Promise<string> => {
+  /** The tube named in the path as it is now, which must exist (checked before the rest of the request). */
+  const existingTube = async (req: Request): Promise<TubeCounts> => {
     const name = tubeParam(req);
-    if ((await ops.tube(name)) === undefined) throw noTube(name);
-    return name;
+    const tube = await ops.tube(name);
+    if (tube === undefined) throw noTube(name);
+    return tube;
   };
   const decodeBody = (text: string, encoding: 'utf8' | 'base64'): Buffer => {
     if (encoding === 'base64' && !isBase64(text)) throw new ApiError(400, 'BAD_REQUEST', 'body: not base64');
@@ -183,7 +183,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
   // its own request and calls the store.
   const countedChange = (act: (name: string, req: Request) => Promise<Result<number>>) =>
     route(async (req, res) => {
-      const count = valueOf(await act(await existingTube(req), req));
+      const count = valueOf(await act((await existingTube(req)).name, req));
       await changed();
       res.json({ count } satisfies CountResponse);
     });
@@ -205,19 +205,14 @@ export function apiRoutes(ctx: RoutesContext): Router {
   r.get(
     '/api/tubes/:name',
     'viewer',
-    route(async (req, res) => {
-      const name = tubeParam(req);
-      const tube = await ops.tube(name);
-      if (tube === undefined) throw noTube(String(req.params.name));
-      res.json(tubeDto(tube, ops.now()));
-    }),
+    route(async (req, res) => res.json(tubeDto(await existingTube(req), ops.now()))),
   );
 
   r.get(
     '/api/tubes/:name/jobs',
     'viewer',
     route(async (req, res) => {
-      const name = await existingTube(req);
+      const { name } = await existingTube(req);
       const q = parse(listQuery, req.query);
       const page = await ops.listJobs(name, q.state, q.limit, q.cursor ?? null);
       if (page === undefined) throw noTube(name);
@@ -427,17 +422,7 @@ export function apiRoutes(ctx: RoutesContext): Router {
     API.bulk,
     { role: 'operator', audit: { action: 'bulk', target: bulkSelection } },
     json,
-    route(async (req, res) => {
-      const r = parse(bulkSchema, req.body);
-      const signal = abandoned(res);
-      let ids = r.ids ?? [];
-      let complete = true;
-      let stillMatches: (id: number) => Promise<boolean> = () => Promise.resolve(true);
-      if (r.search !== undefined) {
-        ({ ids, complete, stillMatches } = await searches.all(searchFilter(r.search), MAX_BULK, signal));
-        // Nobody waits for the answer any more: a selection cut short is not acted on at all.
-        if (signal.aborted) return;
-      }
+    searches.bulkHandler(bulkSchema, (r, req, res) => {
       const by = actorOf(req);
       const act =
         r.action === 'kick'
@@ -445,14 +430,9 @@ export function apiRoutes(ctx: RoutesContext): Router {
           : r.action === 'delete'
             ? (id: number) => ops.delete(id, by)
             : (id: number) => ops.editJob(id, { tube: r.to! }, by);
-      const count = await actInSlices(ids, async (id) => {
-        // A job edited or moved since the search found it is left alone; so is one already in the target tube.
-        if (!(await stillMatches(id))) return false;
-        if (r.action === 'move' && (await ops.job(id))?.tube === r.to) return false;
-        return (await act(id)).ok;
-      });
-      await changed();
-      res.json({ count, skipped: ids.length - count, complete } satisfies BulkResponse);
+      // A job already in the target tube is left alone (as one edited or moved since a search found it).
+      const actOn = async (id: number): Promise<boolean> => !(r.action === 'move' && (await ops.job(id))?.tube === r.to) && (await act(id)).ok;
+      return r.search === undefined ? actOnEach(r.ids!, actOn) : searches.actOnMatches(searchFilter(r.search), abandoned(res), actOn);
     }),
   );
 

@@ -1,9 +1,11 @@
+import type { BulkResponse } from '../../shared/api.js';
 import type { SearchMatchDto } from '../../shared/dto.js';
 import { randomBytes } from 'node:crypto';
 import { RE2JS } from 're2js';
 import type { JobScan, JobSnapshot, JobState, JobView, Operations } from '../operations/operations.js';
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
+import { afterChange } from '../operations/after-change.js';
 import { ApiError } from './errors.js';
 import { abandonedSignal, parseOrThrow } from './validation.js';
 
@@ -203,6 +205,15 @@ class Search {
 /** Jobs a bulk action changes per turn of the event loop (other clients are served between slices). */
 const BULK_SLICE = 1024;
 
+/** Most jobs one bulk action by search acts on. */
+export const MAX_BULK = 1_000_000;
+
+/** A bulk action on the items given: `act` on each (true: done), the rest counted as skipped. */
+export async function actOnEach<T>(items: readonly T[], act: (item: T) => Promise<boolean>): Promise<BulkResponse> {
+  const count = await actInSlices(items, act);
+  return { count, skipped: items.length - count, complete: true };
+}
+
 /** Runs `act` on each item, a slice per turn, as a large kick does; returns how many it did (true). */
 export async function actInSlices<T>(items: readonly T[], act: (item: T) => Promise<boolean>): Promise<number> {
   let count = 0;
@@ -284,6 +295,33 @@ export class Searches {
       return job !== undefined && search.stillMatches(job, job.body);
     };
     return { ids, complete: search.finished, stillMatches };
+  }
+
+  /**
+   * The handler of a bulk action: `act` acts on the selection its body names (checked by
+   * `schema`: a list, or a search through actOnMatches) and answers how many it did, or null when
+   * the request was abandoned (then nothing is answered). The answer waits until the changes are
+   * durable, as every change through the API does.
+   */
+  bulkHandler<T>(schema: z.ZodType<T>, act: (body: T, req: Request, res: Response) => Promise<BulkResponse | null>): (req: Request, res: Response) => Promise<void> {
+    return async (req, res) => {
+      const done = await act(parseOrThrow(schema, req.body), req, res);
+      if (done === null) return;
+      await afterChange(this.ops);
+      res.json(done);
+    };
+  }
+
+  /**
+   * A bulk action on every match of `filter` (up to MAX_BULK): `act` on each job that still
+   * matches right before (true: done), the rest counted as skipped. Null when the request was
+   * abandoned before the search ended: nobody waits, and a selection cut short is not acted on.
+   */
+  async actOnMatches(filter: SearchFilter, signal: AbortSignal, act: (id: number) => Promise<boolean>): Promise<BulkResponse | null> {
+    const found = await this.all(filter, MAX_BULK, signal);
+    if (signal.aborted) return null;
+    const count = await actInSlices(found.ids, async (id) => (await found.stillMatches(id)) && (await act(id)));
+    return { count, skipped: found.ids.length - count, complete: found.complete };
   }
 
   cancel(token: string): boolean {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { readJsonAs, writeJsonAtomically } from '../common/json-file.js';
+import { NUMBERED_ITEM, numberedFileFields, readJsonAs, writeJsonAtomically } from '../common/json-file.js';
 import { ALERT_CONDITIONS } from '../../shared/dto.js';
 import type { AlertRulesState } from './memory-alert-store.js';
 
@@ -9,12 +9,10 @@ export const ALERTS_FILE = 'alerts.json';
 const FILE_VERSION = 1;
 
 const fileSchema = z.object({
-  version: z.literal(FILE_VERSION),
-  nextId: z.number().int().min(1),
+  ...numberedFileFields(FILE_VERSION),
   rules: z.array(
     z.object({
-      id: z.number().int(),
-      name: z.string(),
+      ...NUMBERED_ITEM,
       condition: z.enum(ALERT_CONDITIONS),
       threshold: z.number(),
       forMs: z.number(),

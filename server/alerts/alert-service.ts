@@ -54,11 +54,11 @@ export class AlertService {
   }
 
   rules(): Pending<AlertRule[]> {
-    return this.store.rules();
+    return this.store.list();
   }
 
   rule(id: number): Pending<AlertRule | undefined> {
-    return this.store.rule(id);
+    return this.store.get(id);
   }
 
   create(fields: AlertRuleFields, now: number): Pending<AlertRule> {
@@ -90,7 +90,7 @@ export class AlertService {
   };
 
   async states(): Promise<AlertStates> {
-    const rules = await this.store.rules();
+    const rules = await this.store.list();
     const names = new Map(rules.map((r) => [r.id, r.name]));
     const active = (await this.store.active()).flatMap((a) => {
       const rule = names.get(a.ruleId);
@@ -100,7 +100,7 @@ export class AlertService {
   }
 
   async tick(now: number): Promise<void> {
-    const rules = (await this.store.rules()).filter((r) => r.enabled);
+    const rules = (await this.store.list()).filter((r) => r.enabled);
     // No rule, no reading of every tube's counts (in a cluster, a query per tick).
     if (rules.length === 0) return;
     // The states before the counts: a node then only clears (or starts) what another node

@@ -7,8 +7,10 @@ import type { ActiveAlert, AlertDelivery, AlertEvent, AlertRule, AlertRuleFields
  * start and each clear.
  */
 export interface AlertStore {
-  rules(): Pending<AlertRule[]>;
-  rule(id: number): Pending<AlertRule | undefined>;
+  /** Every rule, by id. */
+  list(): Pending<AlertRule[]>;
+  /** Rule `id`, or undefined. */
+  get(id: number): Pending<AlertRule | undefined>;
   create(fields: AlertRuleFields, now: number): Pending<AlertRule>;
   /** Replaces the fields; a rule disabled or changed forgets its tubes' states (no clear is sent). */
   update(id: number, fields: AlertRuleFields): Pending<AlertRule | undefined>;

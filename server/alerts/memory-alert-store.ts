@@ -31,11 +31,11 @@ export class MemoryAlertStore implements AlertStore {
     for (const r of initial?.rules ?? []) this.byId.set(r.id, r);
   }
 
-  rules(): AlertRule[] {
+  list(): AlertRule[] {
     return [...this.byId.values()].map((r) => ({ ...r }));
   }
 
-  rule(id: number): AlertRule | undefined {
+  get(id: number): AlertRule | undefined {
     const r = this.byId.get(id);
     return r === undefined ? undefined : { ...r };
   }

@@ -1,5 +1,6 @@
 import type { AlertStore } from '../alerts/alert-store.js';
 import { EVENTS_KEPT, type ActiveAlert, type AlertDelivery, type AlertEvent, type AlertRule, type AlertRuleFields } from '../alerts/rule.js';
+import type pg from 'pg';
 import { AutomationTableStore } from './automation-tables.js';
 
 interface RuleRow {
@@ -47,14 +48,9 @@ const ruleOf = (r: RuleRow): AlertRule => ({
 const fieldValues = (f: AlertRuleFields): unknown[] => [f.name, f.condition, f.threshold, f.forMs, f.tubes, f.webhookUrl, f.format, f.minIntervalMs, f.enabled];
 
 /** Alert rules shared by every node of a cluster; flipping a state row is the claim of a start or a clear. */
-export class AlertTableStore extends AutomationTableStore implements AlertStore {
-
-  rules(): Promise<AlertRule[]> {
-    return this.all('beanpole_alert_rules', ruleOf);
-  }
-
-  rule(id: number): Promise<AlertRule | undefined> {
-    return this.byId('beanpole_alert_rules', id, ruleOf);
+export class AlertTableStore extends AutomationTableStore<RuleRow, AlertRule> implements AlertStore {
+  constructor(pool: pg.Pool, ready: Promise<void>) {
+    super(pool, ready, 'beanpole_alert_rules', ruleOf);
   }
 
   async create(fields: AlertRuleFields, now: number): Promise<AlertRule> {

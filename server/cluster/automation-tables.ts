@@ -94,27 +94,32 @@ export async function createAutomationTables(pool: pg.Pool): Promise<void> {
   }
 }
 
-/** A store over the automation tables: every statement waits until they exist (`ready`). */
-export abstract class AutomationTableStore {
+/**
+ * A store over one automation table (`table`, its rows read as records by `of`): every statement
+ * waits until the tables exist (`ready`).
+ */
+export abstract class AutomationTableStore<R extends pg.QueryResultRow, T> {
   constructor(
     protected readonly pool: pg.Pool,
     private readonly ready: Promise<void>,
+    private readonly table: string,
+    private readonly of: (row: R) => T,
   ) {}
 
-  protected async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+  protected async query<Q extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<Q>> {
     await this.ready;
-    return this.pool.query<R>(text, values);
+    return this.pool.query<Q>(text, values);
   }
 
-  /** Every row of `table`, by id, as records. */
-  protected async all<R extends pg.QueryResultRow, T>(table: string, of: (row: R) => T): Promise<T[]> {
-    const { rows } = await this.query<R>(`SELECT * FROM ${table} ORDER BY id`);
-    return rows.map(of);
+  /** Every record, by id. */
+  async list(): Promise<T[]> {
+    const { rows } = await this.query<R>(`SELECT * FROM ${this.table} ORDER BY id`);
+    return rows.map(this.of);
   }
 
-  /** Row `id` of `table` as a record, or undefined. */
-  protected async byId<R extends pg.QueryResultRow, T>(table: string, id: number, of: (row: R) => T): Promise<T | undefined> {
-    const { rows } = await this.query<R>(`SELECT * FROM ${table} WHERE id = $1`, [id]);
-    return rows[0] === undefined ? undefined : of(rows[0]);
+  /** Record `id`, or undefined. */
+  async get(id: number): Promise<T | undefined> {
+    const { rows } = await this.query<R>(`SELECT * FROM ${this.table} WHERE id = $1`, [id]);
+    return rows[0] === undefined ? undefined : this.of(rows[0]);
   }
 }

@@ -1,5 +1,6 @@
 import { RUNS_KEPT, type RunKind, type Schedule, type ScheduleFields, type ScheduleRun } from '../schedules/schedule.js';
 import type { ScheduleStore } from '../schedules/schedule-store.js';
+import type pg from 'pg';
 import { AutomationTableStore } from './automation-tables.js';
 
 interface ScheduleRow {
@@ -51,14 +52,9 @@ const scheduleOf = (r: ScheduleRow): Schedule => ({
 const fieldValues = (f: ScheduleFields): unknown[] => [f.name, f.cron, f.timeZone, f.tube, f.body, f.encoding, f.priority, f.delayMs, f.ttrMs, f.paused, f.missed];
 
 /** Schedules shared by every node of a cluster; the runs' primary key is the slot's claim. */
-export class ScheduleTableStore extends AutomationTableStore implements ScheduleStore {
-
-  list(): Promise<Schedule[]> {
-    return this.all('beanpole_schedules', scheduleOf);
-  }
-
-  get(id: number): Promise<Schedule | undefined> {
-    return this.byId('beanpole_schedules', id, scheduleOf);
+export class ScheduleTableStore extends AutomationTableStore<ScheduleRow, Schedule> implements ScheduleStore {
+  constructor(pool: pg.Pool, ready: Promise<void>) {
+    super(pool, ready, 'beanpole_schedules', scheduleOf);
   }
 
   async create(fields: ScheduleFields, now: number): Promise<Schedule> {

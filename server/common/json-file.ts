@@ -1,5 +1,5 @@
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
-import type { z } from 'zod';
+import { z } from 'zod';
 
 /**
  * A small JSON file in the binlog directory, replaced whole: written to FILE.tmp, fsynced, then
@@ -42,3 +42,14 @@ export function readJsonAs<T>(file: string, schema: z.ZodType<T>, what: string):
   if (!r.success) throw new Error(`${file}: not ${what} this version reads: ${r.error.issues[0]?.message ?? ''}`);
   return r.data;
 }
+
+/**
+ * What a file of numbered things (alert rules, schedules) starts with: its format `version` and
+ * the next id to give. Each thing in it starts with NUMBERED_ITEM.
+ */
+export function numberedFileFields<V extends number>(version: V) {
+  return { version: z.literal(version), nextId: z.number().int().min(1) };
+}
+
+/** The fields every thing in a numbered file starts with. */
+export const NUMBERED_ITEM = { id: z.number().int(), name: z.string() };

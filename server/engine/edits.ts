@@ -72,7 +72,7 @@ export class JobEditor {
     if (moving) this.history.record(id, now, 'move', 0, '', oldTube.name, actor);
     if (from === 'buried') {
       if (moving) {
-        job.buriedSeq = this.queues.nextBuriedSeq();
+        job.reburied(this.queues.nextBuriedSeq());
         job.tube.buried.push(job);
         this.stats.buried++;
       }
@@ -120,11 +120,8 @@ export class JobEditor {
   private kickOne(job: Job, actor: HistoryActor | null): void {
     const from = job.state;
     this.queues.detach(job);
-    job.kicks++;
+    job.kicked();
     this.history.record(job.id, this.host.now(), 'kick', 0, '', '', actor);
-    // A kick gives the job a fresh start under the dead-letter rule.
-    job.strikes = 0;
-    job.buryCause = 0;
     this.queues.enqueueReady(job, from);
     this.host.journalOf(job).update(job);
   }

@@ -165,9 +165,7 @@ export class Engine {
    * limit is buried at its next one.
    */
   setTubeSettings(name: string, settings: TubeSettings | null): Result<void> {
-    if (!this.journal.setTubeSettings(name, settings)) return fail('INTERNAL_ERROR');
-    this.tubeRegistry.applySettings(name, settings);
-    return ok(undefined);
+    return this.appliedOnceRecorded(this.journal.setTubeSettings(name, settings), () => this.tubeRegistry.applySettings(name, settings));
   }
 
   /** Recovery: a tube's settings record (its own settings and its policy). */
@@ -186,8 +184,13 @@ export class Engine {
    * lower cap takes no job back, it only holds the next reserves.
    */
   setTubePolicy(name: string, policy: TubePolicy | null): Result<void> {
-    if (!this.journal.setTubePolicy(name, policy)) return fail('INTERNAL_ERROR');
-    this.tubeRegistry.applyPolicy(name, policy);
+    return this.appliedOnceRecorded(this.journal.setTubePolicy(name, policy), () => this.tubeRegistry.applyPolicy(name, policy));
+  }
+
+  /** A tube change the journal must hold first (settings, policy): applied once `recorded`, else INTERNAL_ERROR and nothing changes. */
+  private appliedOnceRecorded(recorded: boolean, apply: () => void): Result<void> {
+    if (!recorded) return fail('INTERNAL_ERROR');
+    apply();
     return ok(undefined);
   }
 
@@ -530,7 +533,7 @@ export class Engine {
     if (typeof job === 'string') return fail(job);
     job.priority = priority;
     job.delayMs = delayMs;
-    job.releases++;
+    job.countRelease();
     const now = this.clock.now();
     this.history.record(id, now, 'release', session.id, session.peer);
     if (this.failures.strike(job)) this.failures.deadLetter(job, now, 'release');
@@ -743,7 +746,7 @@ export class Engine {
     // protocol: a reserved job expires once its deadline has passed (deadline < now, strictly).
     for (let job = session.soonestReserved(); job !== undefined && job.deadlineAt < now; job = session.soonestReserved()) {
       this.stats.jobTimeouts++;
-      job.timeouts++;
+      job.countTimeout();
       // Best effort, as for a disconnect: on disk the job is already ready (or, for the
       // dead-letter rule, comes back ready after a crash here and is buried at its next strike).
       const recorded = this.journalOf(job).canUpdate(1);

@@ -29,9 +29,9 @@ export class FailureRules {
    * limit, so the job is to be buried instead of made ready.
    */
   strike(job: Job): boolean {
-    job.strikes++;
+    const strikes = job.strike();
     const limit = job.tube.deadLetterAfter;
-    return limit > 0 && job.strikes >= limit;
+    return limit > 0 && strikes >= limit;
   }
 
   /**

@@ -39,8 +39,7 @@ export class IndexedHeap<T> {
     const item = items[index]!;
     const last = items.pop()!;
     if (index < items.length) {
-      items[index] = last;
-      this.setIndex(last, index);
+      this.place(last, index);
       this.siftDown(index);
       this.siftUp(index);
     }
@@ -90,12 +89,10 @@ export class IndexedHeap<T> {
       const parent = (index - 1) >> 1;
       const p = items[parent]!;
       if (!this.less(item, p)) break;
-      items[index] = p;
-      this.setIndex(p, index);
+      this.place(p, index);
       index = parent;
     }
-    items[index] = item;
-    this.setIndex(item, index);
+    this.place(item, index);
   }
 
   private siftDown(index: number): void {
@@ -109,11 +106,15 @@ export class IndexedHeap<T> {
       const child = right < n && this.less(items[right]!, items[left]!) ? right : left;
       const c = items[child]!;
       if (!this.less(c, item)) break;
-      items[index] = c;
-      this.setIndex(c, index);
+      this.place(c, index);
       index = child;
     }
-    items[index] = item;
+    this.place(item, index);
+  }
+
+  /** Puts `item` at `index` and tells it so (both sifts, for each item they move). */
+  private place(item: T, index: number): void {
+    this.items[index] = item;
     this.setIndex(item, index);
   }
 }

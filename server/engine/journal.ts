@@ -34,16 +34,19 @@ export interface Journal {
   setTubePolicy(tube: string, policy: TubePolicy | null): boolean;
 }
 
+const recorded = (): boolean => true;
+const nothingToDo = (): void => undefined;
+
 /** No persistence: every write succeeds at once. */
 export const nullJournal: Journal = {
-  put: () => true,
-  canUpdate: () => true,
-  update: () => undefined,
-  delete: () => true,
-  canRewrite: () => true,
-  rewrite: () => undefined,
-  setTubeSettings: () => true,
-  setTubePolicy: () => true,
+  put: recorded,
+  canUpdate: recorded,
+  update: nothingToDo,
+  delete: recorded,
+  canRewrite: recorded,
+  rewrite: nothingToDo,
+  setTubeSettings: recorded,
+  setTubePolicy: recorded,
 };
 
 /**

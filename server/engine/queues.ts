@@ -71,11 +71,9 @@ export class JobQueues {
 
   /** Buries `job` (taken out of its place already) last in its tube's buried list. */
   bury(job: Job, from: JobState, cause: number): void {
-    job.buryCause = cause;
     job.state = 'buried';
     job.deadlineAt = 0;
-    job.buries++;
-    job.buriedSeq = this.nextBuriedSeq();
+    job.buried(cause, this.nextBuriedSeq());
     job.tube.buried.push(job);
     this.stats.buried++;
     this.changed(job, from);

@@ -35,14 +35,16 @@ export type { JobState };
  * the many released or buried jobs carry no boxed numbers.
  */
 class JobCounters {
-  timeouts = 0;
-  releases = 0;
-  buries = 0;
-  kicks = 0;
-  strikes = 0;
-  buryCause = 0;
-  buriedSeq = 0;
-  large: LargeValues | null = null;
+  constructor(
+    public timeouts = 0,
+    public releases = 0,
+    public buries = 0,
+    public kicks = 0,
+    public strikes = 0,
+    public buryCause = 0,
+    public buriedSeq = 0,
+    public large: LargeValues | null = null,
+  ) {}
 }
 
 /** Values too large (or too fine) for Job's small fields: durations in ms, times in epoch ms. */
@@ -240,14 +242,7 @@ export class Job implements BodyHolder {
   setCounters(c: Readonly<Pick<JobCounters, 'timeouts' | 'releases' | 'buries' | 'kicks' | 'strikes' | 'buryCause' | 'buriedSeq'>>): void {
     const none = c.timeouts === 0 && c.releases === 0 && c.buries === 0 && c.kicks === 0 && c.strikes === 0 && c.buryCause === 0 && c.buriedSeq === 0;
     if (none && this.more === UNCHANGED) return;
-    const more = this.own();
-    more.timeouts = c.timeouts;
-    more.releases = c.releases;
-    more.buries = c.buries;
-    more.kicks = c.kicks;
-    more.strikes = c.strikes;
-    more.buryCause = c.buryCause;
-    more.buriedSeq = c.buriedSeq;
+    this.more = new JobCounters(c.timeouts, c.releases, c.buries, c.kicks, c.strikes, c.buryCause, c.buriedSeq, this.more.large);
   }
 
   /** True while the job shares UNCHANGED (tests: recovery keeps the saving). */
@@ -266,50 +261,66 @@ export class Job implements BodyHolder {
     return more.large;
   }
 
-  get timeouts(): number {
-    return this.more.timeouts;
-  }
-  set timeouts(n: number) {
-    this.own().timeouts = n;
-  }
+  // Each counter beside what changes it; only those methods write them (through `own`).
+
   get releases(): number {
     return this.more.releases;
   }
-  set releases(n: number) {
-    this.own().releases = n;
+  /** Counts a release (its strike is counted by `strike`). */
+  countRelease(): void {
+    this.own().releases++;
   }
-  get buries(): number {
-    return this.more.buries;
+
+  get timeouts(): number {
+    return this.more.timeouts;
   }
-  set buries(n: number) {
-    this.own().buries = n;
+  /** Counts a reservation that ran out (its strike is counted by `strike`). */
+  countTimeout(): void {
+    this.own().timeouts++;
   }
-  get kicks(): number {
-    return this.more.kicks;
-  }
-  set kicks(n: number) {
-    this.own().kicks = n;
-  }
+
   /** Releases plus timeouts since the job was put or last kicked: what the dead-letter rule counts. */
   get strikes(): number {
     return this.more.strikes;
   }
-  set strikes(n: number) {
-    this.own().strikes = n;
+  /** Counts a release or timeout against the dead-letter rule; returns the strikes so far. */
+  strike(): number {
+    return ++this.own().strikes;
   }
-  /** Why it was last buried, as a BURY_CAUSES index (0 until it is buried). */
+
+  get kicks(): number {
+    return this.more.kicks;
+  }
+  /** The job was kicked: counted, and a fresh start under the dead-letter rule. */
+  kicked(): void {
+    const more = this.own();
+    more.kicks++;
+    more.strikes = 0;
+    more.buryCause = 0;
+  }
+
+  get buries(): number {
+    return this.more.buries;
+  }
+  /** Why it was last buried, as a BURY_CAUSES index (0 until it is buried, and again once kicked). */
   get buryCause(): number {
     return this.more.buryCause;
   }
-  set buryCause(n: number) {
-    this.own().buryCause = n;
+  /** The job was buried (`cause`, a BURY_CAUSES index), last of its tube's buried jobs as `seq` orders them. */
+  buried(cause: number, seq: number): void {
+    const more = this.own();
+    more.buryCause = cause;
+    more.buries++;
+    more.buriedSeq = seq;
   }
-  /** Orders buried jobs across restarts: set from a counter each time the job is buried. */
+
+  /** Orders buried jobs across restarts: set from a counter each time the job is buried or moved while buried. */
   get buriedSeq(): number {
     return this.more.buriedSeq;
   }
-  set buriedSeq(n: number) {
-    this.own().buriedSeq = n;
+  /** The buried job went to the end of another tube's buried list (a move): `seq` orders it there. */
+  reburied(seq: number): void {
+    this.own().buriedSeq = seq;
   }
 
   /** The name of the job's tube (a Gearman function). */

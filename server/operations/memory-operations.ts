@@ -640,6 +640,7 @@ export function jobSnapshot(job: Job, reservedBy: number): JobSnapshot {
 }
 
 function sessionView(session: Session): SessionView {
+  const held = [...session.reservedJobs.values()];
   return {
     id: session.id,
     peer: session.peer,
@@ -647,12 +648,12 @@ function sessionView(session: Session): SessionView {
     openedAt: session.openedAt,
     lastCommandAt: session.lastCommandAt,
     lastCommand: session.lastCommand,
-    holding: [...session.reservedJobs.values()].map((j) => ({ id: j.id, tube: j.tube.name, deadlineAt: j.deadlineAt })),
+    holding: held.map((j) => ({ id: j.id, tube: j.tube.name, deadlineAt: j.deadlineAt })),
     producer: session.isProducer,
     worker: session.isWorker,
     waiting: session.waiting,
     using: session.used.name,
     watching: session.watched.values().map((t) => t.name),
-    reserved: [...session.reservedJobs.values()].map((j) => j.id),
+    reserved: held.map((j) => j.id),
   };
 }

@@ -61,9 +61,10 @@ const JOB_FIXED = 84;
 const STATE_FIXED = 64;
 const DELETE_FIXED = 12;
 const TUBE_FIXED = 8;
-/** Version 1's fixed parts (see the layout above). */
-const JOB_FIXED_V1 = 80;
-const STATE_FIXED_V1 = 60;
+/** Version 1's fixed parts: version 2's without the strikes u32 (see the layout above). */
+const STRIKES_BYTES = 4;
+const JOB_FIXED_V1 = JOB_FIXED - STRIKES_BYTES;
+const STATE_FIXED_V1 = STATE_FIXED - STRIKES_BYTES;
 /** The top bit of a JOB record's fourth byte: a version 2 record, with strikes. */
 const JOB_V2_FLAG = 0x80;
 export const JOB_RECORD_FIXED_BYTES = RECORD_HEADER_BYTES + JOB_FIXED;
@@ -133,25 +134,31 @@ function seal(buf: Buffer, at: number, payloadBytes: number, salt: number): numb
   return RECORD_HEADER_BYTES + payloadBytes;
 }
 
-function writeCounters(buf: Buffer, at: number, img: JobFields): void {
-  buf.writeUInt32LE(img.reserves >>> 0, at);
-  buf.writeUInt32LE(img.timeouts >>> 0, at + 4);
-  buf.writeUInt32LE(img.releases >>> 0, at + 8);
-  buf.writeUInt32LE(img.buries >>> 0, at + 12);
-  buf.writeUInt32LE(img.kicks >>> 0, at + 16);
+/**
+ * What changes as a job moves between states, laid out alike in JOB and STATE records from `at`:
+ * deadlineAt f64 (0 unless delayed) | buriedSeq f64 | reserves, timeouts, releases, buries,
+ * kicks u32. The strikes come later, at an offset of each record's own.
+ */
+function writeProgress(buf: Buffer, at: number, img: JobFields, state: JobState): void {
+  buf.writeDoubleLE(state === 'delayed' ? img.deadlineAt : 0, at);
+  buf.writeDoubleLE(img.buriedSeq, at + 8);
+  buf.writeUInt32LE(img.reserves >>> 0, at + 16);
+  buf.writeUInt32LE(img.timeouts >>> 0, at + 20);
+  buf.writeUInt32LE(img.releases >>> 0, at + 24);
+  buf.writeUInt32LE(img.buries >>> 0, at + 28);
+  buf.writeUInt32LE(img.kicks >>> 0, at + 32);
 }
 
-/**
- * A job's counters as both JOB and STATE records hold them: five u32s from `at` in this order,
- * and the strikes at `strikesAt` (-1: a version-1 record, which has none).
- */
-function readCounters(buf: Buffer, at: number, strikesAt: number): JobCounts {
+/** What writeProgress wrote at `at`, with the strikes at `strikesAt` (-1: a version-1 record, which has none). */
+function readProgress(buf: Buffer, at: number, strikesAt: number): Pick<JobImage, 'deadlineAt' | 'buriedSeq'> & JobCounts {
   return {
-    reserves: buf.readUInt32LE(at),
-    timeouts: buf.readUInt32LE(at + 4),
-    releases: buf.readUInt32LE(at + 8),
-    buries: buf.readUInt32LE(at + 12),
-    kicks: buf.readUInt32LE(at + 16),
+    deadlineAt: buf.readDoubleLE(at),
+    buriedSeq: buf.readDoubleLE(at + 8),
+    reserves: buf.readUInt32LE(at + 16),
+    timeouts: buf.readUInt32LE(at + 20),
+    releases: buf.readUInt32LE(at + 24),
+    buries: buf.readUInt32LE(at + 28),
+    kicks: buf.readUInt32LE(at + 32),
     strikes: strikesAt < 0 ? 0 : buf.readUInt32LE(strikesAt),
   };
 }
@@ -193,9 +200,7 @@ function writeJobFields(buf: Buffer, p: number, img: JobFields, state: JobState,
   buf.writeDoubleLE(img.delayMs, p + 16);
   buf.writeDoubleLE(img.ttrMs, p + 24);
   buf.writeDoubleLE(img.createdAt, p + 32);
-  buf.writeDoubleLE(state === 'delayed' ? img.deadlineAt : 0, p + 40);
-  buf.writeDoubleLE(img.buriedSeq, p + 48);
-  writeCounters(buf, p + 56, img);
+  writeProgress(buf, p + 40, img, state);
   buf.writeUInt32LE(img.body.length, p + 76);
   buf.writeUInt32LE(img.strikes >>> 0, p + 80);
   // Tube names are ASCII (the protocol's character set), one byte per character.
@@ -212,9 +217,7 @@ export function encodeState(buf: Buffer, at: number, img: JobFields, state: JobS
   buf.writeUInt32LE(img.priority, p + 4);
   writeId(buf, img.id, p + 8);
   buf.writeDoubleLE(img.delayMs, p + 16);
-  buf.writeDoubleLE(state === 'delayed' ? img.deadlineAt : 0, p + 24);
-  buf.writeDoubleLE(img.buriedSeq, p + 32);
-  writeCounters(buf, p + 40, img);
+  writeProgress(buf, p + 24, img, state);
   buf.writeUInt32LE(img.strikes >>> 0, p + 60);
   return seal(buf, at, STATE_FIXED, salt);
 }
@@ -350,9 +353,7 @@ export function decodeRecord(buf: Buffer, at: number, size: number): DecodedReco
         state,
         priority: buf.readUInt32LE(p + 4),
         delayMs: buf.readDoubleLE(p + 16),
-        deadlineAt: buf.readDoubleLE(p + 24),
-        buriedSeq: buf.readDoubleLE(p + 32),
-        ...readCounters(buf, p + 40, v2 ? p + 60 : -1),
+        ...readProgress(buf, p + 24, v2 ? p + 60 : -1),
         buryCause,
       },
     };
@@ -378,9 +379,7 @@ export function decodeRecord(buf: Buffer, at: number, size: number): DecodedReco
       delayMs: buf.readDoubleLE(p + 16),
       ttrMs: buf.readDoubleLE(p + 24),
       createdAt: buf.readDoubleLE(p + 32),
-      deadlineAt: buf.readDoubleLE(p + 40),
-      buriedSeq: buf.readDoubleLE(p + 48),
-      ...readCounters(buf, p + 56, v2 ? p + 80 : -1),
+      ...readProgress(buf, p + 40, v2 ? p + 80 : -1),
       buryCause,
       body: Buffer.from(buf.subarray(bodyAt, end)),
     },

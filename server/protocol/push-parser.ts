@@ -3,6 +3,10 @@
  * the door's `step`, held while paused (a blocked reserve, an operation in flight, the output
  * limit), and never re-entered from a callback that resumes it.
  */
+/** The line-end bytes both wire formats look for. */
+export const CR = 13;
+export const LF = 10;
+
 export abstract class PushParser {
   /** Chunks not parsed yet (while paused), and the read offset into the first. */
   private readonly queue: Buffer[] = [];

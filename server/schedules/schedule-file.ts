@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { readJsonAs, writeJsonAtomically } from '../common/json-file.js';
+import { NUMBERED_ITEM, numberedFileFields, readJsonAs, writeJsonAtomically } from '../common/json-file.js';
 import type { SchedulesState } from './memory-schedule-store.js';
 
 /** DIR/schedules.json with -b. Version 1: change FILE_VERSION (and read the old one) when the shape changes. */
@@ -9,12 +9,10 @@ const FILE_VERSION = 1;
 
 const runKind = z.enum(['slot', 'catch-up', 'run-now']);
 const fileSchema = z.object({
-  version: z.literal(FILE_VERSION),
-  nextId: z.number().int().min(1),
+  ...numberedFileFields(FILE_VERSION),
   schedules: z.array(
     z.object({
-      id: z.number().int(),
-      name: z.string(),
+      ...NUMBERED_ITEM,
       cron: z.string(),
       timeZone: z.string(),
       tube: z.string(),

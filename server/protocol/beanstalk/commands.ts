@@ -117,8 +117,9 @@ function exact(op: NoArgOp): Command {
 }
 
 function withId(op: 'peek' | 'reserve-job' | 'delete' | 'kick-job' | 'touch' | 'stats-job', at: number): Command {
-  const id = readU64(at);
-  return id !== null && readEnd === lineLength ? { op, id } : BAD_FORMAT;
+  readFrom(at);
+  const id = nextU64();
+  return !badNumber && readEnd === lineLength ? { op, id } : BAD_FORMAT;
 }
 
 function withTube(op: 'stats-tube' | 'use' | 'watch' | 'ignore', at: number): Command {
@@ -127,34 +128,27 @@ function withTube(op: 'stats-tube' | 'use' | 'watch' | 'ignore', at: number): Co
   return isValidTubeName(tube) ? { op, tube } : BAD_FORMAT;
 }
 
+// The numbers of a put, release or bury line, read in order (an object literal's values are
+// evaluated left to right); any that does not parse makes the line BAD_FORMAT.
+
 function parsePut(): Command {
-  const pri = readU32(4);
-  if (pri === null) return BAD_FORMAT;
-  const delay = readU32(readEnd);
-  if (delay === null) return BAD_FORMAT;
-  const ttr = readU32(readEnd);
-  if (ttr === null) return BAD_FORMAT;
-  const bytes = readU32(readEnd);
-  if (bytes === null) return BAD_FORMAT;
-  return { op: 'put', pri, delay, ttr, bytes, trailingGarbage: readEnd !== lineLength };
+  readFrom(4);
+  const put: Command = { op: 'put', pri: nextU32(), delay: nextU32(), ttr: nextU32(), bytes: nextU32(), trailingGarbage: false };
+  if (badNumber) return BAD_FORMAT;
+  put.trailingGarbage = readEnd !== lineLength;
+  return put;
 }
 
 function parseRelease(): Command {
-  const id = readU64(8);
-  if (id === null) return BAD_FORMAT;
-  const pri = readU32(readEnd);
-  if (pri === null) return BAD_FORMAT;
-  const delay = readU32(readEnd);
-  if (delay === null || readEnd !== lineLength) return BAD_FORMAT;
-  return { op: 'release', id, pri, delay };
+  readFrom(8);
+  const release: Command = { op: 'release', id: nextU64(), pri: nextU32(), delay: nextU32() };
+  return badNumber || readEnd !== lineLength ? BAD_FORMAT : release;
 }
 
 function parseBury(): Command {
-  const id = readU64(5);
-  if (id === null) return BAD_FORMAT;
-  const pri = readU32(readEnd);
-  if (pri === null || readEnd !== lineLength) return BAD_FORMAT;
-  return { op: 'bury', id, pri };
+  readFrom(5);
+  const bury: Command = { op: 'bury', id: nextU64(), pri: nextU32() };
+  return badNumber || readEnd !== lineLength ? BAD_FORMAT : bury;
 }
 
 function parsePauseTube(): Command {
@@ -163,8 +157,9 @@ function parsePauseTube(): Command {
   const start = i;
   while (i < lineLength && NAME_BYTE[byteAt(i)] === 1) i++;
   if (i === start) return BAD_FORMAT;
-  const delay = readU32(i);
-  if (delay === null || readEnd !== lineLength) return BAD_FORMAT;
+  readFrom(i);
+  const delay = nextU32();
+  if (badNumber || readEnd !== lineLength) return BAD_FORMAT;
   const tube = text(start, i);
   // protocol: once name and delay parse, cmd-pause-tube is counted; only then is the name held to
   // the usual rules (no leading '-', at most 200 bytes), so a bad name counts and gets BAD_FORMAT.
@@ -200,35 +195,44 @@ function isDigit(code: number): boolean {
   return code >= 48 && code <= 57;
 }
 
-/** Where the last successful readU32/readU64 stopped: the number readers return plain numbers, no objects. */
+/**
+ * Where the number readers go on from: `readFrom` sets it, each number read moves it past that
+ * number. They return plain numbers, no objects; one that fails sets `badNumber` (and returns 0),
+ * and the line is bad whatever the readers after it find (`readFrom` clears it for the next).
+ */
 let readEnd = 0;
+let badNumber = false;
 
-/** beanstalkd's read_u32: spaces, then at least one digit; no sign; null above 2^32-1. */
-function readU32(at: number): number | null {
-  let i = at;
-  while (byteAt(i) === 32) i++;
-  const start = i;
-  let value = 0;
-  for (let c = byteAt(i); isDigit(c); c = byteAt(++i)) value = value * 10 + (c - 48);
-  if (i === start || value > MAX_U32) return null;
-  readEnd = i;
-  return value;
+function readFrom(at: number): void {
+  readEnd = at;
+  badNumber = false;
 }
 
-/** beanstalkd's read_u64; ids beyond JavaScript's safe integers come back as -1 (never a job). */
-function readU64(at: number): number | null {
-  let i = at;
+/** beanstalkd's read_u32: read_u64's digits, bad above 2^32-1. */
+function nextU32(): number {
+  const value = nextU64();
+  return value > MAX_U32 || value < 0 ? bad() : value; // -1: beyond safe integers
+}
+
+/** beanstalkd's read_u64: spaces, then at least one digit; no sign. Ids beyond JavaScript's safe integers come back as -1 (never a job). */
+function nextU64(): number {
+  let i = readEnd;
   while (byteAt(i) === 32) i++;
   const start = i;
   let value = 0;
   for (let c = byteAt(i); isDigit(c); c = byteAt(++i)) value = value * 10 + (c - 48);
-  if (i === start) return null;
+  if (i === start) return bad();
   readEnd = i;
   // Up to 15 digits the running value is exact; longer ones go through BigInt.
   if (i - start <= 15) return value;
   const big = BigInt(text(start, i));
-  if (big > U64_MAX) return null;
+  if (big > U64_MAX) return bad();
   return big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : -1;
+}
+
+function bad(): number {
+  badNumber = true;
+  return 0;
 }
 
 /** What the last successful readCInteger found: the sign, and the digits' offsets. */

@@ -218,82 +218,62 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
     const ops = this.ops;
     const client = this.client;
     const link = this.link;
+    const op = cmd.op;
+    // Counted for stats as beanstalkd counts cmd-*: every command but those the operation counts
+    // itself (kick-job and pause-tube, as the dashboard's are) and those stats does not show.
+    if (op !== 'kick-job' && op !== 'pause-tube' && op !== 'quit' && op !== 'bad-format' && op !== 'unknown') ops.count(op);
     switch (cmd.op) {
       case 'put':
-        ops.count('put');
         return this.startPut(cmd.pri, cmd.delay, cmd.ttr, cmd.bytes, cmd.trailingGarbage);
       case 'peek':
-        ops.count('peek');
         return link.settle(ops.peek(cmd.id), this.onFound);
       case 'peek-ready':
-        ops.count('peek-ready');
         return link.settle(client.peekReady(), this.onFound);
       case 'peek-delayed':
-        ops.count('peek-delayed');
         return link.settle(client.peekDelayed(), this.onFound);
       case 'peek-buried':
-        ops.count('peek-buried');
         return link.settle(client.peekBuried(), this.onFound);
       case 'reserve':
-        ops.count('reserve');
         this.reserveAnswered = false;
         return link.settle(client.reserve(null), this.onReserve);
       case 'reserve-with-timeout':
-        ops.count('reserve-with-timeout');
         this.reserveAnswered = false;
         // protocol (1.12): a negative timeout waits forever, like reserve.
         if (cmd.timeout === 0) return link.settleInOrder(client.reserve(0), this.onReserve);
         return link.settle(client.reserve(cmd.timeout < 0 ? null : cmd.timeout * 1000), this.onReserve);
       case 'reserve-job':
-        ops.count('reserve-job');
         return link.settle(client.reserveJob(cmd.id), this.onReservedJob);
       case 'delete':
-        ops.count('delete');
         return link.settleInOrder(client.delete(cmd.id), this.onDeleted);
       case 'release':
-        ops.count('release');
         return link.settle(client.release(cmd.id, cmd.pri, cmd.delay * 1000), this.onReleased);
       case 'bury':
-        ops.count('bury');
         return link.settle(client.bury(cmd.id, cmd.pri), this.onBuried);
       case 'touch':
-        ops.count('touch');
         return link.settle(client.touch(cmd.id), this.onTouched);
       case 'kick':
-        ops.count('kick');
         return link.settle(client.kick(cmd.bound), this.onKicked);
       case 'kick-job':
-        // Counted by the operation, as the dashboard's kick of one job is.
         return link.settle(ops.kickJob(cmd.id), this.onKickedJob);
       case 'stats':
-        ops.count('stats');
         return link.settle(ops.serverCounts(), this.onStats);
       case 'stats-job':
-        ops.count('stats-job');
         return link.settle(ops.job(cmd.id), this.onJobStats);
       case 'stats-tube':
-        ops.count('stats-tube');
         return link.settle(ops.tube(cmd.tube), this.onTubeStats);
       case 'list-tubes':
-        ops.count('list-tubes');
         return link.settle(ops.tubeNames(), this.access === null ? this.onTubeList : this.onAllowedTubeList);
       case 'list-tube-used':
-        ops.count('list-tube-used');
         return this.sendWordText(WORD.USING, client.usedTube());
       case 'list-tubes-watched':
-        ops.count('list-tubes-watched');
         return this.sendYaml(formatTubeList(client.watchedTubes()));
       case 'use':
-        ops.count('use');
         return link.settle(client.use(cmd.tube), this.onUsing);
       case 'watch':
-        ops.count('watch');
         return link.settle(client.watch(cmd.tube), this.onWatching);
       case 'ignore':
-        ops.count('ignore');
         return link.settle(client.ignore(cmd.tube), this.onWatching);
       case 'pause-tube':
-        // Counted by the operation, as the dashboard's pause is.
         return link.settle(ops.pauseTube(cmd.tube, cmd.delay * 1000), this.onPaused);
       case 'quit':
         link.pauseInput();

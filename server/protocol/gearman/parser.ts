@@ -12,7 +12,7 @@
  * assembled here otherwise (`owned`).
  */
 
-import { PushParser } from '../push-parser.js';
+import { CR, LF, PushParser } from '../push-parser.js';
 
 /** Longest admin line kept; longer ones are answered as errors (`adminOverlong`). */
 export const MAX_ADMIN_LINE = 8192;
@@ -40,9 +40,6 @@ export interface GearmanFrameHandler {
 }
 
 type Mode = 'start' | 'header' | 'data' | 'skip' | 'text' | 'overlong' | 'stopped';
-
-const LF = 10;
-const CR = 13;
 
 export class GearmanParser extends PushParser {
   private mode: Mode = 'start';
