@@ -31,3 +31,8 @@ export type ReserveOutcome<J> =
   | { kind: 'deadline-soon' }
   | { kind: 'timed-out' }
   | { kind: 'waiting' };
+
+// The outcomes without a job, made once: a worker that polls an empty queue (Gearman's GRAB_JOB) allocates nothing.
+export const DEADLINE_SOON: ReserveOutcome<never> = Object.freeze({ kind: 'deadline-soon' });
+export const TIMED_OUT: ReserveOutcome<never> = Object.freeze({ kind: 'timed-out' });
+export const WAITING: ReserveOutcome<never> = Object.freeze({ kind: 'waiting' });

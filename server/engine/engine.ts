@@ -7,7 +7,7 @@ import { DEFAULT_HISTORY_EVENTS, JobHistory } from './history.js';
 import { JOB_RECORD_HEAP_BYTES, TUBE_RECORD_HEAP_BYTES } from './record-costs.js';
 import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, Session, Tube, type JobImage, type JobState, type SessionDelegate } from './records.js';
 import { nullJournal, type Journal, type TubeSettings } from './journal.js';
-import { fail, ok, type ReserveOutcome, type Result } from '../common/result.js';
+import { DEADLINE_SOON, fail, ok, TIMED_OUT, WAITING, type ReserveOutcome, type Result } from '../common/result.js';
 import { Rotation } from './rotation.js';
 import { SWITCH_AFTER_MS, TimeBase } from './time-base.js';
 import { JobWatchers, type JobUpdate, type JobWatcher } from './watchers.js';
@@ -895,8 +895,3 @@ export class Engine {
 
 export { Session, Tube, Job };
 export type { SessionDelegate, JobUpdate, JobWatcher };
-
-// The outcomes without a job, made once: a worker that polls an empty queue (Gearman's GRAB_JOB) allocates nothing.
-const DEADLINE_SOON: ReserveOutcome<Job> = Object.freeze({ kind: 'deadline-soon' });
-const TIMED_OUT: ReserveOutcome<Job> = Object.freeze({ kind: 'timed-out' });
-const WAITING: ReserveOutcome<Job> = Object.freeze({ kind: 'waiting' });
