@@ -13,11 +13,24 @@ interface Sent {
   values: unknown[];
 }
 
+/** Queue caps the database has and the node does not know yet (the guarded put refuses a batch with one). */
+interface Caps {
+  inDatabase: Map<string, number>;
+  known: Map<string, number>;
+  /** The node cannot read them (not a policy it takes): reading the policies leaves them unknown. */
+  unreadable?: boolean;
+}
+
 /**
  * A store over a fake database that answers each put statement with ids from a counter, in
  * reverse (the statement's RETURNING order is not the arrays' order), or fails with `error`.
+ * With `caps`, a batch that puts into a tube with a cap in the database gets no row back, as the
+ * guarded statement answers; reading the policies makes the node know them.
  */
-function harness(error: (Error & { code?: string }) | null = null): { batch: PutBatch; sent: Sent[]; told: string[]; failures: unknown[] } {
+function harness(
+  error: (Error & { code?: string }) | null = null,
+  caps: Caps = { inDatabase: new Map(), known: new Map() },
+): { batch: PutBatch; sent: Sent[]; told: string[]; failures: unknown[] } {
   const sent: Sent[] = [];
   const told: string[] = [];
   const failures: unknown[] = [];
@@ -27,6 +40,7 @@ function harness(error: (Error & { code?: string }) | null = null): { batch: Put
       sent.push({ name, values });
       if (error !== null) throw error;
       if (!name.endsWith('put')) return { rows: [] };
+      if ((values[0] as string[]).some((tube) => caps.inDatabase.has(tube))) return { rows: [] };
       const ids = (values[0] as string[]).map(() => nextId++);
       return { rows: ids.reverse().map((id) => ({ id })) };
     },
@@ -42,7 +56,14 @@ function harness(error: (Error & { code?: string }) | null = null): { batch: Put
     jobsReady: (tubes) => told.push(`ready ${[...tubes].join(',')}`),
     delayedDue: (at) => told.push(`due ${at}`),
     failed: <T>(err: unknown): Result<T> => (failures.push(err), fail('INTERNAL_ERROR')),
-    policies: { underCap: async () => null },
+    // Under a cap, the fake database refuses (QUEUE_FULL): which path a put took shows in its answer.
+    policies: {
+      underCap: async () => null,
+      load: async () => {
+        if (caps.unreadable !== true) for (const [tube, cap] of caps.inDatabase) caps.known.set(tube, cap);
+      },
+      queueCap: (tube) => caps.known.get(tube) ?? null,
+    },
   };
   return { batch: new PutBatch(store), sent, told, failures };
 }
@@ -97,5 +118,22 @@ describe('PutBatch', () => {
     body.write('xyz');
     const result = await put;
     expect(result.ok && result.value.bodyBuf.toString()).toBe('abc');
+  });
+
+  it('puts a batch that met a queue cap the node had not heard of again: under the cap, or in the next batch', async () => {
+    const caps: Caps = { inDatabase: new Map([['capped', 2]]), known: new Map() };
+    const { batch, sent } = harness(null, caps);
+    const results = await Promise.all([batch.add('capped', job('x'), 1), batch.add('free', job('y'), 2)]);
+    expect(ids(results)).toEqual(['QUEUE_FULL', 100]);
+    expect(caps.known.get('capped')).toBe(2);
+    // The refused batch, then the free tube's put alone.
+    expect(sent.filter((s) => s.name === 'beanpole_put').map((s) => s.values[0])).toEqual([['capped', 'free'], ['free']]);
+  });
+
+  it('fails a put whose batch is refused again after the policies were read (a cap the node cannot read)', async () => {
+    const { batch, sent, failures } = harness(null, { inDatabase: new Map([['odd', 1]]), known: new Map(), unreadable: true });
+    expect(ids([await batch.add('odd', job('x'), 1)])).toEqual(['INTERNAL_ERROR']);
+    expect(sent.filter((s) => s.name === 'beanpole_put')).toHaveLength(2);
+    expect(failures).toHaveLength(1);
   });
 });

@@ -28,6 +28,8 @@ interface QueuedPut {
   delayMs: number;
   ttrMs: number;
   body: Buffer;
+  /** Sent again after the batch it was in met a queue cap this node had not heard of. */
+  again?: boolean;
 }
 
 /** SQLSTATE classes that mean the database refused to store more (disk full, out of memory). */
@@ -46,8 +48,8 @@ export interface PutStore {
   jobsReady(tubes: Iterable<string>, tellOthers: boolean): void;
   delayedDue(at: number): void;
   failed<T>(err: unknown): Result<T>;
-  /** Puts under a tube's queue cap (tube-policies.ts). */
-  readonly policies: Pick<ClusterPolicies, 'underCap'>;
+  /** Puts under a tube's queue cap, and this node's copy of the policies (tube-policies.ts). */
+  readonly policies: Pick<ClusterPolicies, 'underCap' | 'load' | 'queueCap'>;
 }
 
 export class PutBatch {
@@ -85,7 +87,7 @@ export class PutBatch {
     const delayed = job.delayMs > 0;
     try {
       const rows = await store.policies.underCap(store.pool, tube, cap, (db) =>
-        run<{ id: number }>(db, store.sql.put, [
+        run<{ id: number }>(db, store.sql.putUnderCap, [
           [tube],
           [delayed ? STATE.delayed : STATE.ready],
           [job.priority],
@@ -105,6 +107,37 @@ export class PutBatch {
     } catch (err) {
       return this.failure(err);
     }
+  }
+
+  /**
+   * A batch the statement refused (sql.ts, `put`): this node reads the policies again, then puts
+   * each job under its tube's cap, or with the others of a run of puts into tubes without one,
+   * in the order they came (the ids follow it). A put refused a second time (a cap this node
+   * cannot read) fails.
+   */
+  private async underNewCaps(batch: QueuedPut[]): Promise<Result<JobBytes>[]> {
+    const store = this.store;
+    await store.policies.load();
+    const results: Result<JobBytes>[] = [];
+    for (let i = 0; i < batch.length; ) {
+      const p = batch[i]!;
+      const cap = store.policies.queueCap(p.tube);
+      if (cap !== null) {
+        results.push(await this.addUnderCap(p.tube, { priority: p.priority, delayMs: p.delayMs, ttrMs: p.ttrMs, body: p.body, bodyOwned: true }, cap));
+        i++;
+        continue;
+      }
+      if (p.again === true) {
+        results.push(store.failed(new Error(`tube ${p.tube} has a queue cap in the database that this node cannot read`)));
+        i++;
+        continue;
+      }
+      let end = i;
+      while (end < batch.length && store.policies.queueCap(batch[end]!.tube) === null && batch[end]!.again !== true) end++;
+      results.push(...(await this.insertMany(batch.slice(i, end).map((q) => ({ ...q, again: true })))));
+      i = end;
+    }
+    return results;
   }
 
   /** A put statement's failure as the puts' result: no room in the database, or an error. */
@@ -134,6 +167,8 @@ export class PutBatch {
         batch.map((p) => p.body),
         store.nodeId,
       ]);
+      // No row: a tube of the batch has a queue cap in the database that this node has not heard of.
+      if (rows.length === 0) return await this.underNewCaps(batch);
       // Ids were drawn in the order of the arrays.
       const ids = rows.map((r) => r.id).sort((a, b) => a - b);
       const readyTubes = new Set<string>();

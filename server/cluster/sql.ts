@@ -139,15 +139,30 @@ export function clusterSql(realm: Realm) {
      )
      SELECT tube, state, due_at FROM changed`;
 
-  const put = (recorded: boolean): string =>
-    `WITH totals AS (
+  /**
+   * `guarded`: a batch that puts into a tube with a queue cap puts nothing and returns no row, so
+   * a node that has not heard of a new cap yet cannot go round it (PutBatch then reads the
+   * policies and puts those jobs under the cap, policy-sql.ts); the put under the cap itself is
+   * not guarded.
+   */
+  const put = (recorded: boolean, guarded: boolean): string =>
+    `WITH ${
+      guarded
+        ? `capped AS (
+       SELECT 1 FROM ${t.tubes} p WHERE p.name = ANY($1::text[]) AND jsonb_typeof(p.policy->'queueCap') = 'number' LIMIT 1
+     ),
+     `
+        : ''
+    }totals AS (
        INSERT INTO ${t.totals} (node, tube, total_jobs)
-       SELECT $9, t, count(*) FROM unnest($1::text[]) AS t GROUP BY t
+       SELECT $9, t, count(*) FROM unnest($1::text[]) AS t ${guarded ? 'WHERE NOT EXISTS (SELECT 1 FROM capped) ' : ''}GROUP BY t
        ON CONFLICT (node, tube) DO UPDATE SET total_jobs = ${t.totals}.total_jobs + EXCLUDED.total_jobs
      ),
      changed AS (
        INSERT INTO ${t.jobs} (tube, state, priority, delay_ms, ttr_ms, created_at, due_at, body)
-       SELECT * FROM unnest($1::text[], $2::smallint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bytea[])
+       SELECT * FROM unnest($1::text[], $2::smallint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bytea[])${
+         guarded ? '\n       WHERE NOT EXISTS (SELECT 1 FROM capped)' : ''
+       }
        RETURNING id, NULL::integer AS node, 0::bigint AS conn
      )${recorded ? record('put') : ''}
      SELECT id FROM changed`;
@@ -197,9 +212,11 @@ export function clusterSql(realm: Realm) {
      * come from the sequence in array order, so sorting the returned ids gives each put its own.
      * $1 tubes, $2 states, $3 priorities, $4 delays, $5 TTRs, $6 created_at, $7 due_at, $8 bodies, $9 node.
      */
-    put: s('put', put(false)),
+    put: s('put', put(false, true)),
     /** put, recording the puts in the history itself (ClusterNode.hotPool). */
-    putRecorded: s('put_recorded', put(true)),
+    putRecorded: s('put_recorded', put(true, true)),
+    /** put, for one job under its tube's queue cap (the caller holds the tube's lock and counted). */
+    putUnderCap: s('put_under_cap', put(false, false)),
 
     /** Draws $1 ids from the sequence unused (puts whose body never came, as beanstalkd uses them up). */
     useUpIds: s('use_up_ids', `SELECT nextval('${t.ids}') FROM generate_series(1, $1::integer)`),
