@@ -223,7 +223,8 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
   }
 
   abandoned(id: number): boolean {
-    if (!this.foreground.has(id)) return false;
+    // Asked for every job a worker takes: no lookup while no client waits on any foreground job.
+    if (this.foreground.size === 0 || !this.foreground.has(id)) return false;
     return this.waitingClients(id) === 0;
   }
 

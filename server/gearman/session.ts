@@ -221,7 +221,8 @@ export class GearmanSession {
       this.settleQuietly(this.client.delete(job.id));
       return this.grab();
     }
-    const timeout = this.timeouts.get(job.tubeName);
+    // No lookup per job for a worker without CAN_DO_TIMEOUT.
+    const timeout = this.timeouts.size === 0 ? undefined : this.timeouts.get(job.tubeName);
     if (timeout === undefined) return job;
     // The job is held for CAN_DO_TIMEOUT before the worker is told of it.
     const held = this.client.hold(job.id, timeout);
