@@ -36,9 +36,13 @@ interface Held {
 
 
 const OK_VOID: Result<void> = ok(undefined);
+/** Reserves and sleeps counted in the order they came, for ClusterClient.arrival. */
+let arrivals = 0;
 
 export class ClusterClient implements ClientOperations {
   private used = DEFAULT_TUBE;
+  /** When its latest reserve or sleep came (WaitingClient.arrival). */
+  arrival = 0;
   /** Watched tubes in beanstalkd's list-tubes-watched order (an ignore swaps the last one in). */
   private readonly watched = new OrderedSet<string>();
   /** --gearman-round-robin: the watched tubes in the order a reserve tries them; null: all at once, best job first. */
@@ -182,6 +186,7 @@ export class ClusterClient implements ClientOperations {
   }
 
   async reserve(timeoutMs: number | null): Promise<ReserveOutcome<JobBytes>> {
+    this.arrival = ++arrivals;
     this.settleAdmitted();
     this.stopWaiting();
     this.worker = true;
@@ -391,6 +396,7 @@ export class ClusterClient implements ClientOperations {
 
   async sleep(): Promise<boolean> {
     if (this.wait !== null) return false;
+    this.arrival = ++arrivals;
     if (await this.anyTakeable([...this.watched.values()])) return true;
     this.startWaiting(-1, true);
     return false;

@@ -2,6 +2,12 @@ import type { Logger } from 'pino';
 
 /** A client of this node blocked in reserve (or asleep until a job is ready): a ClusterClient. */
 export interface WaitingClient {
+  /**
+   * When its reserve (or sleep) came, in command order across the node's clients. Waiters are
+   * served in this order, not in the order their own first statements came back: with two
+   * statements in flight, a later reserve's may come back first.
+   */
+  readonly arrival: number;
   watchedTubes(): string[];
   /** Tries a reserve over `tubes`; true when the client is served (or woken). */
   offer(tubes: string[]): Promise<boolean>;
@@ -15,7 +21,10 @@ export interface WaitingClient {
  * meanwhile starts another round.
  */
 export class ReserveDispatch<C extends WaitingClient> {
+  /** Waiting clients, in arrival order. */
   private readonly waiters = new Set<C>();
+  /** The latest arrival among those added (a later one is appended, an earlier one sorted in). */
+  private lastArrival = 0;
   /** Tubes with news since the last round (null: all of them). */
   private news: Set<string> | null = new Set();
   private dispatching = false;
@@ -32,6 +41,14 @@ export class ReserveDispatch<C extends WaitingClient> {
 
   add(client: C): void {
     this.waiters.add(client);
+    if (client.arrival >= this.lastArrival) {
+      this.lastArrival = client.arrival;
+      return;
+    }
+    // Came back before a reserve that came earlier: the waiters are put in arrival order again.
+    const ordered = [...this.waiters].sort((a, b) => a.arrival - b.arrival);
+    this.waiters.clear();
+    for (const c of ordered) this.waiters.add(c);
   }
 
   delete(client: C): void {
