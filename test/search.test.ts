@@ -14,6 +14,9 @@ import { type RawClient, tcpPut, tcpReserve } from './support/raw-client.js';
 
 const { start, tcp } = adminFixture();
 
+/** How long a process on a busy 2-core machine may wait for its CPU, whatever it does (ms). */
+const SCHEDULER_NOISE_MS = 30;
+
 const search = (s: AdminServerProcess, query: Record<string, string>) => api(s.url, `${API.search}?${new URLSearchParams(query).toString()}`);
 
 /** Puts `bodies` into `tube` and buries each (with a worker watching only that tube); returns the ids. */
@@ -151,7 +154,9 @@ describe('GET /api/search', () => {
     const took = finished - started;
     const gaps = answers.map((t, i) => t - (i === 0 ? started : answers[i - 1]!));
     expect(answers.length).toBeGreaterThanOrEqual(5);
-    expect(Math.max(...gaps), `longest gap of ${answers.length} answers in a ${took.toFixed(0)} ms search`).toBeLessThan(took / 3);
+    // A gap up to SCHEDULER_NOISE_MS is the machine's (two test files share two cores), not the search's:
+    // a search that held the loop would leave a gap of nearly all of its time, well over both bounds.
+    expect(Math.max(...gaps), `longest gap of ${answers.length} answers in a ${took.toFixed(0)} ms search`).toBeLessThan(Math.max(took / 3, SCHEDULER_NOISE_MS));
   }
 
   it('never holds up the job port: a worker’s commands are answered all through a search of many jobs', async () => {
