@@ -19,7 +19,9 @@ export async function waitForGearman(port: number): Promise<void> {
 
 /** The Gearman port a server started with `--gearman-port 0` picked, read from its log. */
 export async function gearmanPortFromLog(stderr: () => string): Promise<number> {
-  for (let i = 0; i < 250; i++) {
+  // By the clock, not a count of tries: on a loaded machine each try can take far longer than its delay.
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
     const m = /Gearman protocol listening on 127\.0\.0\.1:(\d+)/.exec(stderr());
     if (m !== null) return Number(m[1]);
     await delay(20);
