@@ -463,7 +463,12 @@ export class ClientLink {
     if (this.socket.destroyed) return false;
     this.socket.write(bytes);
     if (this.endWhenFlushed && this.out.pending === 0) this.socket.end();
-    return this.socket.writableLength === 0;
+    const taken = this.socket.writableLength === 0;
+    // Parsing paused for output resumes on 'drain', which never comes when the kernel took every
+    // byte at once (its buffers grow with the traffic: a client that reads nothing can absorb
+    // more than the output limit): then it resumes here.
+    if (taken && this.pausedForOutput && this.out.pending <= MAX_BUFFERED_OUTPUT) this.resumeSoon();
+    return taken;
   }
 
   private onDrain(): void {
