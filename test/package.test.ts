@@ -73,8 +73,8 @@ describe('the startup banner', () => {
 
   /** Starts bin/beanpole (in a pseudo-terminal with `tty`), waits for `until` in its stdout, stops it. */
   async function startupOutput(tty: boolean, until: RegExp): Promise<{ stdout: string; stderr: string }> {
-    const port = await freePort();
-    const args = [BIN, '-l', '127.0.0.1', '-p', String(port), '--admin-port', '0', '--gearman-port', '0', '--gearman-listen', '127.0.0.1'];
+    // Every door on a port the kernel picks: a port found free first could be taken by another test before the server binds it.
+    const args = [BIN, '-l', '127.0.0.1', '-p', '0', '--admin-port', '0', '--gearman-port', '0', '--gearman-listen', '127.0.0.1'];
     const child = tty
       ? spawn('script', ['-qfec', [process.execPath, ...args].join(' '), '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] })
       : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
