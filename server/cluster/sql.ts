@@ -145,27 +145,26 @@ export function clusterSql(realm: Realm) {
    * policies and puts those jobs under the cap, policy-sql.ts); the put under the cap itself is
    * not guarded.
    */
-  const put = (recorded: boolean, guarded: boolean): string =>
-    `WITH ${
-      guarded
-        ? `capped AS (
+  const put = (recorded: boolean, guarded: boolean): string => {
+    const capped = guarded
+      ? `capped AS (
        SELECT 1 FROM ${t.tubes} p WHERE p.name = ANY($1::text[]) AND jsonb_typeof(p.policy->'queueCap') = 'number' LIMIT 1
      ),
      `
-        : ''
-    }totals AS (
+      : '';
+    const uncapped = guarded ? 'WHERE NOT EXISTS (SELECT 1 FROM capped)' : '';
+    return `WITH ${capped}totals AS (
        INSERT INTO ${t.totals} (node, tube, total_jobs)
-       SELECT $9, t, count(*) FROM unnest($1::text[]) AS t ${guarded ? 'WHERE NOT EXISTS (SELECT 1 FROM capped) ' : ''}GROUP BY t
+       SELECT $9, t, count(*) FROM unnest($1::text[]) AS t ${uncapped} GROUP BY t
        ON CONFLICT (node, tube) DO UPDATE SET total_jobs = ${t.totals}.total_jobs + EXCLUDED.total_jobs
      ),
      changed AS (
        INSERT INTO ${t.jobs} (tube, state, priority, delay_ms, ttr_ms, created_at, due_at, body)
-       SELECT * FROM unnest($1::text[], $2::smallint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bytea[])${
-         guarded ? '\n       WHERE NOT EXISTS (SELECT 1 FROM capped)' : ''
-       }
+       SELECT * FROM unnest($1::text[], $2::smallint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bytea[]) ${uncapped}
        RETURNING id, NULL::integer AS node, 0::bigint AS conn
      )${recorded ? record('put') : ''}
      SELECT id FROM changed`;
+  };
 
   const reserveMany = (recorded: boolean): string =>
     `WITH heads AS (

@@ -467,13 +467,18 @@ export class ClientLink {
     // Parsing paused for output resumes on 'drain', which never comes when the kernel took every
     // byte at once (its buffers grow with the traffic: a client that reads nothing can absorb
     // more than the output limit): then it resumes here.
-    if (taken && this.pausedForOutput && this.out.pending <= MAX_BUFFERED_OUTPUT) this.resumeSoon();
+    if (taken) this.resumeIfOutputFits();
     return taken;
   }
 
   private onDrain(): void {
-    if (this.pausedForOutput && this.out.pending + this.socket.writableLength <= MAX_BUFFERED_OUTPUT) this.resumeSoon();
+    this.resumeIfOutputFits();
     this.updateFlow();
+  }
+
+  /** Parsing paused for output goes on once the replies not yet taken by the kernel fit the limit again. */
+  private resumeIfOutputFits(): void {
+    if (this.pausedForOutput && this.out.pending + this.socket.writableLength <= MAX_BUFFERED_OUTPUT) this.resumeSoon();
   }
 
   private updateFlow(): void {

@@ -11,7 +11,7 @@ import type { ConnectionAccess } from '../../acl/connection-access.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
 import type { PacketPart } from '../reply-buffer.js';
 import { runAdminCommand, type GearmanAdminContext } from './admin.js';
-import { encodePacket, packetName, PACKET, REQUEST_ARGS as REQUEST_ARG_COUNTS, splitArgs } from './packets.js';
+import { byType, encodePacket, packetName, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
 import { GearmanParser, type GearmanFrameHandler, type Magic } from './parser.js';
 import { NOOP, NO_JOB, OPTION_EXCEPTIONS, errorPacket, type GearmanError } from './replies.js';
 
@@ -77,15 +77,6 @@ const WORK_RESULTS: readonly number[] = Array.from(byType({
   [PACKET.WORK_FAIL]: FINAL,
   [PACKET.WORK_EXCEPTION]: FINAL,
 }), (w) => w ?? NOT_WORK);
-/** Arguments of each request type, by packet type; -1: not a request. */
-const REQUEST_ARGS: readonly number[] = Array.from(byType(REQUEST_ARG_COUNTS), (n) => n ?? -1);
-
-/** A table keyed by packet type as an array indexed by it (the largest type is small). */
-function byType<T>(table: Readonly<Record<number, T>>): (T | undefined)[] {
-  const out: (T | undefined)[] = Array.from({ length: Math.max(...Object.keys(table).map(Number)) + 1 }, () => undefined);
-  for (const [type, value] of Object.entries(table)) out[Number(type)] = value;
-  return out;
-}
 
 let nextFd = 1;
 

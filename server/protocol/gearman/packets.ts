@@ -52,16 +52,23 @@ export const PACKET = {
   STATUS_RES_UNIQUE: 42,
 } as const;
 
-/** Names indexed by type (an array: read once per packet, faster than a Map). */
-const PACKET_NAMES: readonly (string | undefined)[] = Object.entries(PACKET).reduce<(string | undefined)[]>((names, [name, type]) => {
-  names[type] = name;
-  return names;
-}, Array.from({ length: Math.max(...Object.values(PACKET)) + 1 }, () => undefined));
+/**
+ * A table keyed by packet type as an array indexed by it: read once or more per packet, and an
+ * array is faster to index than a Map or an object with number keys (the largest type is small).
+ */
+export function byType<T>(table: Readonly<Record<number, T>>): (T | undefined)[] {
+  const out: (T | undefined)[] = Array.from({ length: Math.max(...Object.keys(table).map(Number)) + 1 }, () => undefined);
+  for (const [type, value] of Object.entries(table)) out[Number(type)] = value;
+  return out;
+}
+
+/** Names indexed by type. */
+const PACKET_NAMES: readonly (string | undefined)[] = byType(Object.fromEntries(Object.entries(PACKET).map(([name, type]) => [type, name])));
 
 export type PacketName = keyof typeof PACKET;
 
 /** Arguments of each request type a client or worker may send (the last takes the rest). */
-export const REQUEST_ARGS: Readonly<Record<number, number>> = {
+const REQUEST_ARG_COUNTS: Readonly<Record<number, number>> = {
   [PACKET.CAN_DO]: 1,
   [PACKET.CANT_DO]: 1,
   [PACKET.RESET_ABILITIES]: 0,
@@ -94,6 +101,9 @@ export const REQUEST_ARGS: Readonly<Record<number, number>> = {
   [PACKET.ALL_YOURS]: 0,
   [PACKET.OPTION_REQ]: 1,
 };
+
+/** Arguments of each request type, by packet type; -1: not a request a client may send. */
+export const REQUEST_ARGS: readonly number[] = Array.from(byType(REQUEST_ARG_COUNTS), (n) => n ?? -1);
 
 /**
  * Splits a packet's data into `count` arguments (views of `data`): the first count-1 end at a
