@@ -24,19 +24,8 @@ export interface AlertRule extends AlertRuleFields {
 
 export type AlertDelivery = AlertEventDto['delivery'];
 
-export interface AlertEvent {
-  id: number;
-  ruleId: number;
-  ruleName: string;
-  tube: string;
-  kind: 'fired' | 'cleared';
-  at: number;
-  value: number;
-  delivery: AlertDelivery;
-  attempts: number;
-  lastError: string | null;
-  node: number;
-}
+/** One entry of a rule's history: it carries no duration, so the store keeps the wire's shape. */
+export type AlertEvent = AlertEventDto;
 
 /** A rule firing for a tube now. */
 export interface ActiveAlert {

@@ -12,12 +12,10 @@ export interface JobCounts {
 /** A new job's counters. */
 export const NO_COUNTS: Readonly<JobCounts> = { reserves: 0, timeouts: 0, releases: 0, buries: 0, kicks: 0, strikes: 0 };
 
+/** The counters' names, in stats-job's order. */
+const COUNT_NAMES: readonly (keyof JobCounts)[] = ['reserves', 'timeouts', 'releases', 'buries', 'kicks', 'strikes'];
+
 /** Copies `from`'s counters onto `to` (a view reused for many jobs). */
 export function copyCounts(to: JobCounts, from: Readonly<JobCounts>): void {
-  to.reserves = from.reserves;
-  to.timeouts = from.timeouts;
-  to.releases = from.releases;
-  to.buries = from.buries;
-  to.kicks = from.kicks;
-  to.strikes = from.strikes;
+  for (const name of COUNT_NAMES) to[name] = from[name];
 }

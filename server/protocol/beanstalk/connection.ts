@@ -223,16 +223,11 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
     // itself (kick-job and pause-tube, as the dashboard's are) and those stats does not show.
     if (op !== 'kick-job' && op !== 'pause-tube' && op !== 'quit' && op !== 'bad-format' && op !== 'unknown') ops.count(op);
     switch (cmd.op) {
-      case 'put':
-        return this.startPut(cmd.pri, cmd.delay, cmd.ttr, cmd.bytes, cmd.trailingGarbage);
-      case 'peek':
-        return link.settle(ops.peek(cmd.id), this.onFound);
-      case 'peek-ready':
-        return link.settle(client.peekReady(), this.onFound);
-      case 'peek-delayed':
-        return link.settle(client.peekDelayed(), this.onFound);
-      case 'peek-buried':
-        return link.settle(client.peekBuried(), this.onFound);
+      case 'put': return this.startPut(cmd.pri, cmd.delay, cmd.ttr, cmd.bytes, cmd.trailingGarbage);
+      case 'peek': return link.settle(ops.peek(cmd.id), this.onFound);
+      case 'peek-ready': return link.settle(client.peekReady(), this.onFound);
+      case 'peek-delayed': return link.settle(client.peekDelayed(), this.onFound);
+      case 'peek-buried': return link.settle(client.peekBuried(), this.onFound);
       case 'reserve':
         this.reserveAnswered = false;
         return link.settle(client.reserve(null), this.onReserve);
@@ -241,48 +236,31 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
         // protocol (1.12): a negative timeout waits forever, like reserve.
         if (cmd.timeout === 0) return link.settleInOrder(client.reserve(0), this.onReserve);
         return link.settle(client.reserve(cmd.timeout < 0 ? null : cmd.timeout * 1000), this.onReserve);
-      case 'reserve-job':
-        return link.settle(client.reserveJob(cmd.id), this.onReservedJob);
-      case 'delete':
-        return link.settleInOrder(client.delete(cmd.id), this.onDeleted);
-      case 'release':
-        return link.settle(client.release(cmd.id, cmd.pri, cmd.delay * 1000), this.onReleased);
-      case 'bury':
-        return link.settle(client.bury(cmd.id, cmd.pri), this.onBuried);
-      case 'touch':
-        return link.settle(client.touch(cmd.id), this.onTouched);
-      case 'kick':
-        return link.settle(client.kick(cmd.bound), this.onKicked);
-      case 'kick-job':
-        return link.settle(ops.kickJob(cmd.id), this.onKickedJob);
-      case 'stats':
-        return link.settle(ops.serverCounts(), this.onStats);
-      case 'stats-job':
-        return link.settle(ops.job(cmd.id), this.onJobStats);
-      case 'stats-tube':
-        return link.settle(ops.tube(cmd.tube), this.onTubeStats);
+      case 'reserve-job': return link.settle(client.reserveJob(cmd.id), this.onReservedJob);
+      case 'delete': return link.settleInOrder(client.delete(cmd.id), this.onDeleted);
+      case 'release': return link.settle(client.release(cmd.id, cmd.pri, cmd.delay * 1000), this.onReleased);
+      case 'bury': return link.settle(client.bury(cmd.id, cmd.pri), this.onBuried);
+      case 'touch': return link.settle(client.touch(cmd.id), this.onTouched);
+      case 'kick': return link.settle(client.kick(cmd.bound), this.onKicked);
+      case 'kick-job': return link.settle(ops.kickJob(cmd.id), this.onKickedJob);
+      case 'stats': return link.settle(ops.serverCounts(), this.onStats);
+      case 'stats-job': return link.settle(ops.job(cmd.id), this.onJobStats);
+      case 'stats-tube': return link.settle(ops.tube(cmd.tube), this.onTubeStats);
       case 'list-tubes':
         return link.settle(ops.tubeNames(), this.access === null ? this.onTubeList : this.onAllowedTubeList);
-      case 'list-tube-used':
-        return this.sendWordText(WORD.USING, client.usedTube());
-      case 'list-tubes-watched':
-        return this.sendYaml(formatTubeList(client.watchedTubes()));
-      case 'use':
-        return link.settle(client.use(cmd.tube), this.onUsing);
-      case 'watch':
-        return link.settle(client.watch(cmd.tube), this.onWatching);
-      case 'ignore':
-        return link.settle(client.ignore(cmd.tube), this.onWatching);
-      case 'pause-tube':
-        return link.settle(ops.pauseTube(cmd.tube, cmd.delay * 1000), this.onPaused);
+      case 'list-tube-used': return this.sendWordText(WORD.USING, client.usedTube());
+      case 'list-tubes-watched': return this.sendYaml(formatTubeList(client.watchedTubes()));
+      case 'use': return link.settle(client.use(cmd.tube), this.onUsing);
+      case 'watch': return link.settle(client.watch(cmd.tube), this.onWatching);
+      case 'ignore': return link.settle(client.ignore(cmd.tube), this.onWatching);
+      case 'pause-tube': return link.settle(ops.pauseTube(cmd.tube, cmd.delay * 1000), this.onPaused);
       case 'quit':
         link.pauseInput();
         return link.finish();
       case 'bad-format':
         if (cmd.countPauseTube) ops.count('pause-tube');
         return this.send(REPLY.BAD_FORMAT);
-      case 'unknown':
-        return this.send(REPLY.UNKNOWN_COMMAND);
+      case 'unknown': return this.send(REPLY.UNKNOWN_COMMAND);
     }
   }
 
