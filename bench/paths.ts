@@ -17,6 +17,16 @@ export const REPO_ROOT = ((): string => {
 
 /** The server's launcher (it imports dist/server/main.js in the same process). */
 export const BEANPOLE_BIN = path.join(REPO_ROOT, 'bin', 'beanpole');
+/**
+ * Node's flags for the server, as the launcher's `#!/usr/bin/env -S node FLAGS` line gives them:
+ * a benchmark starts `node FLAGS bin/beanpole` and measures the server as `./bin/beanpole` runs.
+ */
+export const SERVER_NODE_FLAGS: readonly string[] = ((): string[] => {
+  const first = readFileSync(BEANPOLE_BIN, 'utf8').split('\n', 1)[0]!;
+  const words = first.replace(/^#!\S*env\s+(-S\s+)?/, '').split(/\s+/).filter((w) => w !== '');
+  return words[0] === 'node' ? words.slice(1) : [];
+})();
+
 /** The built floor server (bench/floor-server.ts), started in Beanpole's place by --node-floor. */
 export const FLOOR_SERVER_BIN = path.join(REPO_ROOT, 'dist', 'bench', 'floor-server.js');
 /** The built Gearman floor server (bench/gearman-floor-server.ts), started by --node-floor for the Gearman scenarios. */

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { BEANPOLE_BIN, FLOOR_SERVER_BIN, GEARMAN_FLOOR_SERVER_BIN, findOnPath } from './paths.js';
+import { BEANPOLE_BIN, FLOOR_SERVER_BIN, GEARMAN_FLOOR_SERVER_BIN, SERVER_NODE_FLAGS, findOnPath } from './paths.js';
 import { commandName, cpuSecondsOf, rssOf } from './procfs.js';
 import { benchCertificates, spawnStunnel, stunnelConfig } from './tls.js';
 
@@ -155,8 +155,10 @@ function serverArgv(
     return { exe: bin, args: flags };
   }
   const gearman = gearmanPort === null ? ['--no-gearman'] : ['--gearman-listen', HOST, '--gearman-port', String(gearmanPort)];
-  if (opts.nodeFloor === true) return { exe: process.execPath, args: [gearmanPort === null ? FLOOR_SERVER_BIN : GEARMAN_FLOOR_SERVER_BIN, ...flags, ...gearman] };
-  const nodeFlags = opts.cpuProfile === null ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfile.dir, '--cpu-prof-name', opts.cpuProfile.name];
+  // The floor servers run under the server's Node flags too: the floor is Node as Beanpole runs it.
+  if (opts.nodeFloor === true) return { exe: process.execPath, args: [...SERVER_NODE_FLAGS, gearmanPort === null ? FLOOR_SERVER_BIN : GEARMAN_FLOOR_SERVER_BIN, ...flags, ...gearman] };
+  const profile = opts.cpuProfile === null ? [] : ['--cpu-prof', '--cpu-prof-dir', opts.cpuProfile.dir, '--cpu-prof-name', opts.cpuProfile.name];
+  const nodeFlags = [...SERVER_NODE_FLAGS, ...profile];
   const admin = adminPort === null ? ['--no-admin'] : ['--admin-listen', HOST, '--admin-port', String(adminPort)];
   const certs = opts.tls === true ? benchCertificates() : null;
   const tls = certs === null ? [] : ['--tls-cert', certs.cert, '--tls-key', certs.key, '--tls-allow-plain'];

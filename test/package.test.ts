@@ -4,7 +4,7 @@
  * built dashboard, its assets compressed. Needs the build (`npm test` builds first) and the npm registry.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,6 +50,10 @@ describe('npm pack', () => {
         url = dashboardUrl(stderr);
       }
       expect(url, stderr).not.toBeNull();
+      // The command runs Node with the launcher's flags (its `#!/usr/bin/env -S node ...` line), in
+      // the process it started: the young generation capped, and a kill by PID reaches the server.
+      const argv = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
+      expect(argv).toContain('--max-semi-space-size=2');
       const page = await fetch(url!);
       expect(page.status).toBe(200);
       const html = await page.text();

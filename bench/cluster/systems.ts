@@ -17,7 +17,7 @@ import { Logger, makeWorkerUtils, run as runGraphile, type Runner, type WorkerUt
 
 /** graphile-worker logs every job at info level: silence it (the benchmark prints its own). */
 const quiet = new Logger(() => () => undefined);
-import { BEANPOLE_BIN } from '../paths.js';
+import { BEANPOLE_BIN, SERVER_NODE_FLAGS } from '../paths.js';
 import { BeanstalkClient } from './beanstalk-client.js';
 
 /** Called by a worker for each job done, with the put time in its body (performance.now ms). */
@@ -77,7 +77,7 @@ async function startNode(url: string, leaseMs: number, args: readonly string[] =
   // BENCH_BEANPOLE_ARGS: more flags for Beanpole itself (e.g. "--history-events 0").
   const extra = (process.env.BENCH_BEANPOLE_ARGS ?? '').split(' ').filter((a) => a !== '');
   const argv = [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', '0', '--no-admin', '--no-gearman', '--cluster', url, '--cluster-lease-ms', String(leaseMs), ...args, ...extra];
-  const child = spawn(process.execPath, [...nodeArgs, ...argv], {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...nodeArgs, ...argv], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let err = '';
