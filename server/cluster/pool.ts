@@ -1,6 +1,7 @@
 /** The node's connections to PostgreSQL: a small pool for statements, and what they share. */
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { withArrayLiterals } from './array-literal.js';
 import type { PrimaryFinder } from './primary-finder.js';
 import type { Statement } from './sql.js';
 
@@ -61,9 +62,9 @@ export function createPool(database: PrimaryFinder, log: Logger, history: boolea
 /** Where a statement runs: the pool, or one connection (the heartbeat's). */
 export type Queryable = pg.Pool | pg.ClientBase;
 
-/** Runs a named (prepared) statement on the pool. */
+/** Runs a named (prepared) statement on the pool (its array parameters written by array-literal.ts). */
 export async function run<R extends pg.QueryResultRow>(pool: Queryable, statement: Statement, values: unknown[]): Promise<R[]> {
-  const result = await pool.query<R>({ name: statement.name, text: statement.text, values });
+  const result = await pool.query<R>({ name: statement.name, text: statement.text, values: withArrayLiterals(values) });
   return result.rows;
 }
 
