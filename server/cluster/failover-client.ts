@@ -8,6 +8,7 @@
  */
 import pg from 'pg';
 import type { DatabaseHost, SessionAttrs } from '../common/cluster-url.js';
+import { withArrayLiterals } from './array-literal.js';
 
 /** What a connection asks of the node's search for the primary (primary-finder.ts). */
 export interface HostChooser {
@@ -53,6 +54,21 @@ export function hostLabel(h: DatabaseHost): string {
   return h.host === '' ? 'the default host' : `${h.host.includes(':') ? `[${h.host}]` : h.host}:${h.port}`;
 }
 
+/**
+ * `Client.query`'s arguments with the parameters' arrays as literals: a config object's
+ * `values`, or the array after the text.
+ */
+function withLiteralParameters(args: unknown[]): unknown[] {
+  const [first, second] = args;
+  if (Array.isArray(second)) return [first, withArrayLiterals(second), ...args.slice(2)];
+  // A Submittable (a Query, a cursor) is passed on as it is: it is not a plain config.
+  if (typeof first === 'object' && first !== null && typeof (first as { submit?: unknown }).submit !== 'function' && Array.isArray((first as { values?: unknown }).values)) {
+    const config = first as { values: unknown[] };
+    return [{ ...config, values: withArrayLiterals(config.values) }, ...args.slice(1)];
+  }
+  return args;
+}
+
 /** A class `pg.Pool` builds its connections with (its `Client` option), bound to a node's chooser. */
 export function failoverClientClass(chooser: HostChooser): new (config?: pg.ClientConfig) => pg.Client {
   return class FailoverClient extends pg.Client {
@@ -60,6 +76,9 @@ export function failoverClientClass(chooser: HostChooser): new (config?: pg.Clie
 
     constructor(config: pg.ClientConfig = {}) {
       super({ ...config, connectionString: chooser.hostUrl(chooser.known()) });
+      // Every statement's array parameters go as literals written by array-literal.ts, not by pg.
+      const query = this.query.bind(this) as (...args: unknown[]) => unknown;
+      (this as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => query(...withLiteralParameters(args));
     }
 
     override connect(): Promise<pg.Client>;

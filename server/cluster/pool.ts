@@ -1,7 +1,6 @@
 /** The node's connections to PostgreSQL: a small pool for statements, and what they share. */
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { withArrayLiterals } from './array-literal.js';
 import type { PrimaryFinder } from './primary-finder.js';
 import type { Statement } from './sql.js';
 
@@ -62,9 +61,9 @@ export function createPool(database: PrimaryFinder, log: Logger, history: boolea
 /** Where a statement runs: the pool, or one connection (the heartbeat's). */
 export type Queryable = pg.Pool | pg.ClientBase;
 
-/** Runs a named (prepared) statement on the pool (its array parameters written by array-literal.ts). */
+/** Runs a named (prepared) statement on the pool. */
 export async function run<R extends pg.QueryResultRow>(pool: Queryable, statement: Statement, values: unknown[]): Promise<R[]> {
-  const result = await pool.query<R>({ name: statement.name, text: statement.text, values: withArrayLiterals(values) });
+  const result = await pool.query<R>({ name: statement.name, text: statement.text, values });
   return result.rows;
 }
 
