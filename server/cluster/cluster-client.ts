@@ -57,6 +57,8 @@ export class ClusterClient implements ClientOperations {
   /** A blocked reserve (until: epoch ms, -1 for ever), or a sleep (wakeOnly). */
   private wait: { until: number; wakeOnly: boolean } | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** When `timer` fires (epoch ms). */
+  private timerAt = Number.POSITIVE_INFINITY;
   private readonly openedAt: number;
   private lastCommandAt: number;
   private lastCommand = '';
@@ -447,6 +449,7 @@ export class ClusterClient implements ClientOperations {
   stopTimers(): void {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
+    this.timerAt = Number.POSITIVE_INFINITY;
   }
 
   view(): SessionView {
@@ -513,9 +516,13 @@ export class ClusterClient implements ClientOperations {
   }
 
   /** Times the next thing to do for this client: an expiry, DEADLINE_SOON, or its reserve timeout. */
+  /**
+   * A timer armed no later than needed is kept: `tick` looks at everything when it fires and
+   * arms the next one, so a timer that fires early costs one look. Every reserve and delete
+   * schedules; re-arming for each cost two timer operations per job.
+   */
   private schedule(): void {
-    this.stopTimers();
-    if (this.closed) return;
+    if (this.closed) return this.stopTimers();
     const soonest = this.soonestDeadline();
     let at = Number.POSITIVE_INFINITY;
     // protocol: a reservation expires once its deadline has passed (strictly).
@@ -524,12 +531,18 @@ export class ClusterClient implements ClientOperations {
       if (soonest !== Number.POSITIVE_INFINITY) at = Math.min(at, soonest - DEADLINE_SOON_MARGIN_MS);
       if (this.wait!.until >= 0) at = Math.min(at, this.wait!.until);
     }
+    if (this.timer !== null && this.timerAt <= at) return;
+    this.stopTimers();
     if (at === Number.POSITIVE_INFINITY) return;
-    this.timer = setTimeout(() => void this.tick(), Math.max(0, Math.min(at - this.store.now(), 2 ** 31 - 1)));
+    this.timerAt = at;
+    this.timer = setTimeout(this.onTimer, Math.max(0, Math.min(at - this.store.now(), 2 ** 31 - 1)));
   }
+
+  private readonly onTimer = (): void => void this.tick();
 
   private async tick(): Promise<void> {
     this.timer = null;
+    this.timerAt = Number.POSITIVE_INFINITY;
     const now = this.store.now();
     const soon = this.isWaiting && this.deadlineSoon(now);
     for (const [id, held] of [...this.held]) {
