@@ -515,8 +515,8 @@ export class ClusterClient implements ClientOperations {
     return row?.any === true;
   }
 
-  /** Times the next thing to do for this client: an expiry, DEADLINE_SOON, or its reserve timeout. */
   /**
+   * Times the next thing to do for this client: an expiry, DEADLINE_SOON, or its reserve timeout.
    * A timer armed no later than needed is kept: `tick` looks at everything when it fires and
    * arms the next one, so a timer that fires early costs one look. Every reserve and delete
    * schedules; re-arming for each cost two timer operations per job.

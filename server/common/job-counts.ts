@@ -12,7 +12,7 @@ export interface JobCounts {
 /** A new job's counters. */
 export const NO_COUNTS: Readonly<JobCounts> = { reserves: 0, timeouts: 0, releases: 0, buries: 0, kicks: 0, strikes: 0 };
 
-/** The counters' names, in stats-job's order. */
+/** The six counters' names. */
 const COUNT_NAMES: readonly (keyof JobCounts)[] = ['reserves', 'timeouts', 'releases', 'buries', 'kicks', 'strikes'];
 
 /** Copies `from`'s counters onto `to` (a view reused for many jobs). */

@@ -6,8 +6,8 @@
  * address; the rare notes and dashboard actors kept by slot on the side). Every job writes three
  * events, so what an event touches matters: a ring of 100,000 events in seven arrays streamed
  * through seven sets of cache lines and cost the Gearman round trip 7% (against 1,000 events);
- * one record per event keeps that to the least. The oldest events are overwritten first, so a long-lived job keeps its
- * recent story. Reading one job's events scans the ring: about a millisecond for 100,000 events,
+ * one record per event keeps that to the least. The oldest events are overwritten first, so a
+ * long-lived job keeps its recent story. Reading one job's events scans the ring: about a millisecond for 100,000 events,
  * paid by the dashboard's job page only.
  */
 
