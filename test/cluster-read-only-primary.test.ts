@@ -28,6 +28,28 @@ async function sql(url: string, text: string): Promise<pg.QueryResultRow[]> {
   }
 }
 
+/**
+ * Makes the host read-only for the sessions it has. pg_reload_conf() only asks the postmaster,
+ * which then signals every backend; a session that was open before sees the setting once its
+ * backend got that signal, so the fence holds from then on for the node's sessions too (the
+ * postmaster signals them all at once), and the next put cannot commit there any more.
+ */
+async function fence(url: string): Promise<void> {
+  const session = new pg.Client({ connectionString: url });
+  await session.connect();
+  try {
+    await sql(url, 'ALTER SYSTEM SET default_transaction_read_only = on');
+    await sql(url, 'SELECT pg_reload_conf()');
+    const deadline = Date.now() + 10_000;
+    while ((await session.query<{ v: string }>("SELECT current_setting('default_transaction_read_only') AS v")).rows[0]!.v !== 'on') {
+      if (Date.now() > deadline) throw new Error('the host did not turn read-only');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } finally {
+    await session.end();
+  }
+}
+
 describe.skipIf(postgresBinDir() === null)('cluster mode when its primary turns read-only', () => {
   it('notices SQLSTATE 25006, moves to the host that takes writes, and keeps its clients', async () => {
     dbs.push(await startThrowawayPostgres({ settings: { fsync: 'off' } }), await startThrowawayPostgres({ settings: { fsync: 'off' } }));
@@ -43,8 +65,7 @@ describe.skipIf(postgresBinDir() === null)('cluster mode when its primary turns 
       expect(await c.call('put 0 0 60 5\r\nfirst\r\n')).toBe('INSERTED 1\r\n');
       expect(await sql(first!, 'SELECT count(*)::int AS n FROM beanpole_jobs')).toStrictEqual([{ n: 1 }]);
 
-      await sql(first!, 'ALTER SYSTEM SET default_transaction_read_only = on');
-      await sql(first!, 'SELECT pg_reload_conf()');
+      await fence(first!);
       const fencedAt = Date.now();
       let reply = '';
       const answers: string[] = [];
