@@ -91,12 +91,15 @@ describe.skipIf(pgUrl === null)('cluster races', () => {
   it('a touch that commits before the holder\'s own expiry keeps the job: TOUCHED stays true', async () => {
     const url = await freshDatabase(pgUrl!, 'touch_expiry');
     const s = await open(url);
-    const id = await put(s, 'default', 0, 1000);
+    // TTR 3 s: the touch is sent a second before the deadline, which leaves a loaded machine a
+    // second of slack, and it waits 1.5 s behind the busy statements, so it commits after the deadline.
+    const id = await put(s, 'default', 0, 3000);
     const c = s.connect(quiet, 'test');
+    const reservedBy = Date.now();
     expect((await c.reserve(0)).kind).toBe('reserved');
-    await sleep(850);
+    await sleep(Math.max(0, reservedBy + 2000 - Date.now()));
     // Other clients' statements keep the pool busy past the deadline: the touch and the expiry queue up.
-    const busy = Array.from({ length: 8 }, () => s.pool.query('SELECT pg_sleep(0.3)'));
+    const busy = Array.from({ length: 8 }, () => s.pool.query('SELECT pg_sleep(1.5)'));
     const touched = await c.touch(id);
     await Promise.all(busy);
     await sleep(100);
