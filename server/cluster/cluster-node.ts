@@ -35,6 +35,8 @@ export interface RealmMember {
   reclaim(db: Queryable, node: number | null): Promise<void>;
   /** Folds the per-node counts of nodes gone before `cutoff` into node 0's. */
   forgetNodes(db: Queryable, cutoff: number): Promise<void>;
+  /** The heartbeat counted `others` nodes besides this one (wakeups.ts: nobody to tell, no news sent). */
+  othersCounted(others: number): void;
   /** The node leaves: stop timers and listeners (the node then gives back what was held). */
   stop(): Promise<void>;
   /** After the give-back: tell the other nodes, and close what is the realm's own. */
@@ -80,6 +82,9 @@ export class ClusterNode {
       },
       onForget: async (db, cutoff) => {
         for (const realm of this.realms) await realm.forgetNodes(db, cutoff);
+      },
+      onOthers: (others) => {
+        for (const realm of this.realms) realm.othersCounted(others);
       },
     });
   }

@@ -273,6 +273,10 @@ export class ClusterStore<H extends RealmHooks = RealmHooks> implements Operatio
     await run(db, this.sql.foldTotals, [cutoff]);
   }
 
+  othersCounted(others: number): void {
+    this.wakeups.othersCounted(others);
+  }
+
   async stop(): Promise<void> {
     this.closed = true;
     if (this.pollTimer !== null) clearInterval(this.pollTimer);

@@ -29,10 +29,12 @@ const SQL = {
     `INSERT INTO beanpole_nodes (address, version, started_at, heartbeat_at, lease_until)
      VALUES ($1, $2, $3, $3, $3::bigint + $4) RETURNING id`,
   ),
+  /** Renews the lease, and counts the other nodes not gone (those whose lease ran out but are not reaped yet too). */
   heartbeat: s(
     'heartbeat',
     `UPDATE beanpole_nodes SET heartbeat_at = $2, lease_until = $2::bigint + $3, connections = $4
-     WHERE id = $1 AND gone_at IS NULL RETURNING id`,
+     WHERE id = $1 AND gone_at IS NULL
+     RETURNING id, (SELECT count(*) FROM beanpole_nodes o WHERE o.gone_at IS NULL AND o.id <> $1)::integer AS others`,
   ),
   /** Ends the leases that ran out ($1 now); each realm then gives back what gone nodes held. */
   reap: s('reap', 'UPDATE beanpole_nodes SET gone_at = $1 WHERE gone_at IS NULL AND lease_until < $1 RETURNING id'),
@@ -79,6 +81,8 @@ export interface NodeLeaseOptions {
   onGone: (db: pg.ClientBase) => Promise<void>;
   /** Before rows of nodes gone since before `cutoff` are removed: each realm folds their counts. */
   onForget: (db: pg.ClientBase, cutoff: number) => Promise<void>;
+  /** Each heartbeat's count of the other nodes not gone (a realm with nobody to tell sends no news). */
+  onOthers: (others: number) => void;
 }
 
 export class NodeLease {
@@ -134,11 +138,13 @@ export class NodeLease {
     const { log, now } = this.o;
     try {
       const db = await this.connection();
-      const mine = await run(db, SQL.heartbeat, [this.id, now(), this.o.leaseMs, this.o.connections()]);
-      if (mine.length === 0) {
+      const [mine] = await run<{ id: number; others: number }>(db, SQL.heartbeat, [this.id, now(), this.o.leaseMs, this.o.connections()]);
+      if (mine === undefined) {
         const old = this.id;
         await this.register();
         log.warn({ old, node: this.id }, 'cluster: this node lost its lease (stopped or cut off too long); its reservations were given back; registered again');
+      } else {
+        this.o.onOthers(mine.others);
       }
       if (this.healthySince === 0) this.healthySince = now();
       // Only a node that has itself beaten on time for a whole lease judges the others: after

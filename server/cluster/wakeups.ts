@@ -9,6 +9,12 @@
  *
  * Notifications can be lost (a listener reconnecting): the store also polls slowly, and after
  * a reconnect it treats every tube as having news.
+ *
+ * A node with nobody to tell sends nothing: every NOTIFY wakes the listening backends and costs
+ * the node a statement, and a lone node (the common deployment over an HA PostgreSQL) is its
+ * own only listener, which ignores its own news. The heartbeat counts the other live nodes
+ * (othersCounted); a node that joins says hello on the channel, so the nodes already there
+ * speak again at once rather than at their next heartbeat.
  */
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -20,6 +26,11 @@ const MAX_PAYLOAD = 7000;
 const RECONNECT_MS = 500;
 /** The listening connection is checked this often: a dead one would otherwise go unnoticed. */
 const LISTENER_CHECK_MS = 5000;
+/**
+ * Heartbeats in a row that must count no other node before a node goes quiet: one count may
+ * have been taken before a newcomer registered and come back after its hello.
+ */
+const QUIET_AFTER_COUNTS = 2;
 
 export interface WakeupHandlers {
   /** Jobs became ready in these tubes (null: any tube, after notifications may have been lost). */
@@ -41,6 +52,10 @@ export class Wakeups {
   private readonly updatedNodes = new Set<number | '*'>();
   /** A policy changed here since the last notification. */
   private policiesChanged = false;
+  /** This node's hello is still to be sent (it has just begun to listen). */
+  private hello = false;
+  /** Heartbeats in a row that counted no other node, none heard from since (QUIET_AFTER_COUNTS). */
+  private aloneCounts = 0;
   private flushQueued = false;
   /** The notification in flight, if any: news made meanwhile waits for it and goes in the next. */
   private sending: Promise<void> | null = null;
@@ -58,27 +73,46 @@ export class Wakeups {
 
   async start(): Promise<void> {
     await this.listen();
+    this.hello = true;
+    this.queueFlush();
+  }
+
+  /**
+   * The heartbeat counted `others` live nodes besides this one. Once none have been counted
+   * QUIET_AFTER_COUNTS times in a row, and none said hello meanwhile, news is no longer sent.
+   */
+  othersCounted(others: number): void {
+    this.aloneCounts = others > 0 ? 0 : this.aloneCounts + 1;
+  }
+
+  /** True when no other node listens, as far as this one knows: its news is dropped, not sent. */
+  private get alone(): boolean {
+    return this.aloneCounts >= QUIET_AFTER_COUNTS;
   }
 
   /** Tells the other nodes, on a later turn (news of one turn goes in one notification). */
   jobsReady(tube: string): void {
+    if (this.alone) return;
     this.readyTubes.add(tube);
     this.queueFlush();
   }
 
   delayedDue(at: number): void {
+    if (this.alone) return;
     if (at < this.soonestDue) this.soonestDue = at;
     this.queueFlush();
   }
 
   /** A tube's policy was set here (committed): the other nodes read the policies again. */
   policySet(): void {
+    if (this.alone) return;
     this.policiesChanged = true;
     this.queueFlush();
   }
 
   /** Packets for `node`'s clients were committed ('*': jobs ended that any node's clients may wait on). */
   updatesFor(node: number | '*'): void {
+    if (this.alone) return;
     this.updatedNodes.add(node);
     this.queueFlush();
   }
@@ -114,16 +148,20 @@ export class Wakeups {
     this.sending = sent;
   };
 
-  /** "<node> r <tube> <tube>...", "<node> d <ms>", "<node> u <node>" and "<node> p", tab-separated, split to fit. */
+  /** "<node> h", "<node> r <tube> <tube>...", "<node> d <ms>", "<node> u <node>" and "<node> p", tab-separated, split to fit. */
   private payloads(): string[] {
     const tag = String(this.nodeTag());
     const out: string[] = [];
+    if (this.hello) out.push(`${tag}\th`);
+    this.hello = false;
+    // News made before this node went quiet is dropped with the rest.
+    if (this.alone) {
+      this.clearNews();
+      return out;
+    }
     if (this.policiesChanged) out.push(`${tag}\tp`);
-    this.policiesChanged = false;
     for (const node of this.updatedNodes) out.push(`${tag}\tu\t${node}`);
-    this.updatedNodes.clear();
     if (this.soonestDue !== Number.POSITIVE_INFINITY) out.push(`${tag}\td\t${this.soonestDue}`);
-    this.soonestDue = Number.POSITIVE_INFINITY;
     let line = `${tag}\tr`;
     for (const tube of this.readyTubes) {
       if (line.length + tube.length + 1 > MAX_PAYLOAD) {
@@ -133,8 +171,15 @@ export class Wakeups {
       line += `\t${tube}`;
     }
     if (this.readyTubes.size > 0) out.push(line);
-    this.readyTubes.clear();
+    this.clearNews();
     return out;
+  }
+
+  private clearNews(): void {
+    this.policiesChanged = false;
+    this.updatedNodes.clear();
+    this.soonestDue = Number.POSITIVE_INFINITY;
+    this.readyTubes.clear();
   }
 
   private async send(payloads: string[]): Promise<void> {
@@ -196,8 +241,11 @@ export class Wakeups {
     setTimeout(() => {
       if (this.closed) return;
       this.listen().then(
-        // What was sent while this node was not listening is lost: look at every tube.
+        // What was sent while this node was not listening is lost: look at every tube, and
+        // tell the nodes that went quiet meanwhile that this one listens again.
         () => {
+          this.hello = true;
+          this.queueFlush();
           this.handlers.ready(null);
           this.handlers.updates?.();
           this.handlers.policies?.();
@@ -214,7 +262,10 @@ export class Wakeups {
     const parts = payload.split('\t');
     // A node's own news was acted on when it was made.
     if (parts[0] === String(this.nodeTag())) return;
-    if (parts[1] === 'd') {
+    if (parts[1] === 'h') {
+      // A node joined: it hears this node's news from now on.
+      this.aloneCounts = 0;
+    } else if (parts[1] === 'd') {
       const at = Number(parts[2]);
       if (Number.isFinite(at)) this.handlers.due(at);
     } else if (parts[1] === 'r') {
