@@ -15,16 +15,22 @@ export const REPO_ROOT = ((): string => {
   }
 })();
 
-/** The server's launcher (it imports dist/server/main.js in the same process). */
+/**
+ * The server's launcher: a shell script and a JavaScript module at once. Run as a command, its
+ * first lines start Node on it with the flags the mode wants; `node bin/beanpole` runs the module
+ * without them.
+ */
 export const BEANPOLE_BIN = path.join(REPO_ROOT, 'bin', 'beanpole');
 /**
- * Node's flags for the server, as the launcher's `#!/usr/bin/env -S node FLAGS` line gives them:
- * a benchmark starts `node FLAGS bin/beanpole` and measures the server as `./bin/beanpole` runs.
+ * Node's flags for the in-memory server, as the launcher's first `flags=` line gives them: a
+ * benchmark of the in-memory server starts `node FLAGS bin/beanpole` (with its own profiling
+ * flags, where asked) and measures the server as `./bin/beanpole` runs. A cluster node is
+ * started as the command itself (bench/cluster/systems.ts), which picks its own.
  */
 export const SERVER_NODE_FLAGS: readonly string[] = ((): string[] => {
-  const first = readFileSync(BEANPOLE_BIN, 'utf8').split('\n', 1)[0]!;
-  const words = first.replace(/^#!\S*env\s+(-S\s+)?/, '').split(/\s+/).filter((w) => w !== '');
-  return words[0] === 'node' ? words.slice(1) : [];
+  const line = /^":" \/\/; flags=(.*)$/m.exec(readFileSync(BEANPOLE_BIN, 'utf8'));
+  if (line === null) throw new Error(`bench: no flags= line in ${BEANPOLE_BIN}`);
+  return line[1]!.split(/\s+/).filter((w) => w !== '');
 })();
 
 /** The built floor server (bench/floor-server.ts), started in Beanpole's place by --node-floor. */

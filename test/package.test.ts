@@ -105,3 +105,34 @@ describe('the startup banner', () => {
     expect(plain.stderr).toContain('"msg":"memory budget');
   });
 });
+
+describe('the launcher', () => {
+  const BIN = path.join(ROOT, 'bin', 'beanpole');
+
+  /** Node's command line for `bin/beanpole ...args`, run as a command (its sh lines choose the flags), read once Node runs. */
+  async function nodeArgv(args: string[], env: NodeJS.ProcessEnv = {}): Promise<string[]> {
+    const child = spawn(BIN, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    try {
+      // The server logs once it runs; a cluster node that cannot reach its database logs its first retry.
+      for (let i = 0; i < 200 && !/"msg"/.test(stderr); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(stderr, 'the server never logged').toMatch(/"msg"/);
+      return readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
+    } finally {
+      child.kill('SIGTERM');
+    }
+  }
+
+  it('starts Node with the young generation each mode wants: 2 MiB in memory, 16 MiB in cluster mode', async () => {
+    const memory = await nodeArgv(['-l', '127.0.0.1', '-p', '0', '--no-admin', '--no-gearman']);
+    expect(memory).toContain('--max-semi-space-size=2');
+    expect(memory).toContain(BIN);
+    // Nothing listens on port 1: the node keeps trying, which is long enough to look at it.
+    const unreachable = 'postgres://nobody@127.0.0.1:1/none';
+    const common = ['-l', '127.0.0.1', '-p', '0', '--no-admin', '--no-gearman', '--cluster-connect-timeout', '20'];
+    expect(await nodeArgv([...common, '--cluster', unreachable])).toContain('--max-semi-space-size=16');
+    expect(await nodeArgv([...common, `--cluster=${unreachable}`])).toContain('--max-semi-space-size=16');
+    expect(await nodeArgv(common, { BEANPOLE_CLUSTER_URL: unreachable })).toContain('--max-semi-space-size=16');
+  });
+});

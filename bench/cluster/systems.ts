@@ -17,7 +17,7 @@ import { Logger, makeWorkerUtils, run as runGraphile, type Runner, type WorkerUt
 
 /** graphile-worker logs every job at info level: silence it (the benchmark prints its own). */
 const quiet = new Logger(() => () => undefined);
-import { BEANPOLE_BIN, SERVER_NODE_FLAGS } from '../paths.js';
+import { BEANPOLE_BIN } from '../paths.js';
 import { BeanstalkClient } from './beanstalk-client.js';
 
 /** Called by a worker for each job done, with the put time in its body (performance.now ms). */
@@ -72,14 +72,15 @@ interface NodeProcess {
 }
 
 async function startNode(url: string, leaseMs: number, args: readonly string[] = []): Promise<NodeProcess> {
-  // BENCH_NODE_ARGS: flags for the node processes' V8 (e.g. "--cpu-prof --cpu-prof-dir=DIR").
-  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  // BENCH_NODE_ARGS: more flags for the node processes' Node (e.g. "--cpu-prof --cpu-prof-dir=DIR"),
+  // given through NODE_OPTIONS: the node is started as the launcher command, which picks V8's
+  // flags for cluster mode as `beanpole --cluster` does.
+  const nodeArgs = process.env.BENCH_NODE_ARGS ?? '';
   // BENCH_BEANPOLE_ARGS: more flags for Beanpole itself (e.g. "--history-events 0").
   const extra = (process.env.BENCH_BEANPOLE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const argv = [BEANPOLE_BIN, '-l', '127.0.0.1', '-p', '0', '--no-admin', '--no-gearman', '--cluster', url, '--cluster-lease-ms', String(leaseMs), ...args, ...extra];
-  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...nodeArgs, ...argv], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const argv = ['-l', '127.0.0.1', '-p', '0', '--no-admin', '--no-gearman', '--cluster', url, '--cluster-lease-ms', String(leaseMs), ...args, ...extra];
+  const env = nodeArgs === '' ? process.env : { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${nodeArgs}`.trim() };
+  const child = spawn(BEANPOLE_BIN, argv, { stdio: ['ignore', 'ignore', 'pipe'], env });
   let err = '';
   child.stderr!.setEncoding('utf8');
   const port = await new Promise<number>((resolve, reject) => {
