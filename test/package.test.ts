@@ -50,7 +50,7 @@ describe('npm pack', () => {
         url = dashboardUrl(stderr);
       }
       expect(url, stderr).not.toBeNull();
-      // The command runs Node with the launcher's flags (its `#!/usr/bin/env -S node ...` line), in
+      // The command runs Node with the launcher's flags (chosen by its first lines, in sh), in
       // the process it started: the young generation capped, and a kill by PID reaches the server.
       const argv = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
       expect(argv).toContain('--max-semi-space-size=2');
