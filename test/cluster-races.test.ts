@@ -24,9 +24,9 @@ afterEach(async () => {
   for (const s of stores.splice(0)) await s.node.close();
 });
 
-/** A node serving the beanstalkd realm, its lease started. */
-async function open(url: string, leaseMs = 5000): Promise<ClusterStore> {
-  const node = await ClusterNode.open({ url, leaseMs, address: 'test', version: 'test', historyEvents: 1000, log });
+/** A node serving the beanstalkd realm, its lease started; `now`: its clock (the system's by default). */
+async function open(url: string, leaseMs = 5000, now?: () => number): Promise<ClusterStore> {
+  const node = await ClusterNode.open({ url, leaseMs, address: 'test', version: 'test', historyEvents: 1000, log, now });
   const s = await ClusterStore.join(node, { maxJobSize: 65536, maxJobBytes: null, deadLetterAfter: 0, historyEvents: 1000 });
   node.start();
   stores.push(s);
@@ -90,19 +90,26 @@ describe.skipIf(pgUrl === null)('cluster races', () => {
 
   it('a touch that commits before the holder\'s own expiry keeps the job: TOUCHED stays true', async () => {
     const url = await freshDatabase(pgUrl!, 'touch_expiry');
-    const s = await open(url);
-    // TTR 3 s: the touch is sent a second before the deadline, which leaves a loaded machine a
-    // second of slack, and it waits 1.5 s behind the busy statements, so it commits after the deadline.
-    const id = await put(s, 'default', 0, 3000);
+    // The node's clock stands still unless the test moves it, so the order below holds however
+    // slow the machine is: the touch is queued before the clock passes the deadline, and the
+    // expiry can only be queued after that.
+    let clock = Date.now();
+    const s = await open(url, 5000, () => clock);
+    const start = clock;
+    const id = await put(s, 'default', 0, 1000);
     const c = s.connect(quiet, 'test');
-    const reservedBy = Date.now();
     expect((await c.reserve(0)).kind).toBe('reserved');
-    await sleep(Math.max(0, reservedBy + 2000 - Date.now()));
     // Other clients' statements keep the pool busy past the deadline: the touch and the expiry queue up.
     const busy = Array.from({ length: 8 }, () => s.pool.query('SELECT pg_sleep(1.5)'));
-    const touched = await c.touch(id);
+    clock = start + 900;
+    const touching = c.touch(id);
+    // Past the old deadline, before the new one: the client's timer (1 s after the reserve, or
+    // later) sends the expiry, behind the touch.
+    clock = start + 1100;
+    await sleep(1200);
+    const touched = await touching;
     await Promise.all(busy);
-    await sleep(100);
+    await expect.poll(() => s.pool.totalCount - s.pool.idleCount + s.pool.waitingCount).toBe(0);
     expect(touched.ok).toBe(true);
     expect(await stateOf(url, id)).toBe(1);
     expect((await c.release(id, 0, 0)).ok).toBe(true);

@@ -114,10 +114,16 @@ export class ClusterStore<H extends RealmHooks = RealmHooks> implements Operatio
   private readonly tables: TableCare;
   /** This node's copy of the tube policies, and their statements (tube-policies.ts). */
   readonly policies: ClusterPolicies;
-  /** Reserves and deletes of one turn, from every client of this node, one statement each. */
+  /**
+   * Reserves and deletes of one turn, from every client of this node, one statement each. One
+   * reserve statement at a time: a second one in flight probes the same queue heads, finds
+   * them locked by the first and reads past them, so two cost more than one twice the size
+   * (the 1-node pipelined cycle did 13-17% more jobs with one; BENCHMARKS.md).
+   */
   readonly reserves = new TurnBatch<ReserveRequest, ReservedRow | null>(
     (requests) => this.reserveMany(requests),
     (r) => r.conn,
+    { maxInFlight: 1 },
   );
 
   readonly deletes = new TurnBatch<DeleteRequest, { tube: string } | null>(
