@@ -5,7 +5,7 @@
  * foreground job's waiting nodes in their own table. Handles name the cluster, not the node, so
  * a handle from one node means the same job on every other.
  */
-import type { JobWatcher } from '../operations/operations.js';
+import type { JobBytes, JobWatcher } from '../operations/operations.js';
 import { JobHandles } from '../gearman/handles.js';
 import {
   WorkerListings,
@@ -67,8 +67,8 @@ export class ClusterGearmanRegistry implements GearmanRegistry {
     this.gearman.stopWaiting(id, watcher);
   }
 
-  abandoned(id: number): boolean {
-    return this.gearman.takeAbandoned(id);
+  abandoned(job: JobBytes): boolean {
+    return this.gearman.takeAbandoned(job.id);
   }
 
   maxQueue(fn: string): QueueLimits | undefined {

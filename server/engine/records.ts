@@ -230,6 +230,11 @@ export class Job implements BodyHolder {
     this.place = file * (STATE_MASK + 1) + (this.place & STATE_MASK);
   }
 
+  /** Never journaled (PutRequest.transient): a Gearman foreground job. */
+  get transient(): boolean {
+    return this.file === TRANSIENT_FILE;
+  }
+
   get bodyOffset(): number {
     return bodyOffsetOf(this);
   }

@@ -14,9 +14,19 @@ export interface JobWatcher {
   ended(jobId: number): void;
 }
 
-/** Who waits for news of which job, by job id (each job's watchers in attach order). */
+/**
+ * A job's watchers: one alone (the common case, a client waiting on its own submit) or several
+ * in attach order. An array is never changed once stored: a watcher that detaches while a report
+ * is being passed round (a client that has its final answer) leaves the list being walked intact.
+ */
+type Watching = JobWatcher | readonly JobWatcher[];
+
+/**
+ * Who waits for news of which job, by job id. A lone watcher is stored as it is: no collection
+ * per job on the path of every foreground Gearman job (attach, report, detach, end).
+ */
 export class JobWatchers {
-  private readonly byJob = new Map<number, Set<JobWatcher>>();
+  private readonly byJob = new Map<number, Watching>();
 
   /** True while anyone watches any job: a delete then looks for the job's watchers. */
   get any(): boolean {
@@ -24,22 +34,31 @@ export class JobWatchers {
   }
 
   attach(id: number, watcher: JobWatcher): void {
-    let watching = this.byJob.get(id);
-    if (watching === undefined) this.byJob.set(id, (watching = new Set()));
-    watching.add(watcher);
+    const watching = this.byJob.get(id);
+    if (watching === undefined) this.byJob.set(id, watcher);
+    else if (isList(watching)) {
+      if (!watching.includes(watcher)) this.byJob.set(id, [...watching, watcher]);
+    } else if (watching !== watcher) this.byJob.set(id, [watching, watcher]);
   }
 
   /** Returns how many watchers remain. */
   detach(id: number, watcher: JobWatcher): number {
     const watching = this.byJob.get(id);
     if (watching === undefined) return 0;
-    watching.delete(watcher);
-    if (watching.size === 0) this.byJob.delete(id);
-    return watching.size;
+    if (!isList(watching)) {
+      if (watching !== watcher) return 1;
+      this.byJob.delete(id);
+      return 0;
+    }
+    const rest = watching.filter((w) => w !== watcher);
+    if (rest.length === watching.length) return rest.length;
+    this.byJob.set(id, rest.length === 1 ? rest[0]! : rest);
+    return rest.length;
   }
 
   count(id: number): number {
-    return this.byJob.get(id)?.size ?? 0;
+    const watching = this.byJob.get(id);
+    return watching === undefined ? 0 : isList(watching) ? watching.length : 1;
   }
 
   /** Ids of the jobs someone watches. */
@@ -51,8 +70,12 @@ export class JobWatchers {
   report(id: number, update: JobUpdate): number {
     const watching = this.byJob.get(id);
     if (watching === undefined) return 0;
+    if (!isList(watching)) {
+      watching.update(id, update);
+      return 1;
+    }
     for (const w of watching) w.update(id, update);
-    return watching.size;
+    return watching.length;
   }
 
   /** Job `id` is gone: its watchers are told, and forgotten. */
@@ -60,6 +83,11 @@ export class JobWatchers {
     const watching = this.byJob.get(id);
     if (watching === undefined) return;
     this.byJob.delete(id);
-    for (const w of watching) w.ended(id);
+    if (!isList(watching)) watching.ended(id);
+    else for (const w of watching) w.ended(id);
   }
+}
+
+function isList(watching: Watching): watching is readonly JobWatcher[] {
+  return Array.isArray(watching);
 }

@@ -1,4 +1,4 @@
-import { isPending, whenReady, type JobUpdate, type JobWatcher, type Pending } from '../operations/operations.js';
+import { isPending, whenReady, type JobBytes, type JobUpdate, type JobWatcher, type Pending } from '../operations/operations.js';
 import type { GearmanStore } from './store.js';
 import { JobHandles } from './handles.js';
 import { uniqueEnd } from './job-body.js';
@@ -72,8 +72,8 @@ export interface GearmanRegistry {
    * it here and now; undefined lets the submit reach the store (which coalesces in a cluster).
    */
   jobForUnique(fn: string, unique: Buffer): number | undefined;
-  /** A job was made: remember its unique id, and whether a client waits on it (foreground). */
-  created(id: number, fn: string, unique: Buffer, foreground: boolean): void;
+  /** A job was made: remember its unique id. */
+  created(id: number, fn: string, unique: Buffer): void;
   /**
    * A worker's WORK_* packet for job `id` (`packet[start, end)` as it came, handle first; valid
    * only during the call, and made a Buffer of its own only when someone is told): to every client
@@ -95,7 +95,7 @@ export interface GearmanRegistry {
    */
   stopWaiting(id: number, watcher: JobWatcher): void;
   /** True when a job a worker just took is a foreground job nobody waits for any more (it is dropped, not run). */
-  abandoned(id: number): Pending<boolean>;
+  abandoned(job: JobBytes): Pending<boolean>;
   /** `maxqueue`: queued jobs a function may hold, per priority; undefined: no limit. */
   maxQueue(fn: string): QueueLimits | undefined;
   /** Sets (null: lifts) a function's limits. */
@@ -121,10 +121,13 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
   /** job id -> its `function \0 unique` key (only for jobs that have a unique id). */
   private readonly keyOf = new Map<number, string>();
   private readonly statusOf = new Map<number, WorkStatus>();
-  /** Jobs the registry watches (it attaches once per job). */
+  /**
+   * Jobs the registry watches (it attaches once per job), to forget what it keeps for them when
+   * they end: those with a unique id or a WORK_STATUS. Not the foreground jobs as such: whether
+   * a job is one is the store's to say (JobBytes.transient), so a plain foreground submit costs
+   * the registry nothing.
+   */
   private readonly watching = new Set<number>();
-  /** Foreground jobs: they matter only while a client waits on them. */
-  private readonly foreground = new Set<number>();
   /** Queued jobs a function may hold (`maxqueue`); absent: no limit. */
   private readonly limits = new Map<string, QueueLimits>();
   private readonly listings = new WorkerListings();
@@ -152,12 +155,8 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
     return this.byUnique.get(uniqueKey(fn, unique));
   }
 
-  created(id: number, fn: string, unique: Buffer, foreground: boolean): void {
+  created(id: number, fn: string, unique: Buffer): void {
     if (unique.length > 0) this.rememberUnique(id, fn, unique);
-    if (foreground) {
-      this.foreground.add(id);
-      this.watch(id);
-    }
   }
 
   private rememberUnique(id: number, fn: string, unique: Buffer): void {
@@ -198,7 +197,7 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
 
   /** Clients waiting on job `id` (the registry's own watch is not one). */
   private waitingClients(id: number): number {
-    return this.ops.watcherCount(id) - (this.watching.has(id) ? 1 : 0);
+    return this.ops.watcherCount(id) - (this.watching.size > 0 && this.watching.has(id) ? 1 : 0);
   }
 
   statuses(ids: readonly number[]): Map<number, WorkStatus> {
@@ -222,10 +221,9 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
     else dropIt();
   }
 
-  abandoned(id: number): boolean {
-    // Asked for every job a worker takes: no lookup while no client waits on any foreground job.
-    if (this.foreground.size === 0 || !this.foreground.has(id)) return false;
-    return this.waitingClients(id) === 0;
+  abandoned(job: JobBytes): boolean {
+    // Asked for every job a worker takes: no lookup for a background job.
+    return job.transient === true && this.waitingClients(job.id) === 0;
   }
 
   maxQueue(fn: string): QueueLimits | undefined {
@@ -252,7 +250,6 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
 
   ended(jobId: number): void {
     this.watching.delete(jobId);
-    this.foreground.delete(jobId);
     this.statusOf.delete(jobId);
     const key = this.keyOf.get(jobId);
     if (key !== undefined) {

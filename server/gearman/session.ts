@@ -130,7 +130,7 @@ export class GearmanSession {
   private created(r: Result<JobBytes>, fn: string, unique: Buffer, background: boolean, answer: { ok: true; id: number }): SubmitAnswer {
     if (!r.ok) return { ok: false, refusal: r.code };
     const id = r.value.id;
-    this.registry.created(id, fn, unique, !background);
+    this.registry.created(id, fn, unique);
     return this.joined(id, background, answer);
   }
 
@@ -210,7 +210,7 @@ export class GearmanSession {
   private taken(outcome: ReserveOutcome<JobBytes>): Pending<JobBytes | null> {
     if (outcome.kind !== 'reserved') return null;
     const job = outcome.job;
-    const abandoned = this.registry.abandoned(job.id);
+    const abandoned = this.registry.abandoned(job);
     if (!isPending(abandoned)) return this.handOut(job, abandoned);
     const kept = copyOf(job);
     return abandoned.then((gone) => this.handOut(kept, gone));
@@ -317,5 +317,5 @@ const NO_BYTES = Buffer.alloc(0);
 /** A job's bytes kept past the next operation. Named one by one: a spread would miss the fields a job record answers with getters. */
 function copyOf(job: JobBytes): JobBytes {
   const body = Buffer.from(job.bodyBuf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength));
-  return { id: job.id, tubeName: job.tubeName, bodyBuf: body, bodyOffset: 0, bodyLength: body.length };
+  return { id: job.id, tubeName: job.tubeName, bodyBuf: body, bodyOffset: 0, bodyLength: body.length, transient: job.transient === true };
 }

@@ -50,6 +50,11 @@ export interface JobBytes {
   readonly bodyBuf: Buffer;
   readonly bodyOffset: number;
   readonly bodyLength: number;
+  /**
+   * Kept in memory only (NewJob.transient): a Gearman foreground job. Said by the in-memory
+   * store, whose job record this is; a cluster's registry asks its database instead.
+   */
+  readonly transient?: boolean;
 }
 
 /** A tube's name (the in-memory store answers with its tube record behind this read-only shape). */
