@@ -156,7 +156,7 @@ class Conn {
         this.functions.push(queueOf(buf.toString('latin1', start, end)));
         return;
       case T.ECHO_REQ:
-        this.out.dataPacket(T.ECHO_RES, buf.subarray(start, end));
+        this.out.dataPacket(T.ECHO_RES, buf, start, end);
         return this.flushSoon();
       default:
         return;
@@ -183,7 +183,7 @@ class Conn {
 
   /** A worker's WORK_COMPLETE (`data`: handle NUL result), sent on to this client. */
   forward(data: Buffer): void {
-    this.out.dataPacket(T.WORK_COMPLETE, data);
+    this.out.dataPacket(T.WORK_COMPLETE, data, 0, data.length);
     this.flushSoon();
   }
 

@@ -153,7 +153,7 @@ export class GearmanHooks implements RealmHooks {
       return undefined;
     }
     // Watchers copy the packet into their replies during the call.
-    this.store.report(id, { kind, data });
+    this.store.report(id, { kind, data, start: 0, end: data.length });
     this.relayQueue.push({
       job: id,
       type,
@@ -232,7 +232,7 @@ export class GearmanHooks implements RealmHooks {
     const done = new Set(deleted.map((r) => r.id));
     // This node's clients hear the result as gearmand tells it: with the job gone. A packet
     // whose delete failed (the worker no longer held the job) goes nowhere.
-    for (const p of packets) if (done.has(p.job)) store.report(p.job, { kind: String(p.type), data: p.data });
+    for (const p of packets) if (done.has(p.job)) store.report(p.job, { kind: String(p.type), data: p.data, start: 0, end: p.data.length });
     for (const r of rows) if (r.node !== null) store.updatesFor(r.node);
     return deleted;
   }
@@ -260,7 +260,7 @@ export class GearmanHooks implements RealmHooks {
           [...this.store.watchedIds()],
         ]);
         const packets = rows.filter((r) => r.seq !== null).sort((a, b) => a.seq! - b.seq!);
-        for (const p of packets) this.store.report(p.job, { kind: String(p.type), data: p.data! });
+        for (const p of packets) this.store.report(p.job, { kind: String(p.type), data: p.data!, start: 0, end: p.data!.length });
         for (const r of rows) if (r.seq === null) this.store.jobEnded(r.job);
       } while (this.receiveAgain);
     } catch (err) {

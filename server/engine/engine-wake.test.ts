@@ -140,11 +140,17 @@ describe('holds without a TTR', () => {
   });
 });
 
+/** An update whose bytes sit inside a larger packet, as a worker's WORK_* packet carries them. */
+function news(kind: string, text: string): JobUpdate {
+  const data = Buffer.from(`H:x:1\0${text}\0`, 'latin1');
+  return { kind, data, start: 6, end: 6 + text.length };
+}
+
 class RecordingWatcher implements JobWatcher {
   readonly log: string[] = [];
   constructor(private readonly name: string) {}
   update(jobId: number, update: JobUpdate): void {
-    this.log.push(`${this.name} ${jobId} ${update.kind} ${update.data.toString()}`);
+    this.log.push(`${this.name} ${jobId} ${update.kind} ${update.data.toString('latin1', update.start, update.end)}`);
   }
   ended(jobId: number): void {
     this.log.push(`${this.name} ${jobId} ended`);
@@ -158,11 +164,11 @@ describe('job watchers', () => {
     const b = new RecordingWatcher('b');
     expect(h.engine.attachWatcher(job.id, a)).toBe(true);
     expect(h.engine.attachWatcher(job.id, b)).toBe(true);
-    expect(h.engine.report(job.id, { kind: 'data', data: Buffer.from('1') })).toBe(2);
+    expect(h.engine.report(job.id, news('data', '1'))).toBe(2);
     expect(h.engine.detachWatcher(job.id, a)).toBe(1);
-    expect(h.engine.report(job.id, { kind: 'status', data: Buffer.from('2') })).toBe(1);
+    expect(h.engine.report(job.id, news('status', '2'))).toBe(1);
     unwrap(h.engine.delete(null, job.id));
-    expect(h.engine.report(job.id, { kind: 'late', data: Buffer.from('3') })).toBe(0);
+    expect(h.engine.report(job.id, news('late', '3'))).toBe(0);
     expect(a.log).toEqual([`a ${job.id} data 1`]);
     expect(b.log).toEqual([`b ${job.id} data 1`, `b ${job.id} status 2`, `b ${job.id} ended`]);
     expect(h.engine.watcherCount(job.id)).toBe(0);

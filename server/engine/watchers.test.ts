@@ -12,7 +12,7 @@ function recorder(name: string, heard: string[], onUpdate?: (id: number) => void
   };
 }
 
-const COMPLETE: JobUpdate = { kind: '13', data: Buffer.from('done') };
+const COMPLETE: JobUpdate = { kind: '13', data: Buffer.from('done'), start: 0, end: 4 };
 
 describe('JobWatchers', () => {
   it('keeps a lone watcher, tells it, and forgets it when it detaches', () => {

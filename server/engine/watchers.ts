@@ -1,10 +1,14 @@
 /**
  * News about a job that a worker sends while it runs it (Gearman's WORK_DATA, WORK_STATUS,
- * WORK_COMPLETE ...): `kind` is the front door's word for it, `data` its bytes, passed on as is.
+ * WORK_COMPLETE ...): `kind` is the front door's word for it, `data[start, end)` its bytes,
+ * passed on as is (a range, so that the packet it came in needs no view per job). Valid only
+ * during the call: a watcher copies what it keeps.
  */
 export interface JobUpdate {
   readonly kind: string;
   readonly data: Buffer;
+  readonly start: number;
+  readonly end: number;
 }
 
 /** Whoever waits on a job (a Gearman client that submitted it or attached by unique id). */

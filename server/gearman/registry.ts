@@ -131,6 +131,8 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
   /** Queued jobs a function may hold (`maxqueue`); absent: no limit. */
   private readonly limits = new Map<string, QueueLimits>();
   private readonly listings = new WorkerListings();
+  /** The news `report` passes on, reused: watchers read it during the call only. */
+  private readonly news: { kind: string; data: Buffer; start: number; end: number } = { kind: '', data: NO_DATA, start: 0, end: 0 };
 
   constructor(
     private readonly ops: GearmanStore,
@@ -175,9 +177,14 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
       this.statusOf.set(id, { numerator: Buffer.from(status.numerator), denominator: Buffer.from(status.denominator) });
       this.watch(id);
     }
-    // Watchers copy the packet into their replies during the call: `data` needs no copy.
-    // A background job's result goes to nobody: no view of the packet is made for it.
-    if (this.ops.watcherCount(id) > 0) this.ops.report(id, { kind: kindOf(type), data: packet.subarray(start, end) });
+    // Watchers copy the packet into their replies during the call: it needs no copy, nor a view.
+    const news = this.news;
+    news.kind = kindOf(type);
+    news.data = packet;
+    news.start = start;
+    news.end = end;
+    this.ops.report(id, news);
+    news.data = NO_DATA; // do not pin the packet
   }
 
   jobStatus(id: number): Pending<JobStatus> {
@@ -268,14 +275,15 @@ export class LocalGearmanRegistry implements GearmanRegistry, JobWatcher {
   }
 }
 
+const NO_DATA = Buffer.alloc(0);
+
 function uniqueKey(fn: string, unique: Buffer): string {
   return `${fn}\0${unique.toString('latin1')}`;
 }
 
+/** JobUpdate kinds by packet type (an array: read once per WORK_* packet). */
+const KINDS: string[] = Array.from({ length: 64 }, (_, type) => String(type));
 /** A WORK_* packet type as a JobUpdate's kind (made once per type: no string per packet). */
-const KINDS = new Map<number, string>();
 export function kindOf(type: number): string {
-  let kind = KINDS.get(type);
-  if (kind === undefined) KINDS.set(type, (kind = String(type)));
-  return kind;
+  return type < KINDS.length ? KINDS[type]! : String(type);
 }

@@ -21,8 +21,8 @@ const LEAVE_SLICE = 1024;
 
 /** What a Gearman client hears of the foreground jobs it waits on (its front door sends it on). */
 export interface SessionNews {
-  /** A worker's WORK_* packet for job `jobId`: `type` and `data` as the worker sent them. */
-  update(jobId: number, type: number, data: Buffer): void;
+  /** A worker's WORK_* packet for job `jobId`: `type` and `data[start, end)` as the worker sent them (valid only during the call). */
+  update(jobId: number, type: number, data: Buffer, start: number, end: number): void;
   /** The job ended without a result (cancelled, deleted from the dashboard, dropped by retries). */
   failed(jobId: number): void;
 }
@@ -152,7 +152,7 @@ export class GearmanSession {
   }
 
   private readonly watcher: JobWatcher = {
-    update: (jobId: number, update: JobUpdate) => this.news.update(jobId, Number(update.kind), update.data),
+    update: (jobId: number, update: JobUpdate) => this.news.update(jobId, Number(update.kind), update.data, update.start, update.end),
     ended: (jobId: number) => {
       if (this.waitingOn.delete(jobId)) this.news.failed(jobId);
     },

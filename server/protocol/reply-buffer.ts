@@ -128,10 +128,10 @@ export class ReplyBuffer {
     copySmall(body, start, end, slab, p);
   }
 
-  /** A binary packet with one argument, `data` (a WORK_* packet forwarded as it came). */
-  dataPacket(type: number, data: Buffer): void {
-    const at = this.packetHeader(type, data.length);
-    copySmall(data, 0, data.length, this.slab, at);
+  /** A binary packet with one argument, `data[start, end)` (a WORK_* packet forwarded as it came). */
+  dataPacket(type: number, data: Buffer, start: number, end: number): void {
+    const at = this.packetHeader(type, end - start);
+    copySmall(data, start, end, this.slab, at);
   }
 
   /** Room for a packet of `size` data bytes, its header written; returns where its data goes. */

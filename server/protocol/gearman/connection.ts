@@ -232,7 +232,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
 
   // ---- SessionNews: the foreground jobs this client waits on ------------------------------------
 
-  update(jobId: number, type: number, data: Buffer): void {
+  update(jobId: number, type: number, data: Buffer, start: number, end: number): void {
     // WORK_* packets come from the worker's connection, so this client's own flow control cannot
     // hold them back: a client that stops reading them is let go rather than buffered for ever.
     if (this.link.backlog > MAX_FORWARD_BACKLOG) {
@@ -245,7 +245,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       const handle = this.registry.handles.handle(jobId);
       this.send(encodePacket(PACKET.WORK_FAIL, [Buffer.concat([Buffer.from(handle, 'latin1'), ZERO])]));
     } else if (!this.link.finished) {
-      this.link.out.dataPacket(type, data);
+      this.link.out.dataPacket(type, data, start, end);
       this.link.flushSoon();
     }
     if (type < WORK_RESULTS.length && WORK_RESULTS[type] === FINAL) this.session.answered(jobId);
