@@ -380,6 +380,7 @@ export class Engine {
   shareBudgetWith(other: Engine): void {
     this.budget.share(other);
     other.budget.share(this);
+    other.budget.poolWith(this.budget);
   }
 
   /** True when one more job with a body of `bytes` fits both memory budgets. */
