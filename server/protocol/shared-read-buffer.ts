@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { viewOf } from './buffer-view.js';
 
 /**
  * Every client socket of the process reads into this one buffer. By default Node allocates a
@@ -60,7 +61,7 @@ export function readThroughSharedBuffer(socket: Socket, onBytes: TransientBytes)
   if (own[s.buffer] !== null || own[s.callback] !== null) return false; // already reading into a buffer of its own
   own[s.buffer] = SHARED;
   own[s.generator] = null;
-  own[s.callback] = (n: number): void => onBytes(SHARED.subarray(0, n));
+  own[s.callback] = (n: number): void => onBytes(viewOf(SHARED, 0, n));
   handle.useUserBuffer(SHARED);
   return true;
 }

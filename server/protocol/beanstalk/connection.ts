@@ -22,6 +22,7 @@ import {
 import type { Acl } from '../../acl/acl.js';
 import type { ConnectionAccess } from '../../acl/connection-access.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
+import { viewOf } from '../buffer-view.js';
 import { parseCommand, type Command } from './commands.js';
 import { CommandParser, type FrameHandler } from './parser.js';
 import { CRLF, REPLY, WORD, failureReply } from './replies.js';
@@ -99,16 +100,16 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
     this.send(REPLY.BAD_FORMAT);
   }
 
-  body(body: Buffer, owned: boolean): void {
-    const n = body.length - 2;
-    if (body[n] !== 13 || body[n + 1] !== 10) {
+  body(buf: Buffer, start: number, end: number, owned: boolean): void {
+    const n = end - 2;
+    if (buf[n] !== 13 || buf[n + 1] !== 10) {
       this.send(REPLY.EXPECTED_CRLF);
       return;
     }
     // The store copies a view of the socket chunk; a body the parser assembled is this job's
     // alone, so a large one is handed over rather than copied.
     const put = this.pendingPut;
-    put.job.body = body.subarray(0, n);
+    put.job.body = viewOf(buf, start, n);
     put.job.bodyOwned = owned;
     const result = this.client.put(put.id, put.job);
     put.job.body = NO_BODY; // do not pin the socket chunk

@@ -39,8 +39,8 @@ function recorder(): { parser: CommandParser; events: Event[] } {
     overlong() {
       events.push(OVERLONG);
     },
-    body(buf) {
-      events.push(body(buf.toString('latin1')));
+    body(buf, start, end) {
+      events.push(body(buf.toString('latin1', start, end)));
     },
     skipped() {
       events.push(SKIPPED);
@@ -288,7 +288,7 @@ describe('CommandParser bodies', () => {
         if (text.startsWith('put ')) parser.expectBody(Number(/(\d+)$/.exec(text)![1]) + 2);
       },
       overlong: () => undefined,
-      body: (b, owned) => out.push({ body: b, owned }),
+      body: (b, start, end, owned) => out.push({ body: b.subarray(start, end), owned }), // a view: what it shares is checked
       skipped: () => undefined,
     });
     for (const c of chunks) parser.write(c);
@@ -476,7 +476,7 @@ describe('CommandParser pause and resume', () => {
         }
       },
       overlong: () => events.push('overlong'),
-      body: (b) => events.push(`body ${b.toString('latin1')}`),
+      body: (b, start, end) => events.push(`body ${b.toString('latin1', start, end)}`),
       skipped: () => events.push('skipped'),
     });
     transient('a\r\npause\r\nput 0 0 0 2\r\nhi\r\nb\r\n');

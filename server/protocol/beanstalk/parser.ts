@@ -21,8 +21,12 @@ export interface FrameHandler {
   line(buf: Buffer, start: number, end: number): void;
   /** A line longer than the window was discarded up to its CRLF. */
   overlong(): void;
-  /** The body asked for with `expectBody`, including its final two bytes. */
-  body(body: Buffer, owned: boolean): void;
+  /**
+   * The body asked for with `expectBody`, including its final two bytes: buf[start, end), read in
+   * place (no view made per body) and valid only during the call unless `owned` (a buffer
+   * assembled for this body alone, which the handler may keep).
+   */
+  body(buf: Buffer, start: number, end: number, owned: boolean): void;
   /** The bytes asked to `skip` have all been discarded. */
   skipped(): void;
 }
@@ -144,7 +148,7 @@ export class CommandParser extends PushParser {
       if (available >= this.bodyLength) {
         const end = offset + this.bodyLength;
         this.mode = 'line';
-        this.handler.body(chunk.subarray(offset, end), false);
+        this.handler.body(chunk, offset, end, false);
         return end;
       }
       this.bodyBuffer = Buffer.allocUnsafe(this.bodyLength);
@@ -158,7 +162,7 @@ export class CommandParser extends PushParser {
       this.bodyBuffer = null;
       this.bodyFilled = 0;
       this.mode = 'line';
-      this.handler.body(body, true);
+      this.handler.body(body, 0, body.length, true);
     }
     return offset + n;
   }

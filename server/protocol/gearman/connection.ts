@@ -10,6 +10,7 @@ import type { Acl } from '../../acl/acl.js';
 import type { ConnectionAccess } from '../../acl/connection-access.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
 import type { PacketPart } from '../reply-buffer.js';
+import { viewOf } from '../buffer-view.js';
 import { runAdminCommand, type GearmanAdminContext } from './admin.js';
 import { byType, encodePacket, packetName, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
 import { GearmanParser, type GearmanFrameHandler, type Magic } from './parser.js';
@@ -282,7 +283,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       fnEnd = nulAt(buf, start, end);
       const uniqueEnd = fnEnd < 0 ? -1 : nulAt(buf, fnEnd + 1, end);
       if (uniqueEnd < 0) return this.sendError('INVALID_PACKET');
-      unique = uniqueEnd === fnEnd + 1 ? NO_BODY : buf.subarray(fnEnd + 1, uniqueEnd);
+      unique = uniqueEnd === fnEnd + 1 ? NO_BODY : viewOf(buf, fnEnd + 1, uniqueEnd);
       dataStart = uniqueEnd + 1;
     } else {
       args = splitArgs(buf.subarray(start, end), kind.args);
@@ -309,7 +310,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     s.fn = fn;
     s.unique = unique;
     // The job's body is `unique NUL data` (job-body.ts): for a plain submit, a view of the packet.
-    s.body = args === null ? buf.subarray(fnEnd + 1, end) : jobBody(unique, args[kind.args - 1]!);
+    s.body = args === null ? viewOf(buf, fnEnd + 1, end) : jobBody(unique, args[kind.args - 1]!);
     s.priority = kind.priority;
     s.background = kind.background;
     s.delayMs = delayMs;
