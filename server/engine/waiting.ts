@@ -104,6 +104,8 @@ export class WaitingSessions {
 
   /** Hands every job that a waiting session can take to one, best job first. */
   processQueue(): void {
+    // Runs after every put and release: nothing to do, and no clock read, while nobody waits.
+    if (this.awaitedTubes.size === 0 && this.wideNews.length === 0) return;
     const now = this.host.now();
     for (let tube = this.awaitedTubes.peek(); tube !== undefined; tube = this.awaitedTubes.peek()) {
       this.serveWaiter(tube.waiting.take()!, tube, now);

@@ -279,8 +279,12 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     let unique: Buffer;
     let dataStart: number;
     let args: readonly Buffer[] | null = null;
+    // The last function's name again (the usual case): no scan for its NUL, no second comparison.
+    let sameFunction = false;
     if (kind.when === 'now') {
-      fnEnd = nulAt(buf, start, end);
+      fnEnd = this.lastFunctionEnd(buf, start, end);
+      sameFunction = fnEnd >= 0;
+      if (!sameFunction) fnEnd = nulAt(buf, start, end);
       const uniqueEnd = fnEnd < 0 ? -1 : nulAt(buf, fnEnd + 1, end);
       if (uniqueEnd < 0) return this.sendError('INVALID_PACKET');
       unique = uniqueEnd === fnEnd + 1 ? NO_BODY : viewOf(buf, fnEnd + 1, uniqueEnd);
@@ -304,7 +308,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       // Whole milliseconds (never early): a job keeps its delay as a small integer (Job).
       delayMs = Math.max(0, Math.ceil(runAt - this.ops.now()));
     }
-    const fn = this.functionName(buf, start, fnEnd);
+    const fn = sameFunction ? this.lastFunction!.name : this.functionName(buf, start, fnEnd);
     if (this.access !== null && !this.access.mayTouch(fn)) return this.sendError('PERMISSION_DENIED');
     const s = this.submission;
     s.fn = fn;
@@ -316,6 +320,17 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
     s.delayMs = delayMs;
     this.link.settle(this.session.submit(s), this.onSubmitted);
     s.unique = s.body = NO_BODY; // do not pin the packet
+  }
+
+  /**
+   * Where the function name ends (its NUL) when it is the last one this client submitted to, or
+   * -1: the usual case is read once, by the comparison, rather than scanned for its NUL first.
+   */
+  private lastFunctionEnd(buf: Buffer, start: number, end: number): number {
+    const last = this.lastFunction;
+    if (last === null) return -1;
+    const fnEnd = start + last.bytes.length;
+    return fnEnd < end && buf[fnEnd] === 0 && bytesAt(buf, start, last.bytes) ? fnEnd : -1;
   }
 
   /**
