@@ -1,4 +1,5 @@
 import type { Durability, JobBytes } from '../operations/operations.js';
+import { viewOf } from './buffer-view.js';
 
 /** A part of a packet: text (Latin-1), bytes, or a range of a buffer. */
 export type PacketPart = string | Buffer | readonly [Buffer, number, number];
@@ -169,7 +170,7 @@ export class ReplyBuffer {
       }
     }
     if (limit > this.start) {
-      const out = this.slab.subarray(this.start, limit);
+      const out = viewOf(this.slab, this.start, limit);
       this.start = limit;
       // A drained big slab is let go: an idle connection keeps at most a small pooled one.
       if (this.start === this.end && this.slab.length > SMALL_SLAB) this.dropSlab();
