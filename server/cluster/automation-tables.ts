@@ -5,6 +5,7 @@
  * `CREATE ... IF NOT EXISTS` under the lock is idempotent whichever node starts first.
  */
 import type pg from 'pg';
+import { inTransaction } from './pool.js';
 
 /** "sche": the lock key nodes take while creating these tables (schema.ts uses "bean"). */
 const TABLES_LOCK = 0x7363_6865;
@@ -80,18 +81,11 @@ const TABLES = `
 
 /** Creates the tables if missing (once, whichever node comes first). */
 export async function createAutomationTables(pool: pg.Pool): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query('SELECT pg_advisory_xact_lock($1)', [TABLES_LOCK]);
-    await client.query(TABLES);
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+  // One transaction on a connection held through checkOut: its errors are listened for while held.
+  await inTransaction(pool, async (db) => {
+    await db.query('SELECT pg_advisory_xact_lock($1)', [TABLES_LOCK]);
+    await db.query(TABLES);
+  });
 }
 
 /**

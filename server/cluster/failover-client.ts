@@ -100,24 +100,30 @@ export function failoverClientClass(chooser: HostChooser): new (config?: pg.Clie
         this.host = host.host;
         this.port = host.port;
       }
+      // An error the server sends right behind an answer (a shutdown's FATAL in the same packet
+      // as the ReadyForQuery that ends the connect, or the session check) is emitted as an
+      // 'error' event before this method runs on. Nobody listens for it yet (the pool does once
+      // the connect is over), and an 'error' event nobody listens for ends the process: it is
+      // kept here, and the connect fails with it.
+      let failed: Error | null = null;
+      const onError = (err: Error): void => {
+        failed ??= err;
+      };
+      this.on('error', onError);
+      let connected = false;
       try {
         await super.connect();
+        connected = true;
+        await this.checkSession(host);
+        if (failed !== null) throw failed;
       } catch (err) {
-        chooser.lost(host, (err as Error).message);
+        // The pool drops a connection whose connect failed without closing it: close it here.
+        if (connected) void this.end().catch(() => undefined);
+        const readOnly = (err as { code?: unknown }).code === READ_ONLY_SQLSTATE;
+        chooser.lost(host, readOnly ? 'the server is read-only' : (err as Error).message);
         throw err;
-      }
-      if (chooser.sessionAttrs !== 'any') {
-        const { rows } = await super.query<SessionState>(SESSION_CHECK).catch((err: unknown) => {
-          // The pool drops a connection whose connect failed without closing it: close it here.
-          void this.end().catch(() => undefined);
-          chooser.lost(host, (err as Error).message);
-          throw err;
-        });
-        if (!sessionFits(chooser.sessionAttrs, rows[0]!)) {
-          void this.end().catch(() => undefined);
-          chooser.lost(host, 'the server is read-only');
-          throw sqlError(READ_ONLY_SQLSTATE, `${hostLabel(host)} is read-only (a standby, or a demoted primary)`);
-        }
+      } finally {
+        this.off('error', onError);
       }
       this.connectedTo = host;
       this.connection.on('errorMessage', this.onServerError);
@@ -128,6 +134,15 @@ export function failoverClientClass(chooser: HostChooser): new (config?: pg.Clie
       });
       this.once('end', unsubscribe);
       return this;
+    }
+
+    /** Checks that the server this connection reached is what target_session_attrs asks for (libpq's check). */
+    private async checkSession(host: DatabaseHost): Promise<void> {
+      if (chooser.sessionAttrs === 'any') return;
+      const { rows } = await super.query<SessionState>(SESSION_CHECK);
+      if (!sessionFits(chooser.sessionAttrs, rows[0]!)) {
+        throw sqlError(READ_ONLY_SQLSTATE, `${hostLabel(host)} is read-only (a standby, or a demoted primary)`);
+      }
     }
 
     /**
