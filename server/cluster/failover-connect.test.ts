@@ -12,6 +12,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { freshDatabase } from '../../test/support/cluster-db.js';
 import { parseClusterUrl } from '../common/cluster-url.js';
+import { checkIn, checkOut } from './pool.js';
 import { PrimaryFinder } from './primary-finder.js';
 
 const pgUrl = inject('pgUrl');
@@ -98,5 +99,22 @@ describe.skipIf(pgUrl === null)('a connection the server ends as it answers', ()
     // The next connection is an ordinary one: the pool goes on with it.
     expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
     expect(poolErrors).toBe(0);
+  });
+
+  it('a FATAL behind the answer of a statement whose connection goes at once to a waiting checkOut is heard by the new holder', async () => {
+    const url = new URL(await freshDatabase(pgUrl!, 'fatal_handover'));
+    // The connect's ReadyForQuery is the first; the statement's is the second.
+    const proxy = await fatalProxy({ host: url.hostname, port: Number(url.port) }, 1, 2);
+    cleanups.push(proxy.close);
+    const finder = new PrimaryFinder(parseClusterUrl(`postgres://${url.username}@127.0.0.1:${proxy.port}${url.pathname}`), log);
+    const pool = new pg.Pool({ Client: finder.Client, max: 1 });
+    cleanups.push(() => pool.end());
+    const first = pool.query('SELECT pg_sleep(0.2)');
+    const held = checkOut(pool); // waits for the only connection
+    await first;
+    const db = await held;
+    await expect(db.query('SELECT 1')).rejects.toThrow();
+    checkIn(db, true);
+    expect((await pool.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
   });
 });

@@ -92,11 +92,18 @@ export async function inTransaction<T>(pool: pg.Pool, work: (db: pg.PoolClient) 
  * A connection of the pool, held for a while: the pool listens for its errors only while it is
  * idle, and a connection that dies while held (a database restart) would otherwise throw its
  * 'error' event at the process. The statement in flight fails on its own; the holder releases.
+ * The listener goes on in the pool's callback, not after an await: a connection handed over as
+ * another statement ends may have the server's FATAL right behind that statement's answer, in
+ * the same packet, and it is emitted before an awaiting caller runs on.
  */
-export async function checkOut(pool: pg.Pool): Promise<pg.PoolClient> {
-  const db = await pool.connect();
-  db.on('error', ignoreWhileCheckedOut);
-  return db;
+export function checkOut(pool: pg.Pool): Promise<pg.PoolClient> {
+  return new Promise((resolve, reject) => {
+    pool.connect((err, db) => {
+      if (err instanceof Error || db === undefined) return reject(err instanceof Error ? err : new Error('the pool gave no connection'));
+      db.on('error', ignoreWhileCheckedOut);
+      resolve(db);
+    });
+  });
 }
 
 /** Gives a connection from `checkOut` back to its pool (`broken`: to be closed instead). */
