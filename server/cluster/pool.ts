@@ -99,7 +99,7 @@ export async function inTransaction<T>(pool: pg.Pool, work: (db: pg.PoolClient) 
 export function checkOut(pool: pg.Pool): Promise<pg.PoolClient> {
   return new Promise((resolve, reject) => {
     pool.connect((err, db) => {
-      if (err instanceof Error || db === undefined) return reject(err instanceof Error ? err : new Error('the pool gave no connection'));
+      if (db === undefined || err instanceof Error) return reject(err ?? new Error('the pool gave no connection'));
       db.on('error', ignoreWhileCheckedOut);
       resolve(db);
     });

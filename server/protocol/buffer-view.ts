@@ -15,17 +15,31 @@ Object.setPrototypeOf(BufferView.prototype, Buffer.prototype);
 /** The constructor, typed as what its instances are. */
 const View = BufferView as unknown as new (memory: ArrayBufferLike, byteOffset: number, length: number) => Buffer;
 
-/** The largest buffer whose memory is kept between calls: a big assembled packet is not held on to. */
-const MAX_KEPT_BYTES = 1024 * 1024;
-let lastSource: Uint8Array = new Uint8Array(0);
-let lastMemory: ArrayBufferLike = lastSource.buffer;
+/**
+ * The memory (`.buffer`) of the last buffer asked about, kept: reading `.buffer` is a generic
+ * property load and a runtime call, and the buffers a hot path reads come from the same few in a
+ * row (the shared read buffer, a body store slab, a connection's reply slab). One per call site,
+ * so that two paths that alternate do not evict each other. A buffer over `maxKeptBytes` (a big
+ * assembled packet, a large body's own buffer) is not held on to.
+ */
+export class LastMemory {
+  private source: Uint8Array = new Uint8Array(0);
+  private memory: ArrayBufferLike = this.source.buffer;
+
+  constructor(private readonly maxKeptBytes: number) {}
+
+  of(buf: Uint8Array): ArrayBufferLike {
+    if (buf === this.source) return this.memory;
+    if (buf.byteLength > this.maxKeptBytes) return buf.buffer;
+    this.source = buf;
+    this.memory = buf.buffer;
+    return this.memory;
+  }
+}
+
+const viewed = new LastMemory(1024 * 1024);
 
 /** `buf[start, end)` as a Buffer sharing `buf`'s memory, like `buf.subarray(start, end)` for 0 <= start <= end <= buf.length. */
 export function viewOf(buf: Uint8Array, start: number, end: number): Buffer {
-  if (buf !== lastSource) {
-    if (buf.byteLength > MAX_KEPT_BYTES) return new View(buf.buffer, buf.byteOffset + start, end - start);
-    lastSource = buf;
-    lastMemory = buf.buffer;
-  }
-  return new View(lastMemory, buf.byteOffset + start, end - start);
+  return new View(viewed.of(buf), buf.byteOffset + start, end - start);
 }

@@ -1,5 +1,5 @@
 import type { Durability, JobBytes } from '../operations/operations.js';
-import { viewOf } from './buffer-view.js';
+import { LastMemory, viewOf } from './buffer-view.js';
 
 /** A part of a packet: text (Latin-1), bytes, or a range of a buffer. */
 export type PacketPart = string | Buffer | readonly [Buffer, number, number];
@@ -235,24 +235,15 @@ const SMALL_COPY = 24;
 /** The same for Latin-1 text: a short function name is written by a loop, a long one natively. */
 const SMALL_TEXT = 32;
 
-/** The largest buffer copySmall keeps a reference to (the body store's slabs are 128 KiB). */
-const MAX_KEPT_SOURCE = 256 * 1024;
-let lastSource: Buffer = Buffer.alloc(0);
-let lastSourceMemory: ArrayBufferLike = lastSource.buffer;
+/** The memory copySmall copies from last (a body store slab is 128 KiB; a larger buffer is not kept). */
+const copiedFrom = new LastMemory(256 * 1024);
 
 function copySmall(src: Buffer, start: number, end: number, dst: Buffer, at: number): void {
   if (end - start > SMALL_COPY) {
     // A plain Uint8Array view for TypedArray `set`: Buffer.copy makes the same view, after
-    // checks of its own, and a Buffer view (subarray) costs a constructor call more. Reading
-    // `.buffer` is a generic property load and a runtime call; job bodies come from the same
-    // store slab for many jobs in a row, so the last one's is kept (a slab's size at most: a
-    // large body's own buffer is not held on to).
-    if (src !== lastSource) {
-      if (src.byteLength > MAX_KEPT_SOURCE) return dst.set(new Uint8Array(src.buffer, src.byteOffset + start, end - start), at);
-      lastSource = src;
-      lastSourceMemory = src.buffer;
-    }
-    dst.set(new Uint8Array(lastSourceMemory, src.byteOffset + start, end - start), at);
+    // checks of its own, and a Buffer view (subarray) costs a constructor call more. Job bodies
+    // come from the same store slab for many jobs in a row: its memory is kept (LastMemory).
+    dst.set(new Uint8Array(copiedFrom.of(src), src.byteOffset + start, end - start), at);
     return;
   }
   for (let i = start; i < end; i++) dst[at++] = src[i]!;
