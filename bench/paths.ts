@@ -30,7 +30,8 @@ export const BEANPOLE_BIN = path.join(REPO_ROOT, 'bin', 'beanpole');
 export const SERVER_NODE_FLAGS: readonly string[] = ((): string[] => {
   const line = /^":" \/\/; flags=(.*)$/m.exec(readFileSync(BEANPOLE_BIN, 'utf8'));
   if (line === null) throw new Error(`bench: no flags= line in ${BEANPOLE_BIN}`);
-  return line[1]!.split(/\s+/).filter((w) => w !== '');
+  // sh's quoting: the flags are one quoted word, split when the launcher expands it unquoted.
+  return line[1]!.replace(/^"(.*)"$/, '$1').split(/\s+/).filter((w) => w !== '');
 })();
 
 /** The built floor server (bench/floor-server.ts), started in Beanpole's place by --node-floor. */

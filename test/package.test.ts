@@ -127,11 +127,14 @@ describe('the launcher', () => {
   it('starts Node with the young generation each mode wants: 2 MiB in memory, 16 MiB in cluster mode', async () => {
     const memory = await nodeArgv(['-l', '127.0.0.1', '-p', '0', '--no-admin', '--no-gearman']);
     expect(memory).toContain('--max-semi-space-size=2');
+    expect(memory).toContain('--no-parallel-scavenge');
     expect(memory).toContain(BIN);
     // Nothing listens on port 1: the node keeps trying, which is long enough to look at it.
     const unreachable = 'postgres://nobody@127.0.0.1:1/none';
     const common = ['-l', '127.0.0.1', '-p', '0', '--no-admin', '--no-gearman', '--cluster-connect-timeout', '20'];
-    expect(await nodeArgv([...common, '--cluster', unreachable])).toContain('--max-semi-space-size=16');
+    const cluster = await nodeArgv([...common, '--cluster', unreachable]);
+    expect(cluster).toContain('--max-semi-space-size=16');
+    expect(cluster).not.toContain('--no-parallel-scavenge');
     expect(await nodeArgv([...common, `--cluster=${unreachable}`])).toContain('--max-semi-space-size=16');
     expect(await nodeArgv(common, { BEANPOLE_CLUSTER_URL: unreachable })).toContain('--max-semi-space-size=16');
   });
