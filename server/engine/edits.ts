@@ -9,6 +9,8 @@ import type { JobQueues } from './queues.js';
 import { editedFields, type JobEdit, type KickKind } from './requests.js';
 import type { ServerStats } from './stats.js';
 import type { TubeRegistry } from './tube-registry.js';
+import { jobState, setJobPriority, setJobTtrMs, setJobDelayMs, reburied, jobDeadlineAt, countKick } from './records.js';
+import { bodyLengthOf } from './body-store.js';
 
 /** What an edit needs of the engine beyond its parts: its limits, its journal and its clock. */
 export interface EditHost {
@@ -42,16 +44,16 @@ export class JobEditor {
   edit(id: number, edit: JobEdit, actor: HistoryActor | null): Result<Job> {
     const job = this.jobs.get(id);
     if (job === undefined) return fail('NOT_FOUND');
-    if (job.state === 'reserved') return fail('JOB_RESERVED');
-    const bodyLength = edit.body?.length ?? job.bodyLength;
+    if (jobState(job) === 'reserved') return fail('JOB_RESERVED');
+    const bodyLength = edit.body?.length ?? bodyLengthOf(job);
     // Only a new body is held to -z: a job kept from a run with a larger -z can still be edited.
     if (edit.body !== undefined && edit.body.length > this.host.maxJobSize) return fail('JOB_TOO_BIG');
-    if (bodyLength > job.bodyLength && !this.host.hasRoomFor(bodyLength - job.bodyLength)) return fail('OUT_OF_MEMORY');
+    if (bodyLength > bodyLengthOf(job) && !this.host.hasRoomFor(bodyLength - bodyLengthOf(job))) return fail('OUT_OF_MEMORY');
     const tubeName = edit.tube ?? job.tube.name;
     if (!this.host.journalOf(job).canRewrite(tubeName.length, bodyLength)) return fail('OUT_OF_MEMORY');
     const oldTubeBytes = job.tube.name.length;
-    const oldBodyBytes = job.bodyLength;
-    const from = job.state;
+    const oldBodyBytes = bodyLengthOf(job);
+    const from = jobState(job);
     const oldTube = job.tube;
     const moving = tubeName !== oldTube.name;
     const requeue = from !== 'buried' || moving;
@@ -60,9 +62,9 @@ export class JobEditor {
       this.jobs.bodies.release(job);
       this.jobs.bodies.place(job, edit.body);
     }
-    if (edit.priority !== undefined) job.priority = edit.priority;
-    if (edit.ttrMs !== undefined) job.ttrMs = edit.ttrMs;
-    if (edit.delayMs !== undefined) job.delayMs = edit.delayMs;
+    if (edit.priority !== undefined) setJobPriority(job, edit.priority);
+    if (edit.ttrMs !== undefined) setJobTtrMs(job, edit.ttrMs);
+    if (edit.delayMs !== undefined) setJobDelayMs(job, edit.delayMs);
     // total-jobs stays with the tube the job was put into: it counts puts, not residents.
     if (moving) job.tube = this.tubes.findOrCreate(tubeName);
     // Recorded before the job is queued again: a waiting worker may reserve it at once.
@@ -72,13 +74,13 @@ export class JobEditor {
     if (moving) this.history.record(id, now, 'move', 0, '', oldTube.name, actor);
     if (from === 'buried') {
       if (moving) {
-        job.reburied(this.queues.nextBuriedSeq());
+        reburied(job, this.queues.nextBuriedSeq());
         job.tube.buried.push(job);
         this.stats.buried++;
       }
       this.queues.changed(job, from);
     } else if (edit.delayMs !== undefined ? edit.delayMs > 0 : from === 'delayed') {
-      const deadline = edit.delayMs !== undefined ? this.host.now() + edit.delayMs : job.deadlineAt;
+      const deadline = edit.delayMs !== undefined ? this.host.now() + edit.delayMs : jobDeadlineAt(job);
       this.queues.enqueueDelayed(job, from, deadline);
     } else {
       this.queues.enqueueReady(job, from);
@@ -111,16 +113,16 @@ export class JobEditor {
   /** Kicks one buried or delayed job: NOT_FOUND for any other. */
   kickJob(id: number, actor: HistoryActor | null): Result<Job> {
     const job = this.jobs.get(id);
-    if (job === undefined || (job.state !== 'buried' && job.state !== 'delayed')) return fail('NOT_FOUND');
+    if (job === undefined || (jobState(job) !== 'buried' && jobState(job) !== 'delayed')) return fail('NOT_FOUND');
     if (!this.host.journalOf(job).canUpdate(1)) return fail('INTERNAL_ERROR');
     this.kickOne(job, actor);
     return ok(job);
   }
 
   private kickOne(job: Job, actor: HistoryActor | null): void {
-    const from = job.state;
+    const from = jobState(job);
     this.queues.detach(job);
-    job.kicked();
+    countKick(job);
     this.history.record(job.id, this.host.now(), 'kick', 0, '', '', actor);
     this.queues.enqueueReady(job, from);
     this.host.journalOf(job).update(job);

@@ -4,7 +4,7 @@
  * outlives the tube.
  */
 import { describe, expect, it } from 'vitest';
-import { BURY_CAUSES } from './records.js';
+import { BURY_CAUSES, jobState, jobCounters, jobPriority } from './records.js';
 import { Harness, RecordingJournal, unwrap } from './testing.js';
 
 const cause = (code: number): string => BURY_CAUSES[code]!;
@@ -17,9 +17,9 @@ describe('the dead-letter rule', () => {
     for (let i = 0; i < 50; i++) {
       c.reserveNow();
       unwrap(h.engine.release(c.session, job.id, 0, 0));
-      expect(job.state).toBe('ready');
+      expect(jobState(job)).toBe('ready');
     }
-    expect(job.strikes).toBe(50);
+    expect(jobCounters(job).strikes).toBe(50);
   });
 
   it('buries at the N-th release, with the priority the release gave, and says why', () => {
@@ -30,15 +30,15 @@ describe('the dead-letter rule', () => {
       c.reserveNow();
       unwrap(h.engine.release(c.session, job.id, 7, i === 2 ? 5_000 : 0));
       if (i === 2) h.advance(5_000);
-      expect(job.state).toBe('ready');
+      expect(jobState(job)).toBe('ready');
     }
     c.reserveNow();
     unwrap(h.engine.release(c.session, job.id, 42, 0));
-    expect(job.state).toBe('buried');
-    expect(job.priority).toBe(42);
-    expect(cause(job.buryCause)).toBe('dead-letter-release');
-    expect(job.releases).toBe(3);
-    expect(job.buries).toBe(1);
+    expect(jobState(job)).toBe('buried');
+    expect(jobPriority(job)).toBe(42);
+    expect(cause(jobCounters(job).buryCause)).toBe('dead-letter-release');
+    expect(jobCounters(job).releases).toBe(3);
+    expect(jobCounters(job).buries).toBe(1);
     expect(h.engine.stats.buried).toBe(1);
     expect(h.problems(10)).toEqual([]);
   });
@@ -51,9 +51,9 @@ describe('the dead-letter rule', () => {
     unwrap(h.engine.release(c.session, job.id, 0, 0));
     c.reserveNow();
     h.advance(1_001);
-    expect(job.state).toBe('buried');
-    expect(job.timeouts).toBe(1);
-    expect(cause(job.buryCause)).toBe('dead-letter-timeout');
+    expect(jobState(job)).toBe('buried');
+    expect(jobCounters(job).timeouts).toBe(1);
+    expect(cause(jobCounters(job).buryCause)).toBe('dead-letter-timeout');
     expect(h.problems(10)).toEqual([]);
   });
 
@@ -63,17 +63,17 @@ describe('the dead-letter rule', () => {
     const job = c.put();
     c.reserveNow();
     unwrap(h.engine.release(c.session, job.id, 0, 0));
-    expect(job.state).toBe('buried');
+    expect(jobState(job)).toBe('buried');
     unwrap(h.engine.kickJob(job.id));
-    expect(job.strikes).toBe(0);
-    expect(cause(job.buryCause)).toBe('none');
+    expect(jobCounters(job).strikes).toBe(0);
+    expect(cause(jobCounters(job).buryCause)).toBe('none');
     c.reserveNow();
     unwrap(h.engine.bury(c.session, job.id, 0));
-    expect(cause(job.buryCause)).toBe('bury');
+    expect(cause(jobCounters(job).buryCause)).toBe('bury');
     expect(h.engine.kick(job.tube, 10)).toBe(1);
     c.reserveNow();
     unwrap(h.engine.release(c.session, job.id, 0, 0));
-    expect(cause(job.buryCause)).toBe('dead-letter-release');
+    expect(cause(jobCounters(job).buryCause)).toBe('dead-letter-release');
   });
 
   it('a disconnect is no strike: the job goes back to ready', () => {
@@ -82,8 +82,8 @@ describe('the dead-letter rule', () => {
     const job = c.put();
     c.reserveNow();
     c.close();
-    expect(job.state).toBe('ready');
-    expect(job.strikes).toBe(0);
+    expect(jobState(job)).toBe('ready');
+    expect(jobCounters(job).strikes).toBe(0);
   });
 
   it('takes a tube setting over the server one: stricter, looser or off, and back to the default', () => {
@@ -104,15 +104,15 @@ describe('the dead-letter rule', () => {
       const id = c.reserveNow();
       unwrap(h.engine.release(c.session, id, 0, 0));
     }
-    expect(strict.state).toBe('buried');
-    expect(off.state).toBe('ready');
-    expect(off.strikes).toBe(4);
+    expect(jobState(strict)).toBe('buried');
+    expect(jobState(off)).toBe('ready');
+    expect(jobCounters(off).strikes).toBe(4);
     // Back to the server's limit (2): the job's strikes are already past it, so its next release buries it.
     unwrap(h.engine.setTubeSettings('off', null));
     expect(h.engine.tube('off')!.deadLetterAfter).toBe(2);
     c.reserveNow();
     unwrap(h.engine.release(c.session, off.id, 0, 0));
-    expect(off.state).toBe('buried');
+    expect(jobState(off)).toBe('buried');
   });
 
   it('keeps a tube setting while the tube comes and goes, and journals every change', () => {

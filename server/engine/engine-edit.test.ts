@@ -6,7 +6,8 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Job, Tube } from './records.js';
 import type { JobEdit } from './engine.js';
-import { Harness, RecordingJournal, T0, type Client } from './testing.js';
+import { Harness, RecordingJournal, T0, type Client, fieldsOf } from './testing.js';
+import { jobPriority, jobState, jobDelayMs, jobTtrMs, jobDeadlineAt, jobCreatedAt, jobCounters, jobBody } from './records.js';
 
 let h: Harness;
 let c: Client;
@@ -31,7 +32,7 @@ function buryJob(id: number, priority?: number): Job {
   const w = c;
   const r = h.engine.reserveJob(w.session, id);
   if (!r.ok) throw new Error(`reserve-job ${id}: ${r.code}`);
-  const b = h.engine.bury(w.session, id, priority ?? r.value.priority);
+  const b = h.engine.bury(w.session, id, priority ?? jobPriority(r.value));
   if (!b.ok) throw new Error(`bury ${id}: ${b.code}`);
   return b.value;
 }
@@ -63,19 +64,19 @@ function jobFields(job: Job): Record<string, unknown> {
   return {
     id: job.id,
     tube: job.tube.name,
-    state: job.state,
-    priority: job.priority,
-    delayMs: job.delayMs,
-    ttrMs: job.ttrMs,
-    deadlineAt: job.deadlineAt,
-    createdAt: job.createdAt,
-    buriedSeq: job.buriedSeq,
+    state: jobState(job),
+    priority: jobPriority(job),
+    delayMs: jobDelayMs(job),
+    ttrMs: jobTtrMs(job),
+    deadlineAt: jobDeadlineAt(job),
+    createdAt: jobCreatedAt(job),
+    buriedSeq: jobCounters(job).buriedSeq,
     reserves: job.reserves,
-    timeouts: job.timeouts,
-    releases: job.releases,
-    buries: job.buries,
-    kicks: job.kicks,
-    body: job.body.toString('latin1'),
+    timeouts: jobCounters(job).timeouts,
+    releases: jobCounters(job).releases,
+    buries: jobCounters(job).buries,
+    kicks: jobCounters(job).kicks,
+    body: jobBody(job).toString('latin1'),
     reservedBy: h.engine.holderOf(job)?.id ?? null,
   };
 }
@@ -156,14 +157,14 @@ describe('editJob: refusals change nothing', () => {
     expect(h.engine.tube('new')).toBeUndefined();
 
     // Exactly at the budget is allowed.
-    expect(edit(1, { body: Buffer.from('abcdefg') }).body.toString()).toBe('abcdefg');
+    expect(jobBody(edit(1, { body: Buffer.from('abcdefg') })).toString()).toBe('abcdefg');
     expect(h.engine.bodyBytes).toBe(10);
     // A smaller body is always allowed, even with the budget used up.
-    expect(edit(2, { body: Buffer.from('z') }).body.toString()).toBe('z');
+    expect(jobBody(edit(2, { body: Buffer.from('z') })).toString()).toBe('z');
     expect(h.engine.bodyBytes).toBe(8);
     // Replacing a body by one of the same length needs no room.
-    expect(edit(2, { body: Buffer.from('q') }).body.toString()).toBe('q');
-    expect(edit(1, { body: Buffer.from('ABCDEFGHI') }).body.toString()).toBe('ABCDEFGHI');
+    expect(jobBody(edit(2, { body: Buffer.from('q') })).toString()).toBe('q');
+    expect(jobBody(edit(1, { body: Buffer.from('ABCDEFGHI') })).toString()).toBe('ABCDEFGHI');
     expect(h.engine.bodyBytes).toBe(10);
     expect(h.engine.editJob(2, { body: Buffer.from('qq') })).toEqual({ ok: false, code: 'OUT_OF_MEMORY' });
     expectConsistent();
@@ -198,7 +199,7 @@ describe('editJob: refusals change nothing', () => {
     expect(log).toEqual([]);
     expect(w.delegate.drain()).toEqual([]);
     journal.failUpdate = false;
-    expect(edit(2, { delayMs: 0 }).state).toBe('ready');
+    expect(jobState(edit(2, { delayMs: 0 }))).toBe('ready');
     expect(journal.writes.at(-1)).toBe('rewrite 2 ready default');
     expectConsistent();
   });
@@ -213,15 +214,15 @@ describe('editJob in each state', () => {
     expect(h.engine.kickJob(1).ok).toBe(true);
     expect(h.engine.reserveJob(c.session, 1).ok).toBe(true);
     expect(h.engine.release(c.session, 1, 10, 0).ok).toBe(true);
-    const counters = { reserves: job.reserves, releases: job.releases, buries: job.buries, kicks: job.kicks, timeouts: job.timeouts };
+    const counters = { reserves: job.reserves, releases: jobCounters(job).releases, buries: jobCounters(job).buries, kicks: jobCounters(job).kicks, timeouts: jobCounters(job).timeouts };
     expect(counters).toEqual({ reserves: 2, releases: 1, buries: 1, kicks: 1, timeouts: 0 });
     const same = { id: 1, state: 'ready', createdAt: T0, deadlineAt: 0, ...counters };
 
-    expect(edit(1, { body: Buffer.from('uno') })).toMatchObject({ ...same, priority: 10, ttrMs: 5000 });
-    expect(job.body.toString()).toBe('uno');
-    expect(edit(1, { priority: 11 })).toMatchObject({ ...same, priority: 11, ttrMs: 5000 });
-    expect(edit(1, { ttrMs: 9000 })).toMatchObject({ ...same, priority: 11, ttrMs: 9000 });
-    expect(edit(1, { delayMs: 0 })).toMatchObject({ ...same, priority: 11, delayMs: 0 });
+    expect(fieldsOf(edit(1, { body: Buffer.from('uno') }))).toMatchObject({ ...same, priority: 10, ttrMs: 5000 });
+    expect(jobBody(job).toString()).toBe('uno');
+    expect(fieldsOf(edit(1, { priority: 11 }))).toMatchObject({ ...same, priority: 11, ttrMs: 5000 });
+    expect(fieldsOf(edit(1, { ttrMs: 9000 }))).toMatchObject({ ...same, priority: 11, ttrMs: 9000 });
+    expect(fieldsOf(edit(1, { delayMs: 0 }))).toMatchObject({ ...same, priority: 11, delayMs: 0 });
     expect(h.engine.job(1)).toBe(job);
     expect(h.engine.jobTotal).toBe(2);
     expect(h.engine.stats.totalJobs).toBe(2);
@@ -229,26 +230,26 @@ describe('editJob in each state', () => {
     // priority 11 now sorts after job 2
     expect(c.reserveNow()).toBe(2);
     expect(c.reserveNow()).toBe(1);
-    expect(job.ttrMs).toBe(9000);
-    expect(job.deadlineAt).toBe(T0 + 9000); // the new TTR applies to the next reservation
+    expect(jobTtrMs(job)).toBe(9000);
+    expect(jobDeadlineAt(job)).toBe(T0 + 9000); // the new TTR applies to the next reservation
   });
 
   it('a ready job: all fields together, into a new tube, delayed', () => {
     c.put({ priority: 10, ttrMs: 5000, body: 'one' });
     const job = edit(1, { body: Buffer.from('changed'), priority: 3, ttrMs: 7000, delayMs: 2500, tube: 'moved' });
-    expect(job).toMatchObject({ id: 1, state: 'delayed', priority: 3, ttrMs: 7000, delayMs: 2500, deadlineAt: T0 + 2500 });
+    expect(fieldsOf(job)).toMatchObject({ id: 1, state: 'delayed', priority: 3, ttrMs: 7000, delayMs: 2500, deadlineAt: T0 + 2500 });
     expect(job.tube.name).toBe('moved');
-    expect(job.body.toString()).toBe('changed');
+    expect(jobBody(job).toString()).toBe('changed');
     expect(h.engine.bodyBytes).toBe(7);
     expect(tubeStats('default')).toMatchObject({ ready: 0, delayed: 0, urgent: 0, total: 1 });
     expect(tubeStats('moved')).toMatchObject({ ready: 0, delayed: 1, urgent: 0, total: 0 });
     expectConsistent();
     h.advance(2500);
-    expect(job.state).toBe('ready');
+    expect(jobState(job)).toBe('ready');
     expect(tubeStats('moved')).toMatchObject({ ready: 1, delayed: 0, urgent: 1 });
     c.watch('moved');
     expect(c.reserveNow()).toBe(1);
-    expect(job.deadlineAt).toBe(T0 + 2500 + 7000);
+    expect(jobDeadlineAt(job)).toBe(T0 + 2500 + 7000);
     expectConsistent();
   });
 
@@ -256,20 +257,20 @@ describe('editJob in each state', () => {
     const job = c.put({ delayMs: 10_000, priority: 50 });
     c.put({ delayMs: 20_000 }); // 2
     h.advance(3000);
-    expect(edit(1, { body: Buffer.from('b') })).toMatchObject({ state: 'delayed', deadlineAt: T0 + 10_000, delayMs: 10_000 });
-    expect(edit(1, { priority: 4000 })).toMatchObject({ state: 'delayed', deadlineAt: T0 + 10_000, priority: 4000 });
-    expect(edit(1, { ttrMs: 2000 })).toMatchObject({ state: 'delayed', deadlineAt: T0 + 10_000, ttrMs: 2000 });
-    expect(edit(1, { tube: 'other' })).toMatchObject({ state: 'delayed', deadlineAt: T0 + 10_000 });
+    expect(fieldsOf(edit(1, { body: Buffer.from('b') }))).toMatchObject({ state: 'delayed', deadlineAt: T0 + 10_000, delayMs: 10_000 });
+    expect(fieldsOf(edit(1, { priority: 4000 }))).toMatchObject({ state: 'delayed', deadlineAt: T0 + 10_000, priority: 4000 });
+    expect(fieldsOf(edit(1, { ttrMs: 2000 }))).toMatchObject({ state: 'delayed', deadlineAt: T0 + 10_000, ttrMs: 2000 });
+    expect(fieldsOf(edit(1, { tube: 'other' }))).toMatchObject({ state: 'delayed', deadlineAt: T0 + 10_000 });
     expect(job.tube.name).toBe('other');
     expect(h.engine.nextDeadline()).toBe(T0 + 10_000);
     expectConsistent();
     // A longer delay from now: due at T0 + 3000 + 15000, after job 2.
-    expect(edit(1, { delayMs: 15_000 })).toMatchObject({ state: 'delayed', delayMs: 15_000, deadlineAt: T0 + 18_000 });
+    expect(fieldsOf(edit(1, { delayMs: 15_000 }))).toMatchObject({ state: 'delayed', delayMs: 15_000, deadlineAt: T0 + 18_000 });
     expect(h.engine.nextDeadline()).toBe(T0 + 18_000);
     expect(h.engine.stats.delayed).toBe(2);
     expectConsistent();
     // delayMs 0: ready now, in its tube.
-    expect(edit(1, { delayMs: 0 })).toMatchObject({ state: 'ready', delayMs: 0, deadlineAt: 0 });
+    expect(fieldsOf(edit(1, { delayMs: 0 }))).toMatchObject({ state: 'ready', delayMs: 0, deadlineAt: 0 });
     expect(h.engine.stats).toMatchObject({ ready: 1, delayed: 1, urgent: 0 });
     expect(h.engine.nextDeadline()).toBe(T0 + 20_000);
     expect(tubeStats('other')).toMatchObject({ ready: 1, delayed: 0 });
@@ -283,15 +284,15 @@ describe('editJob in each state', () => {
     buryJob(3);
     const tube = h.engine.defaultTube;
     expect(buriedIds(tube)).toEqual([2, 1, 3]);
-    const seq = h.engine.job(1)!.buriedSeq;
-    expect(edit(1, { body: Buffer.from('bb') })).toMatchObject({ state: 'buried', buriedSeq: seq, buries: 1 });
-    expect(edit(1, { priority: 1 })).toMatchObject({ state: 'buried', priority: 1, buriedSeq: seq });
-    expect(edit(1, { ttrMs: 1234 })).toMatchObject({ state: 'buried', ttrMs: 1234, buriedSeq: seq });
+    const seq = jobCounters(h.engine.job(1)!).buriedSeq;
+    expect(fieldsOf(edit(1, { body: Buffer.from('bb') }))).toMatchObject({ state: 'buried', buriedSeq: seq, buries: 1 });
+    expect(fieldsOf(edit(1, { priority: 1 }))).toMatchObject({ state: 'buried', priority: 1, buriedSeq: seq });
+    expect(fieldsOf(edit(1, { ttrMs: 1234 }))).toMatchObject({ state: 'buried', ttrMs: 1234, buriedSeq: seq });
     // A delay is kept for later; the job stays buried and gets no deadline.
-    expect(edit(1, { delayMs: 9000 })).toMatchObject({ state: 'buried', delayMs: 9000, deadlineAt: 0, buriedSeq: seq });
-    expect(edit(1, { delayMs: 0 })).toMatchObject({ state: 'buried', delayMs: 0, buriedSeq: seq });
+    expect(fieldsOf(edit(1, { delayMs: 9000 }))).toMatchObject({ state: 'buried', delayMs: 9000, deadlineAt: 0, buriedSeq: seq });
+    expect(fieldsOf(edit(1, { delayMs: 0 }))).toMatchObject({ state: 'buried', delayMs: 0, buriedSeq: seq });
     // Naming its own tube is not a move.
-    expect(edit(1, { tube: 'default' })).toMatchObject({ state: 'buried', buriedSeq: seq });
+    expect(fieldsOf(edit(1, { tube: 'default' }))).toMatchObject({ state: 'buried', buriedSeq: seq });
     expect(buriedIds(tube)).toEqual([2, 1, 3]);
     expect(h.engine.stats).toMatchObject({ buried: 3, urgent: 0, ready: 0, delayed: 0 });
     expect(h.engine.nextDeadline()).toBeUndefined();
@@ -318,8 +319,8 @@ describe('editJob in each state', () => {
     expect(buriedIds(dest)).toEqual([1, 2]);
     expect(buriedIds(h.engine.defaultTube)).toEqual([3, 4]);
     const moved = edit(3, { tube: 'dest' });
-    expect(moved.state).toBe('buried');
-    expect(moved.buriedSeq).toBeGreaterThan(h.engine.job(2)!.buriedSeq);
+    expect(jobState(moved)).toBe('buried');
+    expect(jobCounters(moved).buriedSeq).toBeGreaterThan(jobCounters(h.engine.job(2)!).buriedSeq);
     expect(buriedIds(dest)).toEqual([1, 2, 3]);
     expect(buriedIds(h.engine.defaultTube)).toEqual([4]);
     expect(h.engine.stats.buried).toBe(4);
@@ -339,12 +340,12 @@ describe('editJob in each state', () => {
     h.advance(1000);
     buryJob(1);
     expect(h.engine.kickJob(1).ok).toBe(true);
-    const before = { reserves: job.reserves, buries: job.buries, kicks: job.kicks, releases: job.releases, timeouts: job.timeouts };
+    const before = { reserves: job.reserves, buries: jobCounters(job).buries, kicks: jobCounters(job).kicks, releases: jobCounters(job).releases, timeouts: jobCounters(job).timeouts };
     for (const e of [{ tube: 'a' }, { delayMs: 100 }, { tube: 'b', priority: 9 }, { delayMs: 0 }, { body: Buffer.from('q') }] as JobEdit[]) {
       const j = edit(1, e);
       expect(j.id).toBe(1);
-      expect(j.createdAt).toBe(T0);
-      expect({ reserves: j.reserves, buries: j.buries, kicks: j.kicks, releases: j.releases, timeouts: j.timeouts }).toEqual(before);
+      expect(jobCreatedAt(j)).toBe(T0);
+      expect({ reserves: j.reserves, buries: jobCounters(j).buries, kicks: jobCounters(j).kicks, releases: jobCounters(j).releases, timeouts: jobCounters(j).timeouts }).toEqual(before);
     }
     expect(h.engine.stats.totalJobs).toBe(1);
     expect(h.engine.defaultTube.totalJobs).toBe(1);
@@ -428,8 +429,8 @@ describe('editJob: body', () => {
     const raw = Buffer.from([0, 13, 10, 255, 0]);
     edit(3, { body: raw });
     expect(h.engine.bodyBytes).toBe(105);
-    expect(h.engine.job(3)!.body.equals(Buffer.from([0, 13, 10, 255, 0]))).toBe(true);
-    expect(h.engine.job(2)!.body.length).toBe(0);
+    expect(jobBody(h.engine.job(3)!).equals(Buffer.from([0, 13, 10, 255, 0]))).toBe(true);
+    expect(jobBody(h.engine.job(2)!).length).toBe(0);
     expectConsistent();
     // Deleting after an edit frees the edited size.
     expect(h.engine.delete(null, 1).ok).toBe(true);
@@ -520,7 +521,7 @@ describe('editJob: moving to another tube', () => {
     expect(r.ok).toBe(true);
     expect(w.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 1 }]);
     const job = h.engine.job(1)!;
-    expect(job).toMatchObject({ state: 'reserved', priority: 3, reserves: 1, deadlineAt: T0 + 60_000 });
+    expect(fieldsOf(job)).toMatchObject({ state: 'reserved', priority: 3, reserves: 1, deadlineAt: T0 + 60_000 });
     expect(h.engine.holderOf(job)).toBe(w.session);
     expect(log).toEqual(['changed 1 ready>ready', 'changed 1 ready>reserved']);
     expect(h.engine.stats).toMatchObject({ waiting: 0, reserved: 1, ready: 0, urgent: 0 });
@@ -547,7 +548,7 @@ describe('editJob: moving to another tube', () => {
     edit(2, { tube: 'jobs' });
     edit(3, { tube: 'jobs' }); // buried: stays buried, nothing to hand out
     expect(w.delegate.drain()).toEqual([]);
-    expect(h.engine.job(3)!.state).toBe('buried');
+    expect(jobState(h.engine.job(3)!)).toBe('buried');
     h.advance(4999);
     expect(w.delegate.drain()).toEqual([]);
     h.advance(1);
@@ -566,7 +567,7 @@ describe('editJob: moving to another tube', () => {
     c.put(); // 1
     edit(1, { tube: 'p' });
     expect(w.delegate.drain()).toEqual([]);
-    expect(h.engine.job(1)!.state).toBe('ready');
+    expect(jobState(h.engine.job(1)!)).toBe('ready');
     expectConsistent();
     h.advance(2000);
     expect(w.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 1 }]);
@@ -579,14 +580,14 @@ describe('editJob: delays on the fake clock', () => {
     c.put(); // 1
     h.advance(1500);
     const job = edit(1, { delayMs: 4000 });
-    expect(job).toMatchObject({ state: 'delayed', deadlineAt: T0 + 5500, delayMs: 4000 });
+    expect(fieldsOf(job)).toMatchObject({ state: 'delayed', deadlineAt: T0 + 5500, delayMs: 4000 });
     expect(h.engine.nextDeadline()).toBe(T0 + 5500);
     expect(h.engine.stats).toMatchObject({ ready: 0, delayed: 1 });
     expect(c.reserve(0)).toEqual({ kind: 'timed-out' });
     h.advance(3999);
-    expect(job.state).toBe('delayed');
+    expect(jobState(job)).toBe('delayed');
     h.advance(1);
-    expect(job.state).toBe('ready');
+    expect(jobState(job)).toBe('ready');
     expect(h.engine.stats).toMatchObject({ ready: 1, delayed: 0 });
     expect(c.reserveNow()).toBe(1);
     expectConsistent();
@@ -600,12 +601,12 @@ describe('editJob: delays on the fake clock', () => {
     edit(2, { delayMs: 20_000 }); // due T0 + 23000
     expect(h.engine.nextDeadline()).toBe(T0 + 5000);
     h.advance(2000);
-    expect(h.engine.job(1)!.state).toBe('ready');
-    expect(h.engine.job(2)!.state).toBe('delayed');
+    expect(jobState(h.engine.job(1)!)).toBe('ready');
+    expect(jobState(h.engine.job(2)!)).toBe('delayed');
     h.advanceTo(T0 + 22_999);
-    expect(h.engine.job(2)!.state).toBe('delayed');
+    expect(jobState(h.engine.job(2)!)).toBe('delayed');
     h.advance(1);
-    expect(h.engine.job(2)!.state).toBe('ready');
+    expect(jobState(h.engine.job(2)!)).toBe('ready');
     expect(h.engine.nextDeadline()).toBeUndefined();
     expectConsistent();
   });
@@ -655,7 +656,7 @@ describe('editJob: journal and events', () => {
         return super.canRewrite();
       }
       override rewrite(job: Job, oldTube?: number, oldBody?: number): void {
-        calls.push(`rewrite ${job.id} ${oldTube} ${oldBody} -> ${job.tube.name.length} ${job.body.length}`);
+        calls.push(`rewrite ${job.id} ${oldTube} ${oldBody} -> ${job.tube.name.length} ${jobBody(job).length}`);
         super.rewrite(job);
       }
     }
@@ -723,7 +724,7 @@ describe('clearSome', () => {
     expect(tubeStats('t')).toMatchObject({ ready: 0, urgent: 0, delayed: 3, buried: 4, total: 12 });
     expect(h.engine.stats).toMatchObject({ ready: 1, urgent: 1, delayed: 3, buried: 4 });
     expect(h.engine.jobTotal).toBe(8);
-    expect(h.engine.job(13)!.state).toBe('ready');
+    expect(jobState(h.engine.job(13)!)).toBe('ready');
     expectConsistent();
   });
 
@@ -800,7 +801,7 @@ describe('clearSome', () => {
     c.put(); // 2
     expect(c.reserveNow()).toBe(1);
     expect(h.engine.clearSome(h.engine.defaultTube, 'ready', 10)).toBe(1);
-    expect(h.engine.job(1)!.state).toBe('reserved');
+    expect(jobState(h.engine.job(1)!)).toBe('reserved');
     expect(c.reservedIds()).toEqual([1]);
     expectConsistent();
   });
@@ -868,7 +869,7 @@ describe('editJob among everything else (seeded random operations)', () => {
           h.engine.kickJob(id);
         } else if (op <= 8) {
           const before = h.engine.job(id);
-          const was = before?.state;
+          const was = before === undefined ? undefined : jobState(before);
           const wasTube = before?.tube.name;
           const change: JobEdit = {};
           if (rnd() < 0.4) change.priority = int(2048);
@@ -882,16 +883,16 @@ describe('editJob among everything else (seeded random operations)', () => {
           else if (was === 'reserved') expect(r, what).toEqual({ ok: false, code: 'JOB_RESERVED' });
           else if (!r.ok) {
             expect(r.code, what).toBe('OUT_OF_MEMORY');
-            expect(bytesBefore - before.body.length + (change.body?.length ?? 0), what).toBeGreaterThan(400);
-            expect(before.state, what).toBe(was);
+            expect(bytesBefore - jobBody(before).length + (change.body?.length ?? 0), what).toBeGreaterThan(400);
+            expect(jobState(before), what).toBe(was);
             expect(before.tube.name, what).toBe(wasTube);
           } else {
             edits++;
             const job = r.value;
             expect(job, what).toBe(before);
-            if (change.priority !== undefined) expect(job.priority, what).toBe(change.priority);
-            if (change.body !== undefined) expect(job.body, what).toEqual(change.body);
-            if (change.ttrMs !== undefined) expect(job.ttrMs, what).toBe(change.ttrMs);
+            if (change.priority !== undefined) expect(jobPriority(job), what).toBe(change.priority);
+            if (change.body !== undefined) expect(jobBody(job), what).toEqual(change.body);
+            if (change.ttrMs !== undefined) expect(jobTtrMs(job), what).toBe(change.ttrMs);
             expect(job.tube.name, what).toBe(change.tube ?? wasTube);
             const expected =
               was === 'buried'
@@ -903,9 +904,9 @@ describe('editJob among everything else (seeded random operations)', () => {
                   : was === 'delayed'
                     ? ['delayed']
                     : ['ready', 'reserved'];
-            expect(expected, what).toContain(job.state);
-            if (job.state === 'delayed' && change.delayMs !== undefined) expect(job.deadlineAt, what).toBe(h.now() + change.delayMs);
-            expect(journal.writes.at(-1), what).toBe(`rewrite ${job.id} ${job.state} ${job.tube.name}`);
+            expect(expected, what).toContain(jobState(job));
+            if (jobState(job) === 'delayed' && change.delayMs !== undefined) expect(jobDeadlineAt(job), what).toBe(h.now() + change.delayMs);
+            expect(journal.writes.at(-1), what).toBe(`rewrite ${job.id} ${jobState(job)} ${job.tube.name}`);
           }
         } else if (op === 9) {
           h.engine.clearSome(h.engine.tube(pick(names)) ?? h.engine.defaultTube, pick(['ready', 'delayed', 'buried'] as const), 1 + int(3));

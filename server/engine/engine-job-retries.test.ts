@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { JobWatcher } from './watchers.js';
 import { Harness, RecordingJournal, unwrap } from './testing.js';
+import { jobState } from './records.js';
 
 /** A watcher that notes the jobs it was told ended (a waiting Gearman client). */
 function endings(): JobWatcher & { ended: (id: number) => void; ids: number[] } {
@@ -21,7 +22,7 @@ describe('dropAfterFailures', () => {
       const w = h.open();
       expect(w.reserveNow()).toBe(job.id);
       w.close();
-      expect(job.state).toBe('ready');
+      expect(jobState(job)).toBe('ready');
     }
   });
 
@@ -39,7 +40,7 @@ describe('dropAfterFailures', () => {
     second.reserveNow();
     unwrap(h.engine.hold(second.session, job.id, 1_000));
     h.advance(1_001); // failure 2: the hold ran out
-    expect(job.state).toBe('ready');
+    expect(jobState(job)).toBe('ready');
     expect(watcher.ids).toEqual([]);
 
     const third = h.open();
@@ -61,7 +62,7 @@ describe('dropAfterFailures', () => {
     const w = h.open();
     w.reserveNow();
     w.close();
-    expect(job.state).toBe('ready');
+    expect(jobState(job)).toBe('ready');
   });
 
   it('says a timeout was the last failure when it was', () => {

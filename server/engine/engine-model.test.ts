@@ -10,6 +10,7 @@ import { DEADLINE_SOON_MARGIN_MS } from '../../shared/limits.js';
 import type { Job } from './records.js';
 import { readyLess } from './ready-queue.js';
 import { Harness, type Client, type HarnessOptions } from './testing.js';
+import { jobDeadlineAt, jobState } from './records.js';
 
 const TUBES = ['default', 'a', 'b'] as const;
 const SLOTS = 3;
@@ -51,7 +52,7 @@ function expectedReserve(h: Harness, client: Client, timeoutMs: number | null): 
   const session = client.session;
   const soonest = session.soonestReserved();
   const watched = session.watched.values();
-  const soon = soonest !== undefined && now >= soonest.deadlineAt - DEADLINE_SOON_MARGIN_MS;
+  const soon = soonest !== undefined && now >= jobDeadlineAt(soonest) - DEADLINE_SOON_MARGIN_MS;
   if (soon && !watched.some((t) => t.ready.size > 0)) return { kind: 'deadline-soon' };
   let best: Job | undefined;
   for (const t of watched) {
@@ -98,14 +99,15 @@ function run(ops: Op[], options: HarnessOptions = {}, watchFirst?: string): void
         break;
       }
       case 'reserveJob': {
-        const state = e.job(o.id)?.state;
+        const found = e.job(o.id);
+        const state = found === undefined ? undefined : jobState(found);
         const r = e.reserveJob(client!.session, o.id);
         expect(r.ok).toBe(state !== undefined && state !== 'reserved');
         break;
       }
       case 'delete': {
         const job = e.job(o.id);
-        const allowed = job !== undefined && (job.state !== 'reserved' || e.holderOf(job) === client!.session);
+        const allowed = job !== undefined && (jobState(job) !== 'reserved' || e.holderOf(job) === client!.session);
         expect(e.delete(client!.session, o.id).ok).toBe(allowed);
         break;
       }
@@ -124,7 +126,8 @@ function run(ops: Op[], options: HarnessOptions = {}, watchFirst?: string): void
         break;
       }
       case 'kickJob': {
-        const state = e.job(o.id)?.state;
+        const found = e.job(o.id);
+        const state = found === undefined ? undefined : jobState(found);
         expect(e.kickJob(o.id).ok).toBe(state === 'buried' || state === 'delayed');
         break;
       }
@@ -164,8 +167,8 @@ function run(ops: Op[], options: HarnessOptions = {}, watchFirst?: string): void
     // after the scheduler's tick nothing is overdue
     const now = h.now();
     for (const job of h.jobs(60)) {
-      if (job.state === 'reserved') expect(job.deadlineAt).toBeGreaterThanOrEqual(now);
-      if (job.state === 'delayed') expect(job.deadlineAt).toBeGreaterThan(now);
+      if (jobState(job) === 'reserved') expect(jobDeadlineAt(job)).toBeGreaterThanOrEqual(now);
+      if (jobState(job) === 'delayed') expect(jobDeadlineAt(job)).toBeGreaterThan(now);
     }
     for (const t of h.engine.tubes()) if (t.paused) expect(t.unpauseAt).toBeGreaterThan(now);
     for (const c of clients) {

@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { NO_POLICY, backoffDelayMs, type TubePolicy } from '../../shared/policy.js';
 import { Harness, RecordingJournal, unwrap } from './testing.js';
+import { jobState, jobDeadlineAt } from './records.js';
 
 const policy = (p: Partial<TubePolicy>): TubePolicy => ({ ...NO_POLICY, ...p });
 
@@ -45,7 +46,7 @@ describe('the concurrency cap', () => {
     }
     expect(w1.reserveNow()).toBe(urgent[0]!.id);
     expect(w2.reserveNow()).toBe(slow.id);
-    expect(urgent[1]!.state).toBe('ready');
+    expect(jobState(urgent[1]!)).toBe('ready');
     expect(h.problems(100)).toEqual([]);
   });
 
@@ -161,10 +162,10 @@ describe('the timeout backoff', () => {
     for (let i = 0; i < 4; i++) {
       c.reserveNow();
       h.advance(1001);
-      expect(job.state).toBe('delayed');
-      delays.push(job.deadlineAt - h.now());
-      h.advance(job.deadlineAt - h.now());
-      expect(job.state).toBe('ready');
+      expect(jobState(job)).toBe('delayed');
+      delays.push(jobDeadlineAt(job) - h.now());
+      h.advance(jobDeadlineAt(job) - h.now());
+      expect(jobState(job)).toBe('ready');
     }
     expect(delays).toEqual([2000, 6000, 10_000, 10_000]);
     expect(h.engine.tube('default')!.gate!.backoffs).toBe(4);
@@ -182,7 +183,7 @@ describe('the timeout backoff', () => {
     const job = c.put({ ttrMs: 1000 });
     c.reserveNow();
     h.advance(1001);
-    expect(job.deadlineAt - h.now()).toBe(750);
+    expect(jobDeadlineAt(job) - h.now()).toBe(750);
   });
 
   it('leaves the dead-letter rule first: the N-th timeout buries', () => {
@@ -192,11 +193,11 @@ describe('the timeout backoff', () => {
     const job = c.put({ ttrMs: 1000 });
     c.reserveNow();
     h.advance(1001);
-    expect(job.state).toBe('delayed');
+    expect(jobState(job)).toBe('delayed');
     h.advance(1000);
     c.reserveNow();
     h.advance(1001);
-    expect(job.state).toBe('buried');
+    expect(jobState(job)).toBe('buried');
   });
 });
 

@@ -6,6 +6,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { JOB_RECORD_HEAP_BYTES, TUBE_RECORD_HEAP_BYTES } from './record-costs.js';
 import { COUNTED_COMMANDS } from './stats.js';
 import { Harness, RecordingJournal, T0, type Client } from './testing.js';
+import { jobState } from './records.js';
 
 let h: Harness;
 let c: Client;
@@ -178,7 +179,7 @@ describe('drain', () => {
     expect(c.reserveNow()).toBe(1);
     expect(h.engine.delete(c.session, 1).ok).toBe(true);
     h.advance(1000);
-    expect(h.engine.job(2)!.state).toBe('ready');
+    expect(jobState(h.engine.job(2)!)).toBe('ready');
     expect(h.engine.kick(h.engine.defaultTube, 1)).toBe(0);
     expect(c.tryPut()).toEqual({ ok: false, code: 'DRAINING' });
   });

@@ -3,7 +3,8 @@
  * DEADLINE_SOON, reserve timeouts, tube pause and the tick budget. Nothing here sleeps.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { Harness, T0, type Client } from './testing.js';
+import { Harness, T0, type Client, fieldsOf } from './testing.js';
+import { jobState, jobDeadlineAt, jobCounters, jobCreatedAt, jobDelayMs } from './records.js';
 
 let h: Harness;
 let c: Client;
@@ -22,12 +23,12 @@ describe('delayed jobs', () => {
     const job = c.put({ delayMs: 5000 });
     expect(h.engine.nextDeadline()).toBe(T0 + 5000);
     expect(h.engine.tick(T0 + 4999)).toBe(false);
-    expect(job.state).toBe('delayed');
+    expect(jobState(job)).toBe('delayed');
     h.clock.set(T0 + 5000);
-    expect(job.state).toBe('delayed'); // time alone changes nothing: only tick does
+    expect(jobState(job)).toBe('delayed'); // time alone changes nothing: only tick does
     expect(h.engine.tick(T0 + 5000)).toBe(false);
-    expect(job.state).toBe('ready');
-    expect(job.deadlineAt).toBe(0);
+    expect(jobState(job)).toBe('ready');
+    expect(jobDeadlineAt(job)).toBe(0);
     expect(h.engine.stats.ready).toBe(1);
     expect(h.engine.stats.delayed).toBe(0);
     expect(h.engine.delayedCount).toBe(0);
@@ -61,7 +62,7 @@ describe('delayed jobs', () => {
   it('a late tick moves everything that is due', () => {
     for (let i = 1; i <= 5; i++) c.put({ delayMs: i * 1000 });
     expect(h.engine.tick(T0 + 3500)).toBe(false);
-    expect([1, 2, 3, 4, 5].map((id) => h.engine.job(id)!.state)).toEqual(['ready', 'ready', 'ready', 'delayed', 'delayed']);
+    expect([1, 2, 3, 4, 5].map((id) => jobState(h.engine.job(id)!))).toEqual(['ready', 'ready', 'ready', 'delayed', 'delayed']);
     expect(h.engine.nextDeadline()).toBe(T0 + 4000);
   });
 
@@ -143,15 +144,15 @@ describe('TTR', () => {
     c.put({ ttrMs: 10_000, priority: 5 });
     c.reserveNow();
     const job = h.engine.job(1)!;
-    expect(job.deadlineAt).toBe(T0 + 10_000);
+    expect(jobDeadlineAt(job)).toBe(T0 + 10_000);
     h.advance(10_000);
     // protocol: a job expires when deadline < now, strictly
-    expect(job.state).toBe('reserved');
+    expect(jobState(job)).toBe('reserved');
     expect(h.engine.touch(c.session, 1).ok).toBe(true); // still ours at the deadline itself
     h.advance(10_000);
-    expect(job.state).toBe('reserved');
+    expect(jobState(job)).toBe('reserved');
     h.advance(1);
-    expect(job).toMatchObject({ state: 'ready', timeouts: 1, reserves: 1, deadlineAt: 0 });
+    expect(fieldsOf(job)).toMatchObject({ state: 'ready', timeouts: 1, reserves: 1, deadlineAt: 0 });
     expect(h.engine.holderOf(job)).toBeNull();
     expect(h.engine.stats.jobTimeouts).toBe(1);
     expect(h.engine.stats.reserved).toBe(0);
@@ -200,7 +201,7 @@ describe('TTR', () => {
     expect(w.reserve(null).kind).toBe('waiting');
     h.advance(1001);
     expect(w.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 1 }]);
-    expect(h.engine.job(1)).toMatchObject({ timeouts: 1, reserves: 2 });
+    expect(fieldsOf(h.engine.job(1))).toMatchObject({ timeouts: 1, reserves: 2 });
   });
 
   it('does not expire a job that was released, deleted or buried in time', () => {
@@ -230,10 +231,10 @@ describe('DEADLINE_SOON', () => {
     expect(c.session.waiting).toBe(false);
     // the job stays reserved and can still be touched, released or deleted
     const job = h.engine.job(1)!;
-    expect(job.state).toBe('reserved');
+    expect(jobState(job)).toBe('reserved');
     expect(h.engine.touch(c.session, 1).ok).toBe(true);
     expect(c.reserve(0)).toEqual({ kind: 'timed-out' }); // touched: out of the margin again
-    expect(job.timeouts).toBe(0);
+    expect(jobCounters(job).timeouts).toBe(0);
   });
 
   it('is not the answer when a watched tube has a ready job: that job is reserved instead', () => {
@@ -260,8 +261,8 @@ describe('DEADLINE_SOON', () => {
     h.tickNow();
     expect(c.delegate.drain()).toEqual([{ kind: 'deadline-soon' }]);
     expect(c.session.waiting).toBe(false);
-    expect(h.engine.job(1)!.state).toBe('reserved');
-    expect(h.engine.job(2)!.state).toBe('ready');
+    expect(jobState(h.engine.job(1)!)).toBe('reserved');
+    expect(jobState(h.engine.job(2)!)).toBe('ready');
     expectConsistent();
   });
 
@@ -274,7 +275,7 @@ describe('DEADLINE_SOON', () => {
     h.engine.pauseTube('default', 60_000);
     expect(c.reserve(0)).toEqual({ kind: 'deadline-soon' });
     expect(c.session.waiting).toBe(false);
-    expect(h.engine.job(1)!.state).toBe('reserved');
+    expect(jobState(h.engine.job(1)!)).toBe('reserved');
     h.engine.release(c.session, 1, 0, 0);
     expect(c.reserve(0)).toEqual({ kind: 'timed-out' });
   });
@@ -292,10 +293,10 @@ describe('DEADLINE_SOON', () => {
     expect(h.engine.stats.waiting).toBe(0);
     expect(h.engine.defaultTube.waiting.size).toBe(0);
     const job = h.engine.job(1)!;
-    expect(job.state).toBe('reserved');
+    expect(jobState(job)).toBe('reserved');
     // the job can still be released; then it is ready
     expect(h.engine.release(c.session, 1, 0, 0).ok).toBe(true);
-    expect(job.state).toBe('ready');
+    expect(jobState(job)).toBe('ready');
     expectConsistent();
   });
 
@@ -307,7 +308,7 @@ describe('DEADLINE_SOON', () => {
     expect(c.delegate.drain()).toEqual([{ kind: 'deadline-soon' }]);
     expect(h.engine.nextDeadline()).toBe(T0 + 3001);
     h.advance(1001);
-    expect(h.engine.job(1)).toMatchObject({ state: 'ready', timeouts: 1 });
+    expect(fieldsOf(h.engine.job(1))).toMatchObject({ state: 'ready', timeouts: 1 });
   });
 
   it('comes before a longer reserve timeout, and a shorter reserve timeout comes first', () => {
@@ -318,7 +319,7 @@ describe('DEADLINE_SOON', () => {
     expect(c.delegate.drain()).toEqual([{ kind: 'deadline-soon' }]);
     h.advance(5000);
     expect(c.delegate.calls).toEqual([]); // the abandoned wait never reports TIMED_OUT
-    expect(h.engine.job(1)!.state).toBe('ready');
+    expect(jobState(h.engine.job(1)!)).toBe('ready');
 
     c.reserveNow(); // job 1 again, deadline now + 3 s
     expect(c.reserve(1000).kind).toBe('waiting');
@@ -346,8 +347,8 @@ describe('DEADLINE_SOON', () => {
     expect(c.reserve(1000)).toEqual({ kind: 'deadline-soon' });
     expect(h.engine.reserveJob(c.session, 99)).toEqual({ ok: false, code: 'NOT_FOUND' });
     h.advance(1001);
-    expect(h.engine.job(1)!.state).toBe('ready');
-    expect(h.engine.job(2)!.state).toBe('ready');
+    expect(jobState(h.engine.job(1)!)).toBe('ready');
+    expect(jobState(h.engine.job(2)!)).toBe('ready');
     expect(h.engine.reserveJob(c.session, 1).ok).toBe(true);
   });
 });
@@ -446,7 +447,7 @@ describe('pause-tube', () => {
     expect(h.engine.defaultTube.paused).toBe(false);
     expect(h.engine.defaultTube.cmdPause).toBe(2);
     expect(h.engine.nextDeadline()).toBeDefined(); // only the TTR now
-    expect(h.engine.nextDeadline()).toBe(h.engine.job(1)!.deadlineAt + 1);
+    expect(h.engine.nextDeadline()).toBe(jobDeadlineAt(h.engine.job(1)!) + 1);
   });
 
   it('a new pause replaces the old one, shorter or longer', () => {
@@ -484,7 +485,7 @@ describe('pause-tube', () => {
     h.clock.advance(1000); // no tick
     expect(c.reserve(0).kind).toBe('reserved');
     expect(h.engine.defaultTube.paused).toBe(false);
-    expect(h.engine.nextDeadline()).toBe(h.engine.job(1)!.deadlineAt + 1);
+    expect(h.engine.nextDeadline()).toBe(jobDeadlineAt(h.engine.job(1)!) + 1);
   });
 
   it('a reserve racing the tick for a pause that ran out does not take a job already handed to a waiter', () => {
@@ -568,7 +569,7 @@ describe('tick budget', () => {
     const deadlines: number[] = [];
     h.engine.events.on('job:changed', (e) => {
       order.push(e.job.id);
-      deadlines.push(h.engine.job(e.job.id)!.createdAt + e.job.delayMs);
+      deadlines.push(jobCreatedAt(h.engine.job(e.job.id)!) + jobDelayMs(e.job));
     });
     while (h.engine.tick(T0 + 5000, 7));
     expect(order.length).toBe(100);
@@ -605,8 +606,8 @@ describe('tick budget', () => {
     c.put({ delayMs: 1000 });
     expect(h.engine.tick(T0 + 999, 0)).toBe(false);
     expect(h.engine.tick(T0 + 1000, 0)).toBe(true);
-    expect(h.engine.job(1)!.state).toBe('delayed');
+    expect(jobState(h.engine.job(1)!)).toBe('delayed');
     expect(h.engine.tick(T0 + 1000, 1)).toBe(false);
-    expect(h.engine.job(1)!.state).toBe('ready');
+    expect(jobState(h.engine.job(1)!)).toBe('ready');
   });
 });

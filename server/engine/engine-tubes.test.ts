@@ -4,6 +4,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { Harness, type Client } from './testing.js';
+import { jobState } from './records.js';
 
 let h: Harness;
 let c: Client;
@@ -85,7 +86,7 @@ describe('tube reference counting', () => {
     c.close();
     expect(h.tubeNames()).toEqual(['default', 't']);
     w.close();
-    expect(h.engine.job(1)!.state).toBe('ready');
+    expect(jobState(h.engine.job(1)!)).toBe('ready');
     expect(h.engine.tube('t')!.ready.size).toBe(1);
   });
 

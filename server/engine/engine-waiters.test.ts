@@ -4,7 +4,8 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { WIDE_SESSION_TUBES } from './engine.js';
-import { Harness, type Client } from './testing.js';
+import { Harness, type Client, fieldsOf } from './testing.js';
+import { jobState, jobDeadlineAt, jobCounters } from './records.js';
 
 let h: Harness;
 let producer: Client;
@@ -46,10 +47,10 @@ describe('a blocked reserve', () => {
     expect(h.engine.defaultTube.waiting.size).toBe(1);
     const job = producer.put({ ttrMs: 5000 });
     expect(w.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 1 }]);
-    expect(job.state).toBe('reserved');
+    expect(jobState(job)).toBe('reserved');
     expect(h.engine.holderOf(job)).toBe(w.session);
     expect(job.reserves).toBe(1);
-    expect(job.deadlineAt).toBe(h.now() + 5000);
+    expect(jobDeadlineAt(job)).toBe(h.now() + 5000);
     expect(w.session.waiting).toBe(false);
     expect(h.engine.stats.waiting).toBe(0);
     expect(h.engine.defaultTube.waiting.size).toBe(0);
@@ -58,7 +59,7 @@ describe('a blocked reserve', () => {
     // the session is served once: a second put stays ready
     producer.put();
     expect(w.delegate.calls).toEqual([]);
-    expect(h.engine.job(2)!.state).toBe('ready');
+    expect(jobState(h.engine.job(2)!)).toBe('ready');
     expectConsistent();
   });
 
@@ -91,7 +92,7 @@ describe('a blocked reserve', () => {
     const [w] = waiters(1) as [Client];
     h.engine.release(producer.session, 1, 0, 0);
     expect(w.delegate.drain()).toEqual([{ kind: 'reserved', jobId: 1 }]);
-    expect(h.engine.job(1)!.releases).toBe(1);
+    expect(jobCounters(h.engine.job(1)!).releases).toBe(1);
     expect(h.engine.job(1)!.reserves).toBe(2);
   });
 
@@ -158,7 +159,7 @@ describe('several waiters', () => {
     h.advance(1000);
     expect(ws[0]!.delegate.calls).toEqual([{ kind: 'reserved', jobId: 2 }]);
     expect(ws[1]!.delegate.calls).toEqual([{ kind: 'reserved', jobId: 3 }]);
-    expect(h.engine.job(1)!.state).toBe('ready');
+    expect(jobState(h.engine.job(1)!)).toBe('ready');
   });
 });
 
@@ -172,7 +173,7 @@ describe('closeSession', () => {
     worker.close();
     expect(order).toEqual(['3 reserved>ready', '1 reserved>ready', '2 reserved>ready']);
     for (const id of [1, 2, 3]) {
-      expect(h.engine.job(id)).toMatchObject({ state: 'ready', reserves: 1, releases: 0, timeouts: 0 });
+      expect(fieldsOf(h.engine.job(id))).toMatchObject({ state: 'ready', reserves: 1, releases: 0, timeouts: 0 });
       expect(h.engine.holderOf(h.engine.job(id)!)).toBeNull();
     }
     expect(h.engine.stats.jobTimeouts).toBe(0);
@@ -213,7 +214,7 @@ describe('closeSession', () => {
     consumer.close();
     expect(ws[0]!.delegate.calls).toEqual([{ kind: 'reserved', jobId: 2 }]);
     expect(ws[1]!.delegate.calls).toEqual([{ kind: 'reserved', jobId: 3 }]);
-    expect(h.engine.job(1)!.state).toBe('ready');
+    expect(jobState(h.engine.job(1)!)).toBe('ready');
     expectConsistent();
   });
 
@@ -224,7 +225,7 @@ describe('closeSession', () => {
     expect(h.engine.defaultTube.waiting.size).toBe(0);
     producer.put();
     expect(w.delegate.calls).toEqual([]);
-    expect(h.engine.job(1)!.state).toBe('ready');
+    expect(jobState(h.engine.job(1)!)).toBe('ready');
     expectConsistent();
   });
 
@@ -238,7 +239,7 @@ describe('closeSession', () => {
     expect(h.engine.nextDeadline()).toBeUndefined();
     h.advance(60_000);
     expect(w.delegate.calls).toEqual([]);
-    expect(h.engine.job(1)).toMatchObject({ state: 'ready', timeouts: 0 });
+    expect(fieldsOf(h.engine.job(1))).toMatchObject({ state: 'ready', timeouts: 0 });
   });
 
   it('updates connection, producer and worker counts, and is idempotent', () => {

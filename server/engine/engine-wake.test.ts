@@ -7,6 +7,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { jobImage } from '../persistence/testing.js';
 import type { JobUpdate, JobWatcher } from './watchers.js';
 import { Harness, unwrap, type Client } from './testing.js';
+import { jobState, jobDeadlineAt, jobCounters, jobBody } from './records.js';
 
 let h: Harness;
 let producer: Client;
@@ -118,10 +119,10 @@ describe('holds without a TTR', () => {
     expect(w.reserveNow()).toBe(job.id);
     expect(h.engine.nextDeadline()).toBeUndefined();
     h.advance(24 * 3600 * 1000);
-    expect(job.state).toBe('reserved');
+    expect(jobState(job)).toBe('reserved');
     expect(h.engine.stats.jobTimeouts).toBe(0);
     w.close();
-    expect(job.state).toBe('ready');
+    expect(jobState(job)).toBe('ready');
   });
 
   it('overrides the TTR with another length, and -1 goes back to the job TTR', () => {
@@ -130,13 +131,13 @@ describe('holds without a TTR', () => {
     const w = h.open();
     h.engine.setHold(w.session, 5000);
     expect(w.reserveNow()).toBe(first.id);
-    expect(first.deadlineAt).toBe(h.now() + 5000);
+    expect(jobDeadlineAt(first)).toBe(h.now() + 5000);
     h.engine.setHold(w.session, -1);
     expect(w.reserveNow()).toBe(second.id);
-    expect(second.deadlineAt).toBe(h.now() + 60_000);
+    expect(jobDeadlineAt(second)).toBe(h.now() + 60_000);
     h.advance(5001);
-    expect(first.state).toBe('ready');
-    expect(first.timeouts).toBe(1);
+    expect(jobState(first)).toBe('ready');
+    expect(jobCounters(first).timeouts).toBe(1);
   });
 });
 
@@ -196,7 +197,7 @@ describe('the job-size limit', () => {
     expect(c.tryPut({ body: '12345' })).toEqual({ ok: false, code: 'JOB_TOO_BIG' });
     const job = c.put({ body: '1234' });
     expect(small.engine.editJob(job.id, { body: Buffer.from('12345') })).toEqual({ ok: false, code: 'JOB_TOO_BIG' });
-    expect(job.body.toString()).toBe('1234');
+    expect(jobBody(job).toString()).toBe('1234');
     expect(small.engine.isTooBig(4)).toBe(false);
     expect(small.engine.isTooBig(5)).toBe(true);
   });

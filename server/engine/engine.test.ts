@@ -6,7 +6,8 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { jobImage } from '../persistence/testing.js';
-import { Harness, RecordingJournal, T0, type Client } from './testing.js';
+import { Harness, RecordingJournal, T0, type Client, fieldsOf } from './testing.js';
+import { jobBody, jobState, jobDelayMs, jobDeadlineAt, jobCounters, jobPriority, countersShared } from './records.js';
 
 let h: Harness;
 let c: Client;
@@ -32,7 +33,7 @@ describe('put', () => {
 
   it('makes a ready job with the given fields and fresh counters', () => {
     const job = c.put({ priority: 7, ttrMs: 5000, body: 'hello' });
-    expect(job).toMatchObject({
+    expect(fieldsOf(job)).toMatchObject({
       id: 1,
       state: 'ready',
       priority: 7,
@@ -48,7 +49,7 @@ describe('put', () => {
     });
     expect(h.engine.holderOf(job)).toBeNull();
     expect(job.tube).toBe(h.engine.defaultTube);
-    expect(job.body.toString()).toBe('hello');
+    expect(jobBody(job).toString()).toBe('hello');
     expect(h.engine.job(1)).toBe(job);
     expect(h.engine.peekReady(h.engine.defaultTube)).toBe(job);
     expectConsistent();
@@ -56,9 +57,9 @@ describe('put', () => {
 
   it('makes a delayed job when delayMs > 0, due at now + delay', () => {
     const job = c.put({ delayMs: 3000 });
-    expect(job.state).toBe('delayed');
-    expect(job.delayMs).toBe(3000);
-    expect(job.deadlineAt).toBe(T0 + 3000);
+    expect(jobState(job)).toBe('delayed');
+    expect(jobDelayMs(job)).toBe(3000);
+    expect(jobDeadlineAt(job)).toBe(T0 + 3000);
     expect(h.engine.peekDelayed(h.engine.defaultTube)).toBe(job);
     expect(h.engine.peekReady(h.engine.defaultTube)).toBeUndefined();
     expectConsistent();
@@ -78,7 +79,7 @@ describe('put', () => {
   it('keeps the body bytes it was given', () => {
     const body = Buffer.from([0, 13, 10, 255]);
     const job = c.put({ body });
-    expect(job.body.equals(Buffer.from([0, 13, 10, 255]))).toBe(true);
+    expect(jobBody(job).equals(Buffer.from([0, 13, 10, 255]))).toBe(true);
     expect(h.engine.bodyBytes).toBe(4);
   });
 });
@@ -116,7 +117,7 @@ describe('ready order', () => {
     c.use('elsewhere');
     c.put();
     expect(c.reserve(0)).toEqual({ kind: 'timed-out' });
-    expect(h.engine.job(1)!.state).toBe('ready');
+    expect(jobState(h.engine.job(1)!)).toBe('ready');
   });
 
   it('skips paused tubes when choosing, even if they hold a better job', () => {
@@ -158,9 +159,9 @@ describe('reserve', () => {
     const outcome = c.reserve(null);
     expect(outcome.kind).toBe('reserved');
     const job = h.engine.job(1)!;
-    expect(job.state).toBe('reserved');
+    expect(jobState(job)).toBe('reserved');
     expect(h.engine.holderOf(job)).toBe(c.session);
-    expect(job.deadlineAt).toBe(T0 + 500 + 7000);
+    expect(jobDeadlineAt(job)).toBe(T0 + 500 + 7000);
     expect(job.reserves).toBe(1);
     expect(c.reservedIds()).toEqual([1]);
     expect(h.engine.stats.reserved).toBe(1);
@@ -209,7 +210,7 @@ describe('reserveJob', () => {
     expect(h.engine.reserveJob(c.session, 3)).toEqual({ ok: false, code: 'NOT_FOUND' });
     expect(h.engine.release(c.session, 1, 1, 0)).toEqual({ ok: false, code: 'NOT_FOUND' });
     expect(h.engine.release(c.session, 2, 1, 0).ok).toBe(true);
-    expect(h.engine.job(2)!.state).toBe('ready');
+    expect(jobState(h.engine.job(2)!)).toBe('ready');
     expectConsistent();
   });
 
@@ -220,12 +221,12 @@ describe('reserveJob', () => {
     const r = h.engine.reserveJob(c.session, 1);
     expect(r.ok).toBe(true);
     const job = h.engine.job(1)!;
-    expect(job.state).toBe('reserved');
-    expect(job.deadlineAt).toBe(T0 + 2000);
+    expect(jobState(job)).toBe('reserved');
+    expect(jobDeadlineAt(job)).toBe(T0 + 2000);
     expect(h.engine.delayedCount).toBe(2);
     expect(h.engine.peekDelayed(h.engine.defaultTube)!.id).toBe(2);
     expect(h.engine.release(c.session, 1, 1, 0).ok).toBe(true);
-    expect(job.state).toBe('ready');
+    expect(jobState(job)).toBe('ready');
     expectConsistent();
   });
 
@@ -243,8 +244,8 @@ describe('reserveJob', () => {
     expect(h.engine.defaultTube.buried.size).toBe(0);
     h.engine.release(c.session, 1, 0, 0);
     h.engine.release(c.session, 2, 0, 0);
-    expect(h.engine.job(1)!.state).toBe('ready');
-    expect(h.engine.job(2)!.state).toBe('ready');
+    expect(jobState(h.engine.job(1)!)).toBe('ready');
+    expect(jobState(h.engine.job(2)!)).toBe('ready');
     expectConsistent();
   });
 
@@ -340,7 +341,7 @@ describe('delete', () => {
     c.put();
     journal.failDelete = true;
     expect(h.engine.delete(c.session, 1)).toEqual({ ok: false, code: 'INTERNAL_ERROR' });
-    expect(h.engine.job(1)!.state).toBe('ready');
+    expect(jobState(h.engine.job(1)!)).toBe('ready');
     expectConsistent();
   });
 });
@@ -354,7 +355,7 @@ describe('release', () => {
     other.reserveNow();
     expect(h.engine.release(c.session, 1, 0, 0)).toEqual({ ok: false, code: 'NOT_FOUND' });
     expect(h.engine.release(c.session, 99, 0, 0)).toEqual({ ok: false, code: 'NOT_FOUND' });
-    expect(h.engine.job(1)!.releases).toBe(0);
+    expect(jobCounters(h.engine.job(1)!).releases).toBe(0);
   });
 
   it('without delay: back to ready with the new priority, releases++', () => {
@@ -364,7 +365,7 @@ describe('release', () => {
     const r = h.engine.release(c.session, 1, 5, 0);
     expect(r.ok).toBe(true);
     const job = h.engine.job(1)!;
-    expect(job).toMatchObject({ state: 'ready', priority: 5, delayMs: 0, releases: 1, deadlineAt: 0 });
+    expect(fieldsOf(job)).toMatchObject({ state: 'ready', priority: 5, delayMs: 0, releases: 1, deadlineAt: 0 });
     expect(h.engine.holderOf(job)).toBeNull();
     expect(h.engine.stats.urgent).toBe(1);
     expect(h.engine.defaultTube.urgent).toBe(1);
@@ -390,13 +391,13 @@ describe('release', () => {
     h.advance(1000);
     expect(h.engine.release(c.session, 1, 3, 4000).ok).toBe(true);
     const job = h.engine.job(1)!;
-    expect(job).toMatchObject({ state: 'delayed', priority: 3, delayMs: 4000, releases: 1, deadlineAt: T0 + 5000 });
+    expect(fieldsOf(job)).toMatchObject({ state: 'delayed', priority: 3, delayMs: 4000, releases: 1, deadlineAt: T0 + 5000 });
     expect(h.engine.nextDeadline()).toBe(T0 + 5000);
     expect(h.engine.peekDelayed(h.engine.defaultTube)).toBe(job);
     h.advance(3999);
-    expect(job.state).toBe('delayed');
+    expect(jobState(job)).toBe('delayed');
     h.advance(1);
-    expect(job.state).toBe('ready');
+    expect(jobState(job)).toBe('ready');
     expectConsistent();
   });
 
@@ -422,12 +423,12 @@ describe('release', () => {
     journal.failUpdate = true;
     expect(h.engine.release(c.session, 1, 7, 0)).toEqual({ ok: false, code: 'INTERNAL_ERROR' });
     expect(h.engine.bury(c.session, 1, 7)).toEqual({ ok: false, code: 'INTERNAL_ERROR' });
-    expect(h.engine.job(1)!.state).toBe('reserved');
-    expect(h.engine.job(1)!.priority).not.toBe(7);
+    expect(jobState(h.engine.job(1)!)).toBe('reserved');
+    expect(jobPriority(h.engine.job(1)!)).not.toBe(7);
     expect(h.engine.kickJob(2)).toEqual({ ok: false, code: 'INTERNAL_ERROR' });
     expect(h.engine.kick(h.engine.defaultTube, 10)).toBe(0);
     expect(h.engine.reserveJob(c.session, 2)).toEqual({ ok: false, code: 'INTERNAL_ERROR' });
-    expect(h.engine.job(2)!.state).toBe('delayed');
+    expect(jobState(h.engine.job(2)!)).toBe('delayed');
     expectConsistent();
   });
 });
@@ -439,7 +440,7 @@ describe('bury', () => {
     expect(h.engine.bury(c.session, 1, 0)).toEqual({ ok: false, code: 'NOT_FOUND' });
     other.reserveNow();
     expect(h.engine.bury(c.session, 1, 0)).toEqual({ ok: false, code: 'NOT_FOUND' });
-    expect(h.engine.job(1)!.state).toBe('reserved');
+    expect(jobState(h.engine.job(1)!)).toBe('reserved');
   });
 
   it('sets the priority, counts buries and keeps buried jobs in FIFO order of burial', () => {
@@ -450,7 +451,7 @@ describe('bury', () => {
     }
     const tube = h.engine.defaultTube;
     expect([...tube.buried.values()].map((j) => j.id)).toEqual([3, 1, 2]);
-    expect(h.engine.job(3)).toMatchObject({ state: 'buried', priority: 7, buries: 1, deadlineAt: 0 });
+    expect(fieldsOf(h.engine.job(3))).toMatchObject({ state: 'buried', priority: 7, buries: 1, deadlineAt: 0 });
     expect(h.engine.holderOf(h.engine.job(3)!)).toBeNull();
     expect(h.engine.stats.buried).toBe(3);
     expect(h.engine.peekBuried(tube)!.id).toBe(3);
@@ -481,10 +482,10 @@ describe('touch', () => {
     h.advance(6000);
     const r = h.engine.touch(c.session, 1);
     expect(r.ok).toBe(true);
-    expect(h.engine.job(1)!.deadlineAt).toBe(T0 + 16_000);
+    expect(jobDeadlineAt(h.engine.job(1)!)).toBe(T0 + 16_000);
     h.advance(9000); // past the original deadline
-    expect(h.engine.job(1)!.state).toBe('reserved');
-    expect(h.engine.job(1)!.timeouts).toBe(0);
+    expect(jobState(h.engine.job(1)!)).toBe('reserved');
+    expect(jobCounters(h.engine.job(1)!).timeouts).toBe(0);
   });
 
   it('is NOT_FOUND for jobs this session does not hold', () => {
@@ -507,8 +508,8 @@ describe('touch', () => {
     h.engine.touch(c.session, 1); // 1 now ends at T0 + 15 s, 2 still at T0 + 20 s
     expect(h.engine.nextDeadline()).toBe(before + 5000);
     h.advance(12_000);
-    expect(h.engine.job(1)!.state).toBe('ready');
-    expect(h.engine.job(2)!.state).toBe('reserved');
+    expect(jobState(h.engine.job(1)!)).toBe('ready');
+    expect(jobState(h.engine.job(2)!)).toBe('reserved');
   });
 });
 
@@ -524,19 +525,19 @@ describe('kick', () => {
     }
     expect(h.engine.kickKind(tube)).toBe('buried');
     expect(h.engine.kick(tube, 10)).toBe(2);
-    expect(h.engine.job(3)!.state).toBe('delayed');
+    expect(jobState(h.engine.job(3)!)).toBe('delayed');
     expect(h.engine.kickKind(tube)).toBe('delayed');
     expect(h.engine.kick(tube, 10)).toBe(1);
-    expect(h.engine.job(3)!.state).toBe('ready');
+    expect(jobState(h.engine.job(3)!)).toBe('ready');
     expect(h.engine.kick(tube, 10)).toBe(0);
-    for (const id of [1, 2, 3]) expect(h.engine.job(id)!.kicks).toBe(1);
+    for (const id of [1, 2, 3]) expect(jobCounters(h.engine.job(id)!).kicks).toBe(1);
     expectConsistent();
   });
 
   it('kick 0 kicks nothing', () => {
     c.put({ delayMs: 1000 });
     expect(h.engine.kick(h.engine.defaultTube, 0)).toBe(0);
-    expect(h.engine.job(1)!.state).toBe('delayed');
+    expect(jobState(h.engine.job(1)!)).toBe('delayed');
   });
 
   it('kicks delayed jobs earliest deadline first, up to the bound, and takes them off the timer', () => {
@@ -546,7 +547,7 @@ describe('kick', () => {
     c.put({ delayMs: 20_000 }); // 3
     c.put({ delayMs: 10_000 }); // 4
     expect(h.engine.kick(tube, 3)).toBe(3);
-    expect([1, 2, 3, 4].map((id) => h.engine.job(id)!.state)).toEqual(['delayed', 'ready', 'ready', 'ready']);
+    expect([1, 2, 3, 4].map((id) => jobState(h.engine.job(id)!))).toEqual(['delayed', 'ready', 'ready', 'ready']);
     expect(h.engine.nextDeadline()).toBe(T0 + 30_000);
     expectConsistent();
   });
@@ -557,8 +558,8 @@ describe('kick', () => {
     c.use('b');
     c.put({ delayMs: 1000 });
     expect(h.engine.kick(h.engine.tube('b')!, 10)).toBe(1);
-    expect(h.engine.job(1)!.state).toBe('delayed');
-    expect(h.engine.job(2)!.state).toBe('ready');
+    expect(jobState(h.engine.job(1)!)).toBe('delayed');
+    expect(jobState(h.engine.job(2)!)).toBe('ready');
   });
 
   it('kickSome works in slices, keeping the buried FIFO order', () => {
@@ -575,7 +576,7 @@ describe('kick', () => {
     for (let n = h.engine.kickSome(tube, 'buried', 3); n > 0; n = h.engine.kickSome(tube, 'buried', 3)) slices.push(n);
     expect(slices).toEqual([3, 3, 3, 1]);
     expect(order).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-    expect(h.engine.job(11)!.state).toBe('delayed');
+    expect(jobState(h.engine.job(11)!)).toBe('delayed');
     expect(h.engine.kickSome(tube, 'delayed', 3)).toBe(1);
     expectConsistent();
   });
@@ -587,7 +588,7 @@ describe('kick', () => {
     h.engine.bury(c.session, 1, 0);
     c.put({ delayMs: 5000 });
     expect(h.engine.kickSome(tube, 'delayed', 10)).toBe(1);
-    expect(h.engine.job(1)!.state).toBe('buried');
+    expect(jobState(h.engine.job(1)!)).toBe('buried');
   });
 
   it('kickJob kicks one buried or delayed job in any tube (upstream kickjob_buried, kickjob_delayed)', () => {
@@ -607,9 +608,9 @@ describe('kick', () => {
     expect(h.engine.kickJob(2)).toEqual({ ok: false, code: 'NOT_FOUND' });
     expect(h.engine.kickJob(3)).toEqual({ ok: false, code: 'NOT_FOUND' });
     expect(h.engine.kickJob(4)).toEqual({ ok: false, code: 'NOT_FOUND' });
-    expect(h.engine.job(1)).toMatchObject({ state: 'ready', kicks: 1 });
-    expect(h.engine.job(2)).toMatchObject({ state: 'ready', kicks: 1 });
-    expect(h.engine.nextDeadline()).toBe(h.engine.job(4)!.deadlineAt + 1);
+    expect(fieldsOf(h.engine.job(1))).toMatchObject({ state: 'ready', kicks: 1 });
+    expect(fieldsOf(h.engine.job(2))).toMatchObject({ state: 'ready', kicks: 1 });
+    expect(h.engine.nextDeadline()).toBe(jobDeadlineAt(h.engine.job(4)!) + 1);
     expectConsistent();
   });
 
@@ -637,16 +638,16 @@ describe('a job\'s rarer counters (Job.more)', () => {
     const h = new Harness();
     const c = h.open();
     const job = c.put();
-    expect(job.countersShared).toBe(true);
+    expect(countersShared(job)).toBe(true);
     c.reserve(0);
-    expect(job.countersShared).toBe(true); // a reserve counts in `reserves`, which the job keeps itself
+    expect(countersShared(job)).toBe(true); // a reserve counts in `reserves`, which the job keeps itself
     h.engine.release(c.session, job.id, 0, 0);
-    expect(job.countersShared).toBe(false);
-    expect(job.releases).toBe(1);
-    expect(job.strikes).toBe(1);
+    expect(countersShared(job)).toBe(false);
+    expect(jobCounters(job).releases).toBe(1);
+    expect(jobCounters(job).strikes).toBe(1);
     h.engine.restoreJob(jobImage({ id: 50, createdAt: h.now(), body: Buffer.from('x') }), 0);
-    expect(h.engine.job(50)!.countersShared).toBe(true);
+    expect(countersShared(h.engine.job(50)!)).toBe(true);
     h.engine.restoreJob(jobImage({ id: 51, createdAt: h.now(), kicks: 2, body: Buffer.from('x') }), 0);
-    expect(h.engine.job(51)!.kicks).toBe(2);
+    expect(jobCounters(h.engine.job(51)!).kicks).toBe(2);
   });
 });

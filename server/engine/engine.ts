@@ -5,7 +5,29 @@ import { EngineEvents } from './events.js';
 import { IndexedHeap } from './heap.js';
 import { DEFAULT_HISTORY_EVENTS, JobHistory } from './history.js';
 import { JOB_RECORD_HEAP_BYTES, TUBE_RECORD_HEAP_BYTES } from './record-costs.js';
-import { BURY_CAUSE_CODE, Job, TRANSIENT_FILE, Session, Tube, type JobImage, type JobState, type SessionDelegate } from './records.js';
+import {
+  BURY_CAUSE_CODE,
+  type Job,
+  TRANSIENT_FILE,
+  Session,
+  Tube,
+  type JobImage,
+  type JobState,
+  type SessionDelegate,
+  jobState,
+  makeJob,
+  setJobPriority,
+  setJobDelayMs,
+  countRelease,
+  setJobDeadlineAt,
+  jobTtrMs,
+  jobDeadlineAt,
+  countTimeout,
+  setJobState,
+  rebaseDeadline,
+  jobFile,
+  setJobFile,
+} from './records.js';
 import { nullJournal, type Journal, type TubeSettings } from './journal.js';
 import { DEADLINE_SOON, fail, ok, TIMED_OUT, WAITING, type ReserveOutcome, type Result } from '../common/result.js';
 import { Rotation } from './rotation.js';
@@ -278,7 +300,7 @@ export class Engine {
    * protocol's hot path (which knows the session and asks hasReserved).
    */
   holderOf(job: Job): Session | null {
-    if (job.state !== 'reserved') return null;
+    if (jobState(job) !== 'reserved') return null;
     for (const session of this.sessions) if (this.hasReserved(session, job)) return session;
     return null;
   }
@@ -408,13 +430,13 @@ export class Engine {
     const now = this.clock.now();
     this.keepTimesSmall(now);
     const id = request.id ?? this.allocateJobId();
-    const job = new Job(id, request.tube, request.priority, request.delayMs, request.ttrMs, now);
+    const job = makeJob(id, request.tube, request.priority, request.delayMs, request.ttrMs, now);
     if (request.delayMs > 0) {
-      job.state = 'delayed';
-      job.deadlineAt = now + request.delayMs;
+      setJobState(job, 'delayed');
+      setJobDeadlineAt(job, now + request.delayMs);
     }
     this.jobs.bodies.place(job, request.body, request.bodyOwned === true);
-    if (request.transient === true) job.file = TRANSIENT_FILE;
+    if (request.transient === true) setJobFile(job, TRANSIENT_FILE);
     if (!this.journalOf(job).put(job)) {
       this.jobs.bodies.release(job);
       return fail('OUT_OF_MEMORY');
@@ -424,7 +446,7 @@ export class Engine {
     this.stats.totalJobs++;
     job.tube.totalJobs++;
     this.history.record(id, now, 'put', request.by?.id ?? 0, request.by?.peer ?? '');
-    if (request.delayMs > 0) this.queues.enqueueDelayed(job, null, job.deadlineAt);
+    if (request.delayMs > 0) this.queues.enqueueDelayed(job, null, jobDeadlineAt(job));
     else this.queues.enqueueReady(job, null);
     return ok(job);
   }
@@ -490,8 +512,8 @@ export class Engine {
   /** Reserves a job by id whatever its tube or state (except reserved). */
   reserveJob(session: Session, id: number): Result<Job> {
     const job = this.jobs.get(id);
-    if (job === undefined || job.state === 'reserved') return fail('NOT_FOUND');
-    const from = job.state;
+    if (job === undefined || jobState(job) === 'reserved') return fail('NOT_FOUND');
+    const from = jobState(job);
     // A buried or delayed job taken this way must come back ready after a restart, like any
     // reserved job, so the change is recorded (a reserve from ready needs no record).
     const record = from !== 'ready';
@@ -509,9 +531,9 @@ export class Engine {
    */
   delete(session: Session | null, id: number, actor: HistoryActor | null = null): Result<Job> {
     const job = this.jobs.get(id);
-    if (job === undefined || (job.state === 'reserved' && !this.hasReserved(session, job))) return fail('NOT_FOUND');
+    if (job === undefined || (jobState(job) === 'reserved' && !this.hasReserved(session, job))) return fail('NOT_FOUND');
     if (!this.journalOf(job).delete(job)) return fail('INTERNAL_ERROR');
-    const from = job.state;
+    const from = jobState(job);
     if (from === 'reserved') {
       const holder = session!; // hasReserved() is false without a session
       this.removeReserved(holder, job);
@@ -532,9 +554,9 @@ export class Engine {
   release(session: Session, id: number, priority: number, delayMs: number): Result<Job> {
     const job = this.takeBack(session, id);
     if (typeof job === 'string') return fail(job);
-    job.priority = priority;
-    job.delayMs = delayMs;
-    job.countRelease();
+    setJobPriority(job, priority);
+    setJobDelayMs(job, delayMs);
+    countRelease(job);
     const now = this.clock.now();
     this.history.record(id, now, 'release', session.id, session.peer);
     if (this.failures.strike(job)) this.failures.deadLetter(job, now, 'release');
@@ -548,7 +570,7 @@ export class Engine {
   bury(session: Session, id: number, priority: number): Result<Job> {
     const job = this.takeBack(session, id);
     if (typeof job === 'string') return fail(job);
-    job.priority = priority;
+    setJobPriority(job, priority);
     this.history.record(id, this.clock.now(), 'bury', session.id, session.peer);
     this.queues.bury(job, 'reserved', BURY_CAUSE_CODE.bury);
     this.journalOf(job).update(job);
@@ -573,7 +595,7 @@ export class Engine {
   hold(session: Session, id: number, holdMs: number): Result<Job> {
     const job = this.reservedBy(session, id);
     if (job === undefined) return fail('NOT_FOUND');
-    job.deadlineAt = this.clock.now() + holdMs;
+    setJobDeadlineAt(job, this.clock.now() + holdMs);
     session.reservedByDeadline.update(job.heapIndex);
     this.schedule(session);
     return ok(job);
@@ -588,7 +610,7 @@ export class Engine {
   touch(session: Session, id: number): Result<Job> {
     const job = this.reservedBy(session, id);
     if (job === undefined) return fail('NOT_FOUND');
-    job.deadlineAt = this.clock.now() + (session.holdMs < 0 ? job.ttrMs : session.holdMs);
+    setJobDeadlineAt(job, this.clock.now() + (session.holdMs < 0 ? jobTtrMs(job) : session.holdMs));
     session.reservedByDeadline.update(job.heapIndex);
     this.schedule(session);
     return ok(job);
@@ -705,7 +727,7 @@ export class Engine {
   nextDeadline(): number | undefined {
     let next = Number.POSITIVE_INFINITY;
     const delayed = this.queues.firstDelayed();
-    if (delayed !== undefined) next = delayed.deadlineAt;
+    if (delayed !== undefined) next = jobDeadlineAt(delayed);
     for (const opening of this.openings) {
       const at = opening.next();
       if (at !== undefined && at < next) next = at;
@@ -721,7 +743,7 @@ export class Engine {
    */
   tick(now: number, budget = Number.POSITIVE_INFINITY): boolean {
     let work = 0;
-    for (let job = this.queues.firstDelayed(); job !== undefined && job.deadlineAt <= now; job = this.queues.firstDelayed()) {
+    for (let job = this.queues.firstDelayed(); job !== undefined && jobDeadlineAt(job) <= now; job = this.queues.firstDelayed()) {
       if (work++ >= budget) return true;
       this.queues.detach(job);
       this.queues.enqueueReady(job, 'delayed');
@@ -745,9 +767,9 @@ export class Engine {
   private sessionTimeout(session: Session, now: number): void {
     const soon = session.waiting && !session.wakeOnly && this.deadlineSoon(session, now);
     // protocol: a reserved job expires once its deadline has passed (deadline < now, strictly).
-    for (let job = session.soonestReserved(); job !== undefined && job.deadlineAt < now; job = session.soonestReserved()) {
+    for (let job = session.soonestReserved(); job !== undefined && jobDeadlineAt(job) < now; job = session.soonestReserved()) {
       this.stats.jobTimeouts++;
-      job.countTimeout();
+      countTimeout(job);
       // Best effort, as for a disconnect: on disk the job is already ready (or, for the
       // dead-letter rule, comes back ready after a crash here and is buried at its next strike).
       const recorded = this.journalOf(job).canUpdate(1);
@@ -779,13 +801,13 @@ export class Engine {
   private backAfterTimeout(job: Job, now: number): void {
     const delayMs = job.tube.gate === null ? 0 : this.gates.timeoutDelayMs(job.tube, job);
     if (delayMs <= 0) return this.queues.enqueueReady(job, 'reserved');
-    job.delayMs = delayMs;
+    setJobDelayMs(job, delayMs);
     this.queues.enqueueDelayed(job, 'reserved', now + delayMs);
   }
 
   private deadlineSoon(session: Session, now: number): boolean {
     const job = session.soonestReserved();
-    return job !== undefined && now >= job.deadlineAt - DEADLINE_SOON_MARGIN_MS;
+    return job !== undefined && now >= jobDeadlineAt(job) - DEADLINE_SOON_MARGIN_MS;
   }
 
   /** protocol: the DEADLINE_SOON check looks for ready jobs in watched tubes, paused or not. */
@@ -795,7 +817,7 @@ export class Engine {
 
   private reservedBy(session: Session, id: number): Job | undefined {
     const job = this.jobs.get(id);
-    return job !== undefined && job.state === 'reserved' && this.hasReserved(session, job) ? job : undefined;
+    return job !== undefined && jobState(job) === 'reserved' && this.hasReserved(session, job) ? job : undefined;
   }
 
   /**
@@ -827,7 +849,7 @@ export class Engine {
     let at = Number.POSITIVE_INFINITY;
     const soonest = session.soonestReserved();
     // Waiting: wake at the DEADLINE_SOON margin. Otherwise: at the first instant the job has expired.
-    if (soonest !== undefined) at = soonest.deadlineAt + (session.waiting && !session.wakeOnly ? -DEADLINE_SOON_MARGIN_MS : 1);
+    if (soonest !== undefined) at = jobDeadlineAt(soonest) + (session.waiting && !session.wakeOnly ? -DEADLINE_SOON_MARGIN_MS : 1);
     if (session.waiting && session.waitUntil >= 0 && session.waitUntil < at) at = session.waitUntil;
     if (at === Number.POSITIVE_INFINITY || session.closed) {
       session.tickAt = 0;
@@ -844,8 +866,8 @@ export class Engine {
     job.tube.reserved++;
     this.stats.reserved++;
     job.reserves++;
-    job.deadlineAt = now + (session.holdMs < 0 ? job.ttrMs : session.holdMs);
-    job.state = 'reserved';
+    setJobDeadlineAt(job, now + (session.holdMs < 0 ? jobTtrMs(job) : session.holdMs));
+    setJobState(job, 'reserved');
     session.reservedJobs.push(job);
     session.reservedByDeadline.push(job);
     session.waitUntil = -1;
@@ -874,8 +896,8 @@ export class Engine {
     const base = this.timeBase;
     if (now - base.ms < SWITCH_AFTER_MS) return;
     const from = base.advance(now, this.jobs.nextId);
-    this.queues.delayingTubes.forEach((tube) => tube.delayed.forEach((job) => job.rebaseDeadline(from)));
-    for (const session of this.sessions) session.reservedByDeadline.forEach((job) => job.rebaseDeadline(from));
+    this.queues.delayingTubes.forEach((tube) => tube.delayed.forEach((job) => rebaseDeadline(job, from)));
+    for (const session of this.sessions) session.reservedByDeadline.forEach((job) => rebaseDeadline(job, from));
   }
 
   private dropJob(job: Job, from: JobState): void {
@@ -889,10 +911,11 @@ export class Engine {
 
   /** The journal for `job`: none for a transient one. */
   private journalOf(job: Job): Journal {
-    return job.file === TRANSIENT_FILE ? nullJournal : this.journal;
+    return jobFile(job) === TRANSIENT_FILE ? nullJournal : this.journal;
   }
 
 }
 
-export { Session, Tube, Job };
+export { Session, Tube };
+export type { Job };
 export type { SessionDelegate, JobUpdate, JobWatcher };

@@ -1,4 +1,4 @@
-import { BURY_CAUSE_CODE, type Job, type JobState } from './records.js';
+import { BURY_CAUSE_CODE, type Job, type JobState, strike } from './records.js';
 import type { JobHistory } from './history.js';
 import type { Journal } from './journal.js';
 import type { JobQueues } from './queues.js';
@@ -29,7 +29,7 @@ export class FailureRules {
    * limit, so the job is to be buried instead of made ready.
    */
   strike(job: Job): boolean {
-    const strikes = job.strike();
+    const strikes = strike(job);
     const limit = job.tube.deadLetterAfter;
     return limit > 0 && strikes >= limit;
   }

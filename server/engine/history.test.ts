@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { JobHistory, MAX_EVENTS_READ } from './history.js';
 import { Harness, unwrap } from './testing.js';
+import { jobState } from './records.js';
 
 describe('the job history of the engine', () => {
   it('records put, reserve, release, timeout, bury, kick, edit, move, dead-letter and delete with who and when', () => {
@@ -95,7 +96,7 @@ describe('the order of history events when a job goes straight to a waiting work
     const job = a.put({ delayMs: 60_000 });
     expect(w.reserve(null).kind).toBe('waiting');
     unwrap(h.engine.editJob(job.id, { delayMs: 0 }));
-    expect(job.state).toBe('reserved');
+    expect(jobState(job)).toBe('reserved');
     expect(kinds(h, job.id)).toEqual([`put@${a.id}`, 'edit', `reserve@${w.id}`]);
   });
 

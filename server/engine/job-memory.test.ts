@@ -13,6 +13,7 @@ import { Engine } from './engine.js';
 import { Harness, RecordingDelegate } from './testing.js';
 import { jobImage } from '../persistence/testing.js';
 import type { Job } from './records.js';
+import { jobPriority, jobDelayMs, jobTtrMs, jobCreatedAt, jobDeadlineAt, setJobDeadlineAt, countersShared } from './records.js';
 
 v8.setFlagsFromString('--expose-gc');
 const collect = runInNewContext('gc') as () => void;
@@ -79,12 +80,12 @@ describe('values too large for a job\'s small fields', () => {
         expect(job.ok).toBe(true);
         if (!job.ok) continue;
         const j = job.value;
-        expect([j.priority, j.delayMs, j.ttrMs, j.createdAt]).toEqual([c.priority, c.delayMs, c.ttrMs, Math.floor(now)]);
-        expect(j.deadlineAt).toBe(Math.floor(now + c.delayMs));
-        j.deadlineAt = 0;
-        expect(j.deadlineAt).toBe(0);
-        j.deadlineAt = now + 2 ** 40;
-        expect(j.deadlineAt).toBe(Math.floor(now + 2 ** 40));
+        expect([jobPriority(j), jobDelayMs(j), jobTtrMs(j), jobCreatedAt(j)]).toEqual([c.priority, c.delayMs, c.ttrMs, Math.floor(now)]);
+        expect(jobDeadlineAt(j)).toBe(Math.floor(now + c.delayMs));
+        setJobDeadlineAt(j, 0);
+        expect(jobDeadlineAt(j)).toBe(0);
+        setJobDeadlineAt(j, now + 2 ** 40);
+        expect(jobDeadlineAt(j)).toBe(Math.floor(now + 2 ** 40));
       }
     }
   });
@@ -92,7 +93,7 @@ describe('values too large for a job\'s small fields', () => {
 
 describe('the time base', () => {
   const DAY = 86_400_000;
-  const times = (jobs: Job[]): number[][] => jobs.map((j) => [j.createdAt, j.deadlineAt, j.delayMs, j.ttrMs]);
+  const times = (jobs: Job[]): number[][] => jobs.map((j) => [jobCreatedAt(j), jobDeadlineAt(j), jobDelayMs(j), jobTtrMs(j)]);
 
   it('moves with the clock, keeping every job\'s times, and new jobs\' times small', () => {
     const h = new Harness();
@@ -101,13 +102,13 @@ describe('the time base', () => {
     expect(c.reserveNow()).toBe(jobs[0]!.id);
     h.clock.advance(0.25);
     const before = times(jobs);
-    expect(jobs.every((j) => j.countersShared)).toBe(true);
+    expect(jobs.every((j) => countersShared(j))).toBe(true);
 
     // A week later: the next put moves the base; the week-old jobs still fit.
     h.clock.advance(7 * DAY);
     jobs.push(c.put());
     expect(times(jobs.slice(0, 3))).toEqual(before);
-    expect(jobs.every((j) => j.countersShared)).toBe(true);
+    expect(jobs.every((j) => countersShared(j))).toBe(true);
     expect(h.problems(100)).toEqual([]);
 
     // Three weeks later the base has moved again. Nothing ran in between, so the reserved and
@@ -115,9 +116,9 @@ describe('the time base', () => {
     h.clock.advance(20 * DAY);
     const fresh = c.put();
     expect(times(jobs.slice(0, 3))).toEqual(before);
-    expect([jobs[0], jobs[1], jobs[2], jobs[3]].map((j) => j!.countersShared)).toEqual([false, false, true, true]);
-    expect(fresh.countersShared).toBe(true);
-    expect(fresh.createdAt).toBe(Math.floor(h.now()));
+    expect([jobs[0], jobs[1], jobs[2], jobs[3]].map((j) => countersShared(j!))).toEqual([false, false, true, true]);
+    expect(countersShared(fresh)).toBe(true);
+    expect(jobCreatedAt(fresh)).toBe(Math.floor(h.now()));
     expect(h.problems(100)).toEqual([]);
   });
 });
@@ -135,24 +136,24 @@ describe('times far from the time base', () => {
     // To the second beyond 6 days, never later than it was.
     for (const [id, t] of [[10, now - 7 * 86_400_000 - 1_234.5], [11, now - YEAR - 0.5], [13, now + 7 * 86_400_000 + 0.5]] as const) {
       const job = restored(id, t);
-      expect(job.createdAt).toBeLessThanOrEqual(t);
-      expect(job.createdAt).toBeGreaterThan(t - 1_000);
-      expect(job.countersShared).toBe(true);
+      expect(jobCreatedAt(job)).toBeLessThanOrEqual(t);
+      expect(jobCreatedAt(job)).toBeGreaterThan(t - 1_000);
+      expect(countersShared(job)).toBe(true);
     }
     const ancient = restored(12, now - 30 * YEAR - 0.5);
-    expect(ancient.createdAt).toBe(now - 30 * YEAR - 1);
-    expect(ancient.countersShared).toBe(false);
+    expect(jobCreatedAt(ancient)).toBe(now - 30 * YEAR - 1);
+    expect(countersShared(ancient)).toBe(false);
     h.engine.finishRestore(100);
 
     const c = h.open();
     const longDelay = c.put({ delayMs: 9 * 86_400_000 + 1_500 });
-    expect(longDelay.deadlineAt).toBe(now + 9 * 86_400_000 + 1_500);
-    expect(longDelay.countersShared).toBe(true);
+    expect(jobDeadlineAt(longDelay)).toBe(now + 9 * 86_400_000 + 1_500);
+    expect(countersShared(longDelay)).toBe(true);
     const monthDelay = c.put({ delayMs: 30 * 86_400_000 + 1_500 });
-    expect(monthDelay.deadlineAt).toBe(now + 30 * 86_400_000 + 1_500);
+    expect(jobDeadlineAt(monthDelay)).toBe(now + 30 * 86_400_000 + 1_500);
     const maxDelay = c.put({ delayMs: (2 ** 32 - 1) * 1000 });
-    expect(maxDelay.deadlineAt).toBe(now + (2 ** 32 - 1) * 1000);
-    expect(maxDelay.delayMs).toBe((2 ** 32 - 1) * 1000);
+    expect(jobDeadlineAt(maxDelay)).toBe(now + (2 ** 32 - 1) * 1000);
+    expect(jobDelayMs(maxDelay)).toBe((2 ** 32 - 1) * 1000);
     expect(h.problems(1000)).toEqual([]);
   });
 });
@@ -164,8 +165,8 @@ describe('special deadlines', () => {
     const job = c.put();
     h.engine.setHold(c.session, Number.POSITIVE_INFINITY);
     expect(c.reserveNow()).toBe(job.id);
-    expect(job.deadlineAt).toBe(Number.POSITIVE_INFINITY);
-    expect(job.countersShared).toBe(true);
+    expect(jobDeadlineAt(job)).toBe(Number.POSITIVE_INFINITY);
+    expect(countersShared(job)).toBe(true);
     expect(h.problems(100)).toEqual([]);
   });
 
@@ -177,7 +178,7 @@ describe('special deadlines', () => {
     const before = c.put({ delayMs: 7 * 86_400_000 - 1 });
     h.clock.set(at); // no tick: both are due, neither has moved yet
     c.put();
-    expect([onBase.deadlineAt, before.deadlineAt]).toEqual([at, at - 1]);
+    expect([jobDeadlineAt(onBase), jobDeadlineAt(before)]).toEqual([at, at - 1]);
     expect(h.engine.peekDelayed(onBase.tube)).toBe(before);
     expect(h.problems(100)).toEqual([]);
   });

@@ -9,6 +9,7 @@ import type { Job, JobState, Tube } from './records.js';
 import type { JobPage } from '../common/job-page.js';
 import { listJobs } from './job-pages.js';
 import { Harness, T0, type Client } from './testing.js';
+import { jobPriority, jobDeadlineAt, jobCounters, jobState } from './records.js';
 
 /** mulberry32: a small seeded generator, so a failure replays. */
 function rng(seed: number): () => number {
@@ -42,11 +43,11 @@ beforeEach(() => {
 function keyOf(state: JobState, job: Job): number[] {
   switch (state) {
     case 'ready':
-      return [job.priority, job.id];
+      return [jobPriority(job), job.id];
     case 'delayed':
-      return [job.deadlineAt, job.id];
+      return [jobDeadlineAt(job), job.id];
     case 'buried':
-      return [job.buriedSeq];
+      return [jobCounters(job).buriedSeq];
     case 'reserved':
       return [job.id];
   }
@@ -63,7 +64,7 @@ function compareKeys(a: number[], b: number[]): number {
 /** Every job of `tube` in `state`, sorted as the engine orders them (from all jobs, not the tube's structures). */
 function expectedOrder(tube: Tube, state: JobState): number[] {
   return [...h.engine.allJobs()]
-    .filter((j) => j.tube === tube && j.state === state)
+    .filter((j) => j.tube === tube && jobState(j) === state)
     .sort((a, b) => compareKeys(keyOf(state, a), keyOf(state, b)))
     .map((j) => j.id);
 }
@@ -113,7 +114,7 @@ function build(seed: number, count = 500): World {
   }
   const tube = h.engine.tube('jobs')!;
   const ready = shuffle(
-    [...h.engine.allJobs()].filter((j) => j.state === 'ready'),
+    [...h.engine.allJobs()].filter((j) => jobState(j) === 'ready'),
     rnd,
   );
   for (const job of ready.slice(0, Math.floor(count / 5))) {
@@ -184,7 +185,7 @@ describe('listJobs: engine order', () => {
     for (const state of STATES) {
       for (const job of walk(other, state, 4).pages.flatMap((p) => p.jobs)) {
         expect(job.tube).toBe(other);
-        expect(job.state).toBe(state);
+        expect(jobState(job)).toBe(state);
       }
       expect(walk(other, state, 4).ids).toEqual(expectedOrder(other, state));
     }
@@ -238,7 +239,7 @@ describe('listJobs: cursors across changes', () => {
 
   /** A random member of the list, before or after the cursor (or the cursor job itself). */
   function victims(tube: Tube, state: JobState, rnd: () => number, n: number, except: ReadonlySet<number> = new Set()): Job[] {
-    const all = [...h.engine.allJobs()].filter((j) => j.tube === tube && j.state === state && !except.has(j.id));
+    const all = [...h.engine.allJobs()].filter((j) => j.tube === tube && jobState(j) === state && !except.has(j.id));
     return shuffle(all, rnd).slice(0, n);
   }
 
@@ -312,7 +313,7 @@ describe('listJobs: cursors across changes', () => {
       walkWhileChanging(world, 'reserved', limit, 400 + limit, (rnd, _cursor, gone) => {
         const removed: number[] = [];
         for (const job of victims(world.tube, 'reserved', rnd, rnd() < 0.5 ? 1 : 0)) {
-          expect(h.engine.release(h.engine.holderOf(job)!, job.id, job.priority, 0).ok).toBe(true);
+          expect(h.engine.release(h.engine.holderOf(job)!, job.id, jobPriority(job), 0).ok).toBe(true);
           removed.push(job.id);
         }
         const added: Job[] = [];

@@ -1,6 +1,7 @@
 import type { JobPage } from '../common/job-page.js';
 import type { Engine } from './engine.js';
 import type { Job, JobState, Tube } from './records.js';
+import { jobPriority, jobDeadlineAt, jobCounters } from './records.js';
 
 
 /**
@@ -14,10 +15,10 @@ export function listJobs(engine: Engine, tube: Tube, state: JobState, limit: num
   let jobs: Job[];
   switch (state) {
     case 'ready':
-      jobs = tube.ready.ordered(limit + 1, key === null ? undefined : (j) => beforeOrAt(j.priority, j.id, key));
+      jobs = tube.ready.ordered(limit + 1, key === null ? undefined : (j) => beforeOrAt(jobPriority(j), j.id, key));
       break;
     case 'delayed':
-      jobs = tube.delayed.ordered(limit + 1, key === null ? undefined : (j) => beforeOrAt(j.deadlineAt, j.id, key));
+      jobs = tube.delayed.ordered(limit + 1, key === null ? undefined : (j) => beforeOrAt(jobDeadlineAt(j), j.id, key));
       break;
     case 'buried':
       jobs = buriedAfter(tube, key?.[0] ?? 0, limit + 1);
@@ -36,12 +37,12 @@ export function listJobs(engine: Engine, tube: Tube, state: JobState, limit: num
 export function cursorOf(state: JobState, job: Job): string {
   switch (state) {
     case 'ready':
-      return `${job.priority}_${job.id}`;
+      return `${jobPriority(job)}_${job.id}`;
     case 'delayed':
       // Deadlines have fractions of a millisecond, hence a separator that is not a dot.
-      return `${job.deadlineAt}_${job.id}`;
+      return `${jobDeadlineAt(job)}_${job.id}`;
     case 'buried':
-      return `${job.buriedSeq}`;
+      return `${jobCounters(job).buriedSeq}`;
     case 'reserved':
       return `${job.id}`;
   }
@@ -62,7 +63,7 @@ function beforeOrAt(first: number, id: number, key: number[]): boolean {
 function buriedAfter(tube: Tube, seq: number, limit: number): Job[] {
   const out: Job[] = [];
   for (const job of tube.buried.values()) {
-    if (job.buriedSeq <= seq) continue;
+    if (jobCounters(job).buriedSeq <= seq) continue;
     out.push(job);
     if (out.length >= limit) break;
   }

@@ -3,6 +3,7 @@ import { IndexedHeap } from './heap.js';
 import { TubeGate } from './tube-gate.js';
 import type { Job, Tube } from './records.js';
 import type { WaitingSessions } from './waiting.js';
+import { jobCounters } from './records.js';
 
 /**
  * The engine's side of tube policies: it gates reserves by each tube's concurrency cap and rate,
@@ -93,7 +94,7 @@ export class PolicyGates {
     const backoff = tube.gate?.policy.timeoutBackoff ?? null;
     if (backoff === null) return 0;
     tube.gate!.backoffs++;
-    return backoffDelayMs(backoff, job.timeouts, this.random());
+    return backoffDelayMs(backoff, jobCounters(job).timeouts, this.random());
   }
 
   /** When the next rate-held tube may hand out a job (epoch ms), or undefined. */

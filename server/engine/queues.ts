@@ -2,7 +2,18 @@ import { URGENT_BELOW } from '../../shared/limits.js';
 import { OrderedSet } from '../common/ordered-set.js';
 import type { EngineEvents } from './events.js';
 import { IndexedHeap } from './heap.js';
-import { deadlineLess, type Job, type JobState, type Session, type Tube } from './records.js';
+import {
+  deadlineLess,
+  type Job,
+  type JobState,
+  type Session,
+  type Tube,
+  setJobState,
+  setJobDeadlineAt,
+  jobPriority,
+  countBury,
+  jobState,
+} from './records.js';
 import { readyLess } from './ready-queue.js';
 import type { Rotation } from './rotation.js';
 import type { ServerStats } from './stats.js';
@@ -43,13 +54,13 @@ export class JobQueues {
 
   enqueueReady(job: Job, from: JobState | null): void {
     const tube = job.tube;
-    job.state = 'ready';
-    job.deadlineAt = 0;
+    setJobState(job, 'ready');
+    setJobDeadlineAt(job, 0);
     tube.ready.push(job);
     if (tube.ready.size === 1) this.readyTubes.add(tube);
     this.waiting.noteWideNews(tube);
     this.stats.ready++;
-    if (job.priority < URGENT_BELOW) {
+    if (jobPriority(job) < URGENT_BELOW) {
       tube.urgent++;
       this.stats.urgent++;
     }
@@ -59,8 +70,8 @@ export class JobQueues {
   }
 
   enqueueDelayed(job: Job, from: JobState | null, deadlineAt: number): void {
-    job.state = 'delayed';
-    job.deadlineAt = deadlineAt;
+    setJobState(job, 'delayed');
+    setJobDeadlineAt(job, deadlineAt);
     const tube = job.tube;
     tube.delayed.push(job);
     if (tube.delayingIndex < 0) this.delayingTubes.push(tube);
@@ -71,9 +82,9 @@ export class JobQueues {
 
   /** Buries `job` (taken out of its place already) last in its tube's buried list. */
   bury(job: Job, from: JobState, cause: number): void {
-    job.state = 'buried';
-    job.deadlineAt = 0;
-    job.buried(cause, this.nextBuriedSeq());
+    setJobState(job, 'buried');
+    setJobDeadlineAt(job, 0);
+    countBury(job, cause, this.nextBuriedSeq());
     job.tube.buried.push(job);
     this.stats.buried++;
     this.changed(job, from);
@@ -85,7 +96,7 @@ export class JobQueues {
     tube.ready.remove(job);
     if (tube.ready.size === 0) this.readyTubes.delete(tube);
     this.stats.ready--;
-    if (job.priority < URGENT_BELOW) {
+    if (jobPriority(job) < URGENT_BELOW) {
       tube.urgent--;
       this.stats.urgent--;
     }
@@ -104,7 +115,7 @@ export class JobQueues {
 
   /** Takes a ready, delayed or buried job out of its tube's structures. */
   detach(job: Job): void {
-    switch (job.state) {
+    switch (jobState(job)) {
       case 'ready':
         this.removeReady(job);
         break;
@@ -128,8 +139,8 @@ export class JobQueues {
 
   changed(job: Job, from: JobState | null): void {
     if (from !== null) job.tube.touchState(from);
-    job.tube.touchState(job.state);
-    if (this.events.has('job:changed')) this.events.emit('job:changed', { job, from, to: job.state });
+    job.tube.touchState(jobState(job));
+    if (this.events.has('job:changed')) this.events.emit('job:changed', { job, from, to: jobState(job) });
   }
 
   /**

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Job, Tube } from './records.js';
+import { type Job, Tube, makeJob } from './records.js';
 import { readyLess } from './ready-queue.js';
 import { ReadyQueue } from './ready-queue.js';
 import { TimeBase } from './time-base.js';
@@ -28,7 +28,7 @@ describe('ReadyQueue', () => {
         let nextId = 1;
         for (const o of ops) {
           if (o.kind === 'put') {
-            const job = new Job(nextId++, tube, samePriority ? 0 : o.priority, 0, 1000, 0);
+            const job = makeJob(nextId++, tube, samePriority ? 0 : o.priority, 0, 1000, 0);
             queue.push(job);
             model.push(job);
           } else if (o.kind === 'putBack' && out.length > 0) {
@@ -67,11 +67,11 @@ describe('ReadyQueue', () => {
 
   it('takes in-order jobs from the run without touching the heap', () => {
     const queue = new ReadyQueue<Job>();
-    const jobs = Array.from({ length: 1000 }, (_, i) => new Job(i + 1, tube, 5, 0, 1000, 0));
+    const jobs = Array.from({ length: 1000 }, (_, i) => makeJob(i + 1, tube, 5, 0, 1000, 0));
     for (const job of jobs) queue.push(job);
     // A job in the run is marked as such (not a heap position).
     expect(jobs.every((j) => j.heapIndex === -2)).toBe(true);
-    const urgent = new Job(2000, tube, 1, 0, 1000, 0);
+    const urgent = makeJob(2000, tube, 1, 0, 1000, 0);
     queue.push(urgent);
     expect(urgent.heapIndex).toBe(0);
     expect(queue.peek()).toBe(urgent);

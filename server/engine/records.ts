@@ -6,6 +6,7 @@
  */
 import { BURY_CAUSES, type BuryCause } from '../../shared/bury-cause.js';
 import type { JobBasics } from '../common/job-basics.js';
+import type { JobCounts } from '../common/job-counts.js';
 import type { JobState } from '../../shared/dto.js';
 import { FAR, decodeCreated, encodeCreated, type TimeBase } from './time-base.js';
 import { IndexedHeap, setHeapIndex } from './heap.js';
@@ -16,7 +17,7 @@ import type { Rotation } from './rotation.js';
 import type { TubeGate } from './tube-gate.js';
 import { bodyLengthOf, bodyOffsetOf, bodyView, type BodyHolder, type BodySlab } from './body-store.js';
 
-/** `Job.file` of a job that is never journaled (PutRequest.transient). */
+/** `jobFile` of a job that is never journaled (PutRequest.transient). */
 export const TRANSIENT_FILE = -1;
 
 export { BURY_CAUSES, type BuryCause };
@@ -99,6 +100,14 @@ function inline(n: number): number {
  * A job and its counters. Times are epoch milliseconds; durations are milliseconds. The body's
  * bytes live in the engine's body store (`slab`, `bodySpan`).
  *
+ * Why a plain object, made by `makeJob` from an object literal, with its fields read and written
+ * through the functions below rather than a class's accessors: V8 allocates the objects of an
+ * object literal whose objects outlive the young generation (a queue's backlog) straight into the
+ * old generation (allocation-site pretenuring), but always allocates a class instance young and
+ * copies it, once or twice, in the scavenges that follow. A stream of submits that are queued is
+ * a stream of such copies: with class instances, about 300 scavenges per million submits, each
+ * holding every client for most of a millisecond (BENCHMARKS.md, "job records as plain objects").
+ *
  * Why the fields are shaped this way: a million queued jobs is a normal backlog, so each field
  * is 8 bytes times a million, and a number V8 cannot keep inline as a small integer (32 bits on
  * Node's 64-bit builds, which have no pointer compression; nor one with a fraction) costs 16
@@ -110,238 +119,266 @@ function inline(n: number): number {
  * body's offset with its length (31 bits, see BodyHolder); a time or duration that does not fit
  * in 31 bits is kept in `more` (LARGE). Values computed from large numbers (times, the biased
  * priority, durations) are stored from `x | 0`: optimized code that has seen large numbers hands
- * over boxed ones even when they are small, while `x | 0` is always inline. The public names
- * (`createdAt`, `priority`, `state`...) are accessors with the usual units, so no caller sees
- * the packing. Times are floored to the millisecond: a deadline can come up to 1 ms early, which
- * keeps `time-left` below the TTR right after a reserve, as beanstalkd shows it.
+ * over boxed ones even when they are small, while `x | 0` is always inline. The functions below
+ * (`jobPriority`, `jobState`, `jobCreatedAt`...) give the usual units, so no caller sees the
+ * packing; only they and the engine's lists and heaps touch the fields. Times are floored to the
+ * millisecond: a deadline can come up to 1 ms early, which keeps `time-left` below the TTR right
+ * after a reserve, as beanstalkd shows it.
  */
-export class Job implements BodyHolder {
+export interface Job extends BodyHolder {
+  readonly id: number;
+  tube: Tube;
   /** `file * 4 + state code`: the binlog segment holding the job's full record, and its state. */
-  private place = 0;
+  place: number;
   /** When the job becomes ready (delayed) or its TTR runs out (reserved): ms from the current time base; NO_TIME, NEVER or LARGE. */
-  private deadline = NO_TIME;
-  reserves = 0;
+  deadline: number;
+  reserves: number;
   /** The rarer counters (JobCounters): UNCHANGED until one of them changes. */
-  private more: JobCounters = UNCHANGED;
+  more: JobCounters;
   /** Position in the tube's ready or delay heap, or in the reserving session's heap. */
-  heapIndex = -1;
+  heapIndex: number;
   /** Neighbours in the tube's ready run or buried list, or in the reserving session's list. */
-  listPrev: Job | null = null;
-  listNext: Job | null = null;
-  slab!: BodySlab;
-  bodySpan = 0;
+  listPrev: Job | null;
+  listNext: Job | null;
+  slab: BodySlab;
+  bodySpan: number;
   /** The priority minus PRIORITY_BIAS: compares like the priority (readyLess). */
-  rank = 0;
+  rank: number;
   /** From the base of the job's era (TimeBase.createdBase, encodeCreated), or LARGE. */
-  private created = 0;
+  created: number;
   /** ms, or LARGE. */
-  private delay = 0;
+  delay: number;
   /** ms, or LARGE. */
-  private ttr = 0;
+  ttr: number;
+}
 
-  constructor(
-    readonly id: number,
-    public tube: Tube,
-    priority: number,
-    delayMs: number,
-    ttrMs: number,
-    createdAt: number,
-  ) {
-    this.priority = priority;
-    this.delayMs = delayMs;
-    this.ttrMs = ttrMs;
-    this.setCreatedAt(createdAt);
-  }
+/** The slab of a job made before its body is placed (the body store sets the real one). */
+const NO_SLAB = undefined as unknown as BodySlab;
 
-  /** Tells a delayed or reserved job that the time base moved on from `from` (Engine): its deadline stays the same. */
-  rebaseDeadline(from: number): void {
-    const d = this.deadline;
-    if (d !== NO_TIME && d !== LARGE && d !== NEVER) this.deadlineAt = d + from;
-  }
+/** A new job, ready, without a body yet. One literal, so that V8 can pretenure a backlog's jobs (see Job). */
+export function makeJob(id: number, tube: Tube, priority: number, delayMs: number, ttrMs: number, createdAt: number): Job {
+  const job: Job = {
+    id,
+    tube,
+    place: 0,
+    deadline: NO_TIME,
+    reserves: 0,
+    more: UNCHANGED,
+    heapIndex: -1,
+    listPrev: null,
+    listNext: null,
+    slab: NO_SLAB,
+    bodySpan: 0,
+    rank: 0,
+    created: 0,
+    delay: 0,
+    ttr: 0,
+  };
+  setJobPriority(job, priority);
+  setJobDelayMs(job, delayMs);
+  setJobTtrMs(job, ttrMs);
+  setJobCreatedAt(job, createdAt);
+  return job;
+}
 
-  get priority(): number {
-    return this.rank + PRIORITY_BIAS;
-  }
-  set priority(p: number) {
-    this.rank = (p - PRIORITY_BIAS) | 0; // a priority is below 2^32: no bits lost
-  }
+/** Tells a delayed or reserved job that the time base moved on from `from` (Engine): its deadline stays the same. */
+export function rebaseDeadline(job: Job, from: number): void {
+  const d = job.deadline;
+  if (d !== NO_TIME && d !== LARGE && d !== NEVER) setJobDeadlineAt(job, d + from);
+}
 
-  get delayMs(): number {
-    return this.delay !== LARGE ? this.delay : this.more.large!.delayMs;
-  }
-  set delayMs(ms: number) {
-    this.delay = inline(ms);
-    if (this.delay === LARGE) this.large().delayMs = ms;
-  }
+export function jobPriority(job: Job): number {
+  return job.rank + PRIORITY_BIAS;
+}
+export function setJobPriority(job: Job, p: number): void {
+  job.rank = (p - PRIORITY_BIAS) | 0; // a priority is below 2^32: no bits lost
+}
 
-  get ttrMs(): number {
-    return this.ttr !== LARGE ? this.ttr : this.more.large!.ttrMs;
-  }
-  set ttrMs(ms: number) {
-    this.ttr = inline(ms);
-    if (this.ttr === LARGE) this.large().ttrMs = ms;
-  }
+export function jobDelayMs(job: Job): number {
+  return job.delay !== LARGE ? job.delay : job.more.large!.delayMs;
+}
+export function setJobDelayMs(job: Job, ms: number): void {
+  job.delay = inline(ms);
+  if (job.delay === LARGE) largeOf(job).delayMs = ms;
+}
 
-  get createdAt(): number {
-    return this.created !== LARGE ? decodeCreated(this.created, this.tube.timeBase.createdBase(this.id)) : this.more.large!.createdAt;
-  }
+export function jobTtrMs(job: Job): number {
+  return job.ttr !== LARGE ? job.ttr : job.more.large!.ttrMs;
+}
+export function setJobTtrMs(job: Job, ms: number): void {
+  job.ttr = inline(ms);
+  if (job.ttr === LARGE) largeOf(job).ttrMs = ms;
+}
 
-  private setCreatedAt(t: number): void {
-    const created = encodeCreated(t, this.tube.timeBase.createdBase(this.id));
-    if (created !== LARGE) {
-      this.created = created | 0;
-    } else {
-      this.large().createdAt = Math.floor(t);
-      this.created = LARGE;
-    }
-  }
+export function jobCreatedAt(job: Job): number {
+  return job.created !== LARGE ? decodeCreated(job.created, job.tube.timeBase.createdBase(job.id)) : job.more.large!.createdAt;
+}
 
-  /** Epoch ms when the job becomes ready (delayed) or its TTR runs out (reserved; Infinity if held for ever); 0 otherwise. */
-  get deadlineAt(): number {
-    const d = this.deadline;
-    if (d === NO_TIME) return 0;
-    if (d === LARGE) return this.more.large!.deadlineAt;
-    return d === NEVER ? Number.POSITIVE_INFINITY : d + this.tube.timeBase.ms;
+function setJobCreatedAt(job: Job, t: number): void {
+  const created = encodeCreated(t, job.tube.timeBase.createdBase(job.id));
+  if (created !== LARGE) {
+    job.created = created | 0;
+  } else {
+    largeOf(job).createdAt = Math.floor(t);
+    job.created = LARGE;
   }
-  set deadlineAt(t: number) {
-    if (t === 0) {
-      this.deadline = NO_TIME;
-    } else if (t === Number.POSITIVE_INFINITY) {
-      this.deadline = NEVER;
-    } else {
-      const deadline = Math.floor(t) - this.tube.timeBase.ms;
-      this.deadline = deadline !== NO_TIME && deadline !== NEVER ? inline(deadline) : LARGE;
-      if (this.deadline === LARGE) this.large().deadlineAt = Math.floor(t);
-    }
-  }
+}
 
-  get state(): JobState {
-    return STATES[this.place & STATE_MASK]!;
+/** Epoch ms when the job becomes ready (delayed) or its TTR runs out (reserved; Infinity if held for ever); 0 otherwise. */
+export function jobDeadlineAt(job: Job): number {
+  const d = job.deadline;
+  if (d === NO_TIME) return 0;
+  if (d === LARGE) return job.more.large!.deadlineAt;
+  return d === NEVER ? Number.POSITIVE_INFINITY : d + job.tube.timeBase.ms;
+}
+export function setJobDeadlineAt(job: Job, t: number): void {
+  if (t === 0) {
+    job.deadline = NO_TIME;
+  } else if (t === Number.POSITIVE_INFINITY) {
+    job.deadline = NEVER;
+  } else {
+    const deadline = Math.floor(t) - job.tube.timeBase.ms;
+    job.deadline = deadline !== NO_TIME && deadline !== NEVER ? inline(deadline) : LARGE;
+    if (job.deadline === LARGE) largeOf(job).deadlineAt = Math.floor(t);
   }
-  set state(state: JobState) {
-    this.place = (this.place & ~STATE_MASK) | stateCode(state);
-  }
+}
 
-  /** Binlog segment holding the job's full record (0 without persistence; TRANSIENT_FILE never). */
-  get file(): number {
-    return this.place >> STATE_BITS;
-  }
-  set file(file: number) {
-    this.place = file * (STATE_MASK + 1) + (this.place & STATE_MASK);
-  }
+export function jobState(job: Job): JobState {
+  return STATES[job.place & STATE_MASK]!;
+}
+export function setJobState(job: Job, state: JobState): void {
+  job.place = (job.place & ~STATE_MASK) | stateCode(state);
+}
 
-  /** Never journaled (PutRequest.transient): a Gearman foreground job. */
-  get transient(): boolean {
-    return this.file === TRANSIENT_FILE;
-  }
+/** Binlog segment holding the job's full record (0 without persistence; TRANSIENT_FILE never). */
+export function jobFile(job: Job): number {
+  return job.place >> STATE_BITS;
+}
+export function setJobFile(job: Job, file: number): void {
+  job.place = file * (STATE_MASK + 1) + (job.place & STATE_MASK);
+}
 
-  get bodyOffset(): number {
-    return bodyOffsetOf(this);
-  }
+/** Never journaled (PutRequest.transient): a Gearman foreground job. */
+export function isTransient(job: Job): boolean {
+  return jobFile(job) === TRANSIENT_FILE;
+}
 
-  get bodyLength(): number {
-    return bodyLengthOf(this);
-  }
+/** Sets the rarer counters at once (recovery): a job whose counters are all 0 keeps sharing UNCHANGED. */
+export function setJobCounters(job: Job, c: Readonly<Pick<JobCounters, 'timeouts' | 'releases' | 'buries' | 'kicks' | 'strikes' | 'buryCause' | 'buriedSeq'>>): void {
+  const none = c.timeouts === 0 && c.releases === 0 && c.buries === 0 && c.kicks === 0 && c.strikes === 0 && c.buryCause === 0 && c.buriedSeq === 0;
+  if (none && job.more === UNCHANGED) return;
+  job.more = new JobCounters(c.timeouts, c.releases, c.buries, c.kicks, c.strikes, c.buryCause, c.buriedSeq, job.more.large);
+}
 
-  /** Sets the rarer counters at once (recovery): a job whose counters are all 0 keeps sharing UNCHANGED. */
-  setCounters(c: Readonly<Pick<JobCounters, 'timeouts' | 'releases' | 'buries' | 'kicks' | 'strikes' | 'buryCause' | 'buriedSeq'>>): void {
-    const none = c.timeouts === 0 && c.releases === 0 && c.buries === 0 && c.kicks === 0 && c.strikes === 0 && c.buryCause === 0 && c.buriedSeq === 0;
-    if (none && this.more === UNCHANGED) return;
-    this.more = new JobCounters(c.timeouts, c.releases, c.buries, c.kicks, c.strikes, c.buryCause, c.buriedSeq, this.more.large);
-  }
+/** True while the job shares UNCHANGED (tests: recovery keeps the saving). */
+export function countersShared(job: Job): boolean {
+  return job.more === UNCHANGED;
+}
 
-  /** True while the job shares UNCHANGED (tests: recovery keeps the saving). */
-  get countersShared(): boolean {
-    return this.more === UNCHANGED;
-  }
+function ownCounters(job: Job): JobCounters {
+  if (job.more === UNCHANGED) job.more = new JobCounters();
+  return job.more;
+}
 
-  private own(): JobCounters {
-    if (this.more === UNCHANGED) this.more = new JobCounters();
-    return this.more;
-  }
+function largeOf(job: Job): LargeValues {
+  const more = ownCounters(job);
+  if (more.large === null) more.large = new LargeValues();
+  return more.large;
+}
 
-  private large(): LargeValues {
-    const more = this.own();
-    if (more.large === null) more.large = new LargeValues();
-    return more.large;
-  }
+// Each counter beside what changes it; only these functions write them (through `ownCounters`).
 
-  // Each counter beside what changes it; only those methods write them (through `own`).
+/** The rarer counters of a job, read-only: releases, timeouts, strikes, kicks, buries, buryCause, buriedSeq. */
+export function jobCounters(job: Job): Readonly<JobCounters> {
+  return job.more;
+}
 
-  get releases(): number {
-    return this.more.releases;
-  }
-  /** Counts a release (its strike is counted by `strike`). */
-  countRelease(): void {
-    this.own().releases++;
-  }
+/** Counts a release (its strike is counted by `strike`). */
+export function countRelease(job: Job): void {
+  ownCounters(job).releases++;
+}
 
-  get timeouts(): number {
-    return this.more.timeouts;
-  }
-  /** Counts a reservation that ran out (its strike is counted by `strike`). */
-  countTimeout(): void {
-    this.own().timeouts++;
-  }
+/** Counts a reservation that ran out (its strike is counted by `strike`). */
+export function countTimeout(job: Job): void {
+  ownCounters(job).timeouts++;
+}
 
-  /** Releases plus timeouts since the job was put or last kicked: what the dead-letter rule counts. */
-  get strikes(): number {
-    return this.more.strikes;
-  }
-  /** Counts a release or timeout against the dead-letter rule; returns the strikes so far. */
-  strike(): number {
-    return ++this.own().strikes;
-  }
+/**
+ * Counts a release or timeout against the dead-letter rule (releases plus timeouts since the job
+ * was put or last kicked); returns the strikes so far.
+ */
+export function strike(job: Job): number {
+  return ++ownCounters(job).strikes;
+}
 
-  get kicks(): number {
-    return this.more.kicks;
-  }
-  /** The job was kicked: counted, and a fresh start under the dead-letter rule. */
-  kicked(): void {
-    const more = this.own();
-    more.kicks++;
-    more.strikes = 0;
-    more.buryCause = 0;
-  }
+/** The job was kicked: counted, and a fresh start under the dead-letter rule. */
+export function countKick(job: Job): void {
+  const more = ownCounters(job);
+  more.kicks++;
+  more.strikes = 0;
+  more.buryCause = 0;
+}
 
-  get buries(): number {
-    return this.more.buries;
-  }
-  /** Why it was last buried, as a BURY_CAUSES index (0 until it is buried, and again once kicked). */
-  get buryCause(): number {
-    return this.more.buryCause;
-  }
-  /** The job was buried (`cause`, a BURY_CAUSES index), last of its tube's buried jobs as `seq` orders them. */
-  buried(cause: number, seq: number): void {
-    const more = this.own();
-    more.buryCause = cause;
-    more.buries++;
-    more.buriedSeq = seq;
-  }
+/**
+ * The job was buried (`cause`, a BURY_CAUSES index: why it was last buried, 0 until it is and
+ * again once kicked), last of its tube's buried jobs as `seq` orders them (`buriedSeq` orders
+ * buried jobs across restarts: set each time the job is buried or moved while buried).
+ */
+export function countBury(job: Job, cause: number, seq: number): void {
+  const more = ownCounters(job);
+  more.buryCause = cause;
+  more.buries++;
+  more.buriedSeq = seq;
+}
 
-  /** Orders buried jobs across restarts: set from a counter each time the job is buried or moved while buried. */
-  get buriedSeq(): number {
-    return this.more.buriedSeq;
-  }
-  /** The buried job went to the end of another tube's buried list (a move): `seq` orders it there. */
-  reburied(seq: number): void {
-    this.own().buriedSeq = seq;
-  }
+/** The buried job went to the end of another tube's buried list (a move): `seq` orders it there. */
+export function reburied(job: Job, seq: number): void {
+  ownCounters(job).buriedSeq = seq;
+}
 
-  /** The name of the job's tube (a Gearman function). */
-  get tubeName(): string {
-    return this.tube.name;
-  }
+/** A view of the body: it allocates, so hot paths copy from `slab` directly. */
+export function jobBody(job: Job): Buffer {
+  return bodyView(job);
+}
 
-  /** The buffer holding the body, at `bodyOffset` (read-only to everyone but the body store). */
-  get bodyBuf(): Buffer {
-    return this.slab.buf;
-  }
+/** `into` (a view reused for many jobs), given the job's six counters. */
+export function copyJobCounts(into: JobCounts, job: Job): void {
+  const more = job.more;
+  into.reserves = job.reserves;
+  into.timeouts = more.timeouts;
+  into.releases = more.releases;
+  into.buries = more.buries;
+  into.kicks = more.kicks;
+  into.strikes = more.strikes;
+}
 
-  /** A view of the body: it allocates, so hot paths copy from `slab` directly. */
-  get body(): Buffer {
-    return bodyView(this);
-  }
+/**
+ * `into` (reused by the caller: a binlog writes a record per change), made what a binlog record
+ * stores of the job, but its body, which only a JOB record carries (`jobImageOf` has it).
+ */
+export function fillJobImage(job: Job, into: JobImage): JobImage {
+  into.id = job.id;
+  into.tube = job.tube.name;
+  into.state = jobState(job);
+  into.priority = jobPriority(job);
+  into.delayMs = jobDelayMs(job);
+  into.ttrMs = jobTtrMs(job);
+  into.createdAt = jobCreatedAt(job);
+  into.deadlineAt = jobDeadlineAt(job);
+  copyJobCounts(into, job);
+  into.buriedSeq = job.more.buriedSeq;
+  into.buryCause = job.more.buryCause;
+  return into;
+}
+
+/** A job's image of its own, body included. */
+export function jobImageOf(job: Job): JobImage {
+  return fillJobImage(job, newJobImage(jobBody(job)));
+}
+
+/** An image to fill (fillJobImage). */
+export function newJobImage(body: Buffer): JobImage {
+  return { id: 0, tube: '', state: 'ready', priority: 0, delayMs: 0, ttrMs: 0, createdAt: 0, deadlineAt: 0, reserves: 0, timeouts: 0, releases: 0, buries: 0, kicks: 0, strikes: 0, buriedSeq: 0, buryCause: 0, body };
 }
 
 /**
@@ -361,8 +398,8 @@ export interface JobImage extends JobBasics {
 export function deadlineLess(a: Job, b: Job): boolean {
   // Each deadline read once: it is decoded from the job's fields, and a Gearman worker's jobs,
   // held for ever, all tie and are ordered by id.
-  const da = a.deadlineAt;
-  const db = b.deadlineAt;
+  const da = jobDeadlineAt(a);
+  const db = jobDeadlineAt(b);
   return da < db || (da === db && a.id < b.id);
 }
 

@@ -1,4 +1,17 @@
-import { Job, type JobImage } from './records.js';
+import {
+  type Job,
+  type JobImage,
+  makeJob,
+  setJobState,
+  setJobPriority,
+  setJobDelayMs,
+  setJobDeadlineAt,
+  setJobCounters,
+  jobCounters,
+  jobState,
+  jobDeadlineAt,
+  setJobFile,
+} from './records.js';
 import type { JobQueues } from './queues.js';
 import type { JobTable } from './job-table.js';
 import type { ServerStats } from './stats.js';
@@ -20,22 +33,22 @@ export class Recovery {
   /** A full record: the job as it describes it, replacing an earlier version. */
   job(img: JobImage, file: number): void {
     this.delete(img.id);
-    const job = new Job(img.id, this.tubes.findOrCreate(img.tube), img.priority, img.delayMs, img.ttrMs, img.createdAt);
+    const job = makeJob(img.id, this.tubes.findOrCreate(img.tube), img.priority, img.delayMs, img.ttrMs, img.createdAt);
     this.jobs.bodies.place(job, img.body);
     this.state(img, job);
-    job.file = file;
+    setJobFile(job, file);
     this.jobs.add(job);
   }
 
   /** A state record; one for an id with no full record is ignored. */
   state(img: Omit<JobImage, 'tube' | 'ttrMs' | 'createdAt' | 'body'>, job = this.jobs.get(img.id)): void {
     if (job === undefined) return;
-    job.state = img.state;
-    job.priority = img.priority;
-    job.delayMs = img.delayMs;
-    job.deadlineAt = img.deadlineAt;
+    setJobState(job, img.state);
+    setJobPriority(job, img.priority);
+    setJobDelayMs(job, img.delayMs);
+    setJobDeadlineAt(job, img.deadlineAt);
     job.reserves = img.reserves;
-    job.setCounters(img);
+    setJobCounters(job, img);
   }
 
   /** A delete record. */
@@ -53,12 +66,12 @@ export class Recovery {
     const buried: Job[] = [];
     for (const job of this.jobs.values()) {
       this.jobs.raiseNextId(job.id + 1);
-      this.queues.sawBuriedSeq(job.buriedSeq);
-      if (job.state === 'buried') buried.push(job);
-      else if (job.state === 'delayed') this.queues.enqueueDelayed(job, null, job.deadlineAt);
+      this.queues.sawBuriedSeq(jobCounters(job).buriedSeq);
+      if (jobState(job) === 'buried') buried.push(job);
+      else if (jobState(job) === 'delayed') this.queues.enqueueDelayed(job, null, jobDeadlineAt(job));
       else this.queues.enqueueReady(job, null);
     }
-    buried.sort((a, b) => a.buriedSeq - b.buriedSeq || a.id - b.id);
+    buried.sort((a, b) => jobCounters(a).buriedSeq - jobCounters(b).buriedSeq || a.id - b.id);
     for (const job of buried) {
       job.tube.buried.push(job);
       this.stats.buried++;

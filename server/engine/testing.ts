@@ -11,6 +11,19 @@ import type { EngineEventMap } from './events.js';
 import type { Job, Session, SessionDelegate, Tube } from './records.js';
 import type { Journal, TubeSettings } from './journal.js';
 import type { ReserveOutcome, Result } from '../common/result.js';
+import {
+  jobState,
+  jobPriority,
+  jobBody,
+  jobDeadlineAt,
+  jobDelayMs,
+  jobTtrMs,
+  jobCreatedAt,
+  jobFile,
+  isTransient,
+  jobCounters,
+} from './records.js';
+import { bodyLengthOf, bodyOffsetOf } from './body-store.js';
 
 /** The fake clock's starting time (epoch ms), a round number so deadlines read easily. */
 export const T0 = 1_700_000_000_000;
@@ -135,7 +148,7 @@ export class RecordingJournal implements Journal {
 
   put(job: Job): boolean {
     if (this.failPut) return false;
-    this.writes.push(`put ${job.id} ${job.state}`);
+    this.writes.push(`put ${job.id} ${jobState(job)}`);
     return true;
   }
 
@@ -145,7 +158,7 @@ export class RecordingJournal implements Journal {
 
   update(job: Job): void {
     if (this.failUpdate) throw new Error('update without room: canUpdate said no');
-    this.writes.push(`update ${job.id} ${job.state}`);
+    this.writes.push(`update ${job.id} ${jobState(job)}`);
   }
 
   delete(job: Job): boolean {
@@ -160,7 +173,7 @@ export class RecordingJournal implements Journal {
 
   rewrite(job: Job): void {
     if (this.failUpdate) throw new Error('rewrite without room: canRewrite said no');
-    this.writes.push(`rewrite ${job.id} ${job.state} ${job.tube.name}`);
+    this.writes.push(`rewrite ${job.id} ${jobState(job)} ${job.tube.name}`);
   }
 
   setTubeSettings(tube: string, settings: TubeSettings | null): boolean {
@@ -284,11 +297,11 @@ export class Harness {
       let tubeUrgent = 0;
       check(tube.ready.runIsSorted(), `tube ${tube.name}'s sorted run of ready jobs is out of order`);
       tube.ready.forEach((j) => {
-        check(j.state === 'ready' && j.tube === tube, `job ${j.id} in ${tube.name}'s ready heap is ${j.state}`);
-        if (j.priority < URGENT_BELOW) tubeUrgent++;
+        check(jobState(j) === 'ready' && j.tube === tube, `job ${j.id} in ${tube.name}'s ready heap is ${jobState(j)}`);
+        if (jobPriority(j) < URGENT_BELOW) tubeUrgent++;
       });
-      tube.delayed.forEach((j) => check(j.state === 'delayed' && j.tube === tube, `job ${j.id} in delay heap is ${j.state}`));
-      for (const j of tube.buried.values()) check(j.state === 'buried' && j.tube === tube, `job ${j.id} in buried list is ${j.state}`);
+      tube.delayed.forEach((j) => check(jobState(j) === 'delayed' && j.tube === tube, `job ${j.id} in delay heap is ${jobState(j)}`));
+      for (const j of tube.buried.values()) check(jobState(j) === 'buried' && j.tube === tube, `job ${j.id} in buried list is ${jobState(j)}`);
       check(tube.urgent === tubeUrgent, `tube ${tube.name} urgent ${tube.urgent}, counted ${tubeUrgent}`);
       ready += tube.ready.size;
       urgent += tube.urgent;
@@ -333,13 +346,13 @@ export class Harness {
     check(jobs.length === engine.jobTotal, `found ${jobs.length} jobs, jobTotal ${engine.jobTotal}`);
     let bytes = 0;
     for (const job of jobs) {
-      bytes += job.body.length;
+      bytes += jobBody(job).length;
       check(listed.has(job.tube), `job ${job.id}'s tube ${job.tube.name} is not listed`);
-      if (job.state === 'reserved') {
+      if (jobState(job) === 'reserved') {
         const holder = engine.holderOf(job);
         check(holder !== null && !holder.closed && [...holder.reservedJobs.values()].includes(job), `job ${job.id} has no live holder`);
       } else {
-        check(engine.holderOf(job) === null, `job ${job.id} is ${job.state} but has a holder`);
+        check(engine.holderOf(job) === null, `job ${job.id} is ${jobState(job)} but has a holder`);
       }
     }
     check(engine.bodyBytes === bytes, `bodyBytes ${engine.bodyBytes}, counted ${bytes}`);
@@ -360,8 +373,44 @@ export class Harness {
 
     const next = engine.nextDeadline();
     let soonestDelayed = Infinity;
-    for (const t of tubes) soonestDelayed = Math.min(soonestDelayed, t.delayed.peek()?.deadlineAt ?? Infinity);
+    for (const t of tubes) {
+      const soonest = t.delayed.peek();
+      if (soonest !== undefined) soonestDelayed = Math.min(soonestDelayed, jobDeadlineAt(soonest));
+    }
     check(next === undefined ? soonestDelayed === Infinity : next <= soonestDelayed, `nextDeadline ${next} is after a delayed job's deadline`);
     return problems;
   }
+}
+
+/**
+ * A job record with what the record functions read of it (state, priority, times, counters,
+ * body), as named fields: for tests that match a job against the fields they expect.
+ */
+export function fieldsOf(job: Job): Record<string, unknown>;
+export function fieldsOf(job: Job | undefined): Record<string, unknown> | undefined;
+export function fieldsOf(job: Job | undefined): Record<string, unknown> | undefined {
+  if (job === undefined) return undefined;
+  const c = jobCounters(job);
+  return {
+    ...job,
+    state: jobState(job),
+    priority: jobPriority(job),
+    delayMs: jobDelayMs(job),
+    ttrMs: jobTtrMs(job),
+    createdAt: jobCreatedAt(job),
+    deadlineAt: jobDeadlineAt(job),
+    file: jobFile(job),
+    transient: isTransient(job),
+    timeouts: c.timeouts,
+    releases: c.releases,
+    strikes: c.strikes,
+    kicks: c.kicks,
+    buries: c.buries,
+    buryCause: c.buryCause,
+    buriedSeq: c.buriedSeq,
+    tubeName: job.tube.name,
+    bodyOffset: bodyOffsetOf(job),
+    bodyLength: bodyLengthOf(job),
+    body: jobBody(job),
+  };
 }

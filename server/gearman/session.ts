@@ -314,7 +314,7 @@ export class GearmanSession {
 }
 
 const NO_BYTES = Buffer.alloc(0);
-/** A job's bytes kept past the next operation. Named one by one: a spread would miss the fields a job record answers with getters. */
+/** A job's bytes kept past the next operation (a store's JobBytes may be a view it refills). */
 function copyOf(job: JobBytes): JobBytes {
   const body = Buffer.from(job.bodyBuf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength));
   return { id: job.id, tubeName: job.tubeName, bodyBuf: body, bodyOffset: 0, bodyLength: body.length, transient: job.transient === true };

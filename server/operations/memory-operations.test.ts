@@ -10,6 +10,7 @@ import { T0 } from '../engine/testing.js';
 import { MemoryOperations } from './memory-operations.js';
 import type { ClientDelegate, ClientOperations, JobBytes, Result } from './operations.js';
 import { SLICE } from './sliced.js';
+import { jobTtrMs, jobState } from '../engine/records.js';
 
 const body = (text: string): Buffer => Buffer.from(text);
 const job = (priority = 0, ttrMs = 60_000) => ({ priority, delayMs: 0, ttrMs, body: body('x') });
@@ -64,8 +65,8 @@ describe('rules the operations own', () => {
     const a = putVia(c, 0);
     const b = value(ops.put('default', job(0, 999))).id;
     expect(value(ops.editJob(b, { ttrMs: 1 })).ttrMs).toBe(1000);
-    expect(engine.job(a)!.ttrMs).toBe(1000);
-    expect(engine.job(b)!.ttrMs).toBe(1000);
+    expect(jobTtrMs(engine.job(a)!)).toBe(1000);
+    expect(jobTtrMs(engine.job(b)!)).toBe(1000);
     expect(value(ops.put('default', job(0, 1001))).ttrMs).toBe(1001);
   });
 
@@ -94,7 +95,7 @@ describe('rules the operations own', () => {
     putVia(c);
     expect(c.reserve(0)).toMatchObject({ kind: 'reserved' });
     const held = engine.job(2)!;
-    expect(held.state).toBe('reserved');
+    expect(jobState(held)).toBe('reserved');
     expect(ops.delete(held.id)).toEqual({ ok: false, code: 'JOB_RESERVED' });
   });
 

@@ -1,8 +1,23 @@
 import type { HistoryActor, JobHistoryDto } from '../../shared/history.js';
 import type { TubePolicy, TubePolicyState } from '../../shared/policy.js';
-import { bodyStamp } from '../engine/body-store.js';
+import { bodyStamp, bodyOffsetOf, bodyLengthOf } from '../engine/body-store.js';
 import type { Engine, Job, PutRequest, Session, Tube } from '../engine/engine.js';
-import { BURY_CAUSES, TRANSIENT_FILE } from '../engine/records.js';
+import {
+  BURY_CAUSES,
+  TRANSIENT_FILE,
+  copyJobCounts,
+  isTransient,
+  type SessionDelegate,
+  jobState,
+  jobCreatedAt,
+  jobPriority,
+  jobDelayMs,
+  jobTtrMs,
+  jobDeadlineAt,
+  jobFile,
+  jobCounters,
+  jobBody,
+} from '../engine/records.js';
 import { cursorOf, listJobs } from '../engine/job-pages.js';
 import { fail, ok } from '../common/result.js';
 import {
@@ -37,7 +52,7 @@ import {
   type TubeSettingsView,
   type TubePolicyView,
 } from './operations.js';
-import { copyCounts, NO_COUNTS } from '../common/job-counts.js';
+import { NO_COUNTS } from '../common/job-counts.js';
 import { ttrWithFloor } from '../common/rules.js';
 import { walkReadyAges } from './ready-ages.js';
 import { tubeSettingsView } from './tube-settings-view.js';
@@ -101,7 +116,8 @@ export class MemoryOperations implements Operations {
   // ---- reads -----------------------------------------------------------------------------------
 
   peek(id: number): JobBytes | undefined {
-    return this.engine.job(id);
+    const job = this.engine.job(id);
+    return job === undefined ? undefined : new DoorJob().of(job);
   }
 
   job(id: number): JobSnapshot | undefined {
@@ -144,7 +160,7 @@ export class MemoryOperations implements Operations {
           const step = jobs.next();
           if (step.done === true) return true;
           const job = step.value;
-          if (!visit(fillView(job, view, holders.get(job)?.id ?? 0), job.slab.buf.subarray(job.bodyOffset, job.bodyOffset + job.bodyLength))) return false;
+          if (!visit(fillView(job, view, holders.get(job)?.id ?? 0), job.slab.buf.subarray(bodyOffsetOf(job), bodyOffsetOf(job) + bodyLengthOf(job)))) return false;
         }
         return false;
       },
@@ -220,7 +236,7 @@ export class MemoryOperations implements Operations {
   nextInList(id: number): number | null {
     const job = this.engine.job(id);
     if (job === undefined) return null;
-    return listJobs(this.engine, job.tube, job.state, 1, cursorOf(job.state, job)).jobs[0]?.id ?? null;
+    return listJobs(this.engine, job.tube, jobState(job), 1, cursorOf(jobState(job), job)).jobs[0]?.id ?? null;
   }
 
   count(operation: CountedCommand): void {
@@ -244,7 +260,8 @@ export class MemoryOperations implements Operations {
 
   delete(id: number, by: HistoryActor | null = null): Result<void> {
     const engine = this.engine;
-    if (engine.job(id)?.state === 'reserved') return fail('JOB_RESERVED');
+    const held = engine.job(id);
+    if (held !== undefined && jobState(held) === 'reserved') return fail('JOB_RESERVED');
     engine.count('delete');
     const result = engine.delete(null, id, by);
     return result.ok ? OK_VOID : fail(result.code);
@@ -298,7 +315,7 @@ export class MemoryOperations implements Operations {
     const result = engine.editJob(id, edit, by);
     if (!result.ok) return fail(result.code);
     const job = result.value;
-    if (kick === true && (job.state === 'buried' || job.state === 'delayed')) {
+    if (kick === true && (jobState(job) === 'buried' || jobState(job) === 'delayed')) {
       engine.count('kick-job');
       const kicked = engine.kickJob(id, by);
       if (!kicked.ok) return fail(kicked.code);
@@ -361,9 +378,38 @@ export class MemoryOperations implements Operations {
   }
 }
 
+/**
+ * An engine job record as the doors read it (JobBytes). The engine's records are plain objects
+ * whose packed fields are read through functions (engine/records.ts), so a client hands out this
+ * view instead: one per client, refilled for each job it answers with, and valid, as every
+ * JobBytes this store hands out, until that client's next operation.
+ */
+class DoorJob implements JobBytes {
+  id = 0;
+  tubeName = '';
+  bodyBuf: Buffer = EMPTY_BODY;
+  bodyOffset = 0;
+  bodyLength = 0;
+  transient = false;
+
+  of(job: Job): this {
+    this.id = job.id;
+    this.tubeName = job.tube.name;
+    this.bodyBuf = job.slab.buf;
+    this.bodyOffset = bodyOffsetOf(job);
+    this.bodyLength = bodyLengthOf(job);
+    this.transient = isTransient(job);
+    return this;
+  }
+}
+
 /** One client of the in-memory store: a thin holder of its engine session. */
 class MemoryClient implements ClientOperations {
   private readonly session: Session;
+  /** The job this client answered with last (see DoorJob), and the answers that carry it, reused. */
+  private readonly answered = new DoorJob();
+  private readonly okJob: { ok: true; value: JobBytes } = { ok: true, value: this.answered };
+  private readonly reservedJob: { kind: 'reserved'; job: JobBytes } = { kind: 'reserved', job: this.answered };
   /** The tube of this client's last submit. */
   private lastTube: Tube | null = null;
 
@@ -374,8 +420,15 @@ class MemoryClient implements ClientOperations {
     options: ConnectOptions,
     private readonly onActivity: () => void,
   ) {
-    // The engine's records satisfy the delegate's read-only JobBytes; no adapter per job.
-    this.session = engine.openSession(delegate, options);
+    const answered = this.answered;
+    const engineDelegate: SessionDelegate = {
+      reserved: (job) => delegate.reserved(answered.of(job)),
+      timedOut: () => delegate.timedOut(),
+      deadlineSoon: () => delegate.deadlineSoon(),
+      woken: () => delegate.woken(),
+      disconnect: () => delegate.disconnect(),
+    };
+    this.session = engine.openSession(engineDelegate, options);
     this.session.peer = peer;
     this.session.identity = options.identity ?? null;
     const session = this.session;
@@ -431,7 +484,14 @@ class MemoryClient implements ClientOperations {
   put(id: number, job: NewJob): Result<JobBytes> {
     const result = this.engine.put(this.requestFor(this.session.used, id, job));
     this.request.body = EMPTY_BODY; // do not pin the caller's buffer
-    return result; // the engine's job record is the JobBytes: no second object per put
+    return this.answer(result);
+  }
+
+  /** The engine's answer with its job record as this client's DoorJob: no object per answer. */
+  private answer(result: Result<Job>): Result<JobBytes> {
+    if (!result.ok) return result;
+    this.answered.of(result.value);
+    return this.okJob;
   }
 
   /** The reused request, filled for `job` into `tube` (no object per put). */
@@ -463,16 +523,18 @@ class MemoryClient implements ClientOperations {
     this.request.body = EMPTY_BODY;
     this.request.tube = this.session.used;
     if (!result.ok) engine.dropTubeIfUnused(target);
-    return result;
+    return this.answer(result);
   }
 
   reserve(timeoutMs: number | null): ReserveOutcome<JobBytes> {
-    // The engine's outcome has the same shape, with its job record as the JobBytes.
-    return this.engine.reserve(this.session, timeoutMs);
+    const outcome = this.engine.reserve(this.session, timeoutMs);
+    if (outcome.kind !== 'reserved') return outcome;
+    this.answered.of(outcome.job);
+    return this.reservedJob;
   }
 
   reserveJob(id: number): Result<JobBytes> {
-    return this.engine.reserveJob(this.session, id);
+    return this.answer(this.engine.reserveJob(this.session, id));
   }
 
   delete(id: number): Result<void> {
@@ -482,7 +544,7 @@ class MemoryClient implements ClientOperations {
   release(id: number, priority: number, delayMs: number): Result<ReleaseOutcome> {
     const result = this.engine.release(this.session, id, priority, delayMs);
     if (!result.ok) return fail(result.code);
-    return ok(result.value.state === 'buried' ? 'buried' : 'released');
+    return ok(jobState(result.value) === 'buried' ? 'buried' : 'released');
   }
 
   bury(id: number, priority: number): Result<void> {
@@ -494,15 +556,19 @@ class MemoryClient implements ClientOperations {
   }
 
   peekReady(): JobBytes | undefined {
-    return this.engine.peekReady(this.session.used);
+    return this.shown(this.engine.peekReady(this.session.used));
   }
 
   peekDelayed(): JobBytes | undefined {
-    return this.engine.peekDelayed(this.session.used);
+    return this.shown(this.engine.peekDelayed(this.session.used));
   }
 
   peekBuried(): JobBytes | undefined {
-    return this.engine.peekBuried(this.session.used);
+    return this.shown(this.engine.peekBuried(this.session.used));
+  }
+
+  private shown(job: Job | undefined): JobBytes | undefined {
+    return job === undefined ? undefined : this.answered.of(job);
   }
 
   kick(bound: number): Pending<number> {
@@ -562,6 +628,7 @@ function queuedIn(tube: Tube | undefined): number {
 }
 
 export function tubeCounts(tube: Tube, ownSettings: TubeSettings | null): TubeCounts {
+  const nextReady = tube.ready.peek();
   return {
     name: tube.name,
     serial: tube.serial,
@@ -579,7 +646,7 @@ export function tubeCounts(tube: Tube, ownSettings: TubeSettings | null): TubeCo
     pauseMs: tube.pauseMs,
     unpauseAt: tube.unpauseAt,
     stateChanges: [...tube.stateChanges],
-    nextReadyCreatedAt: tube.ready.peek()?.createdAt ?? 0,
+    nextReadyCreatedAt: nextReady === undefined ? 0 : jobCreatedAt(nextReady),
     deadLetterAfter: tube.deadLetterAfter,
     ownSettings,
     policy: policyState(tube),
@@ -619,24 +686,24 @@ function emptyView(): JobView {
 function fillView(job: Job, view: JobView, reservedBy: number): JobView {
   view.id = job.id;
   view.tube = job.tube.name;
-  view.state = job.state;
-  view.priority = job.priority;
-  view.delayMs = job.delayMs;
-  view.ttrMs = job.ttrMs;
-  view.createdAt = job.createdAt;
-  view.deadlineAt = job.deadlineAt;
-  view.file = job.file;
+  view.state = jobState(job);
+  view.priority = jobPriority(job);
+  view.delayMs = jobDelayMs(job);
+  view.ttrMs = jobTtrMs(job);
+  view.createdAt = jobCreatedAt(job);
+  view.deadlineAt = jobDeadlineAt(job);
+  view.file = jobFile(job);
   view.reservedBy = reservedBy;
-  copyCounts(view, job);
-  view.buryCause = BURY_CAUSES[job.buryCause] ?? 'none';
-  view.bodyLength = job.bodyLength;
+  copyJobCounts(view, job);
+  view.buryCause = BURY_CAUSES[jobCounters(job).buryCause] ?? 'none';
+  view.bodyLength = bodyLengthOf(job);
   view.bodyStamp = bodyStamp(job);
-  view.transient = job.file === TRANSIENT_FILE;
+  view.transient = jobFile(job) === TRANSIENT_FILE;
   return view;
 }
 
 export function jobSnapshot(job: Job, reservedBy: number): JobSnapshot {
-  return { ...fillView(job, emptyView(), reservedBy), body: job.body };
+  return { ...fillView(job, emptyView(), reservedBy), body: jobBody(job) };
 }
 
 function sessionView(session: Session): SessionView {
@@ -648,7 +715,7 @@ function sessionView(session: Session): SessionView {
     openedAt: session.openedAt,
     lastCommandAt: session.lastCommandAt,
     lastCommand: session.lastCommand,
-    holding: held.map((j) => ({ id: j.id, tube: j.tube.name, deadlineAt: j.deadlineAt })),
+    holding: held.map((j) => ({ id: j.id, tube: j.tube.name, deadlineAt: jobDeadlineAt(j) })),
     producer: session.isProducer,
     worker: session.isWorker,
     waiting: session.waiting,

@@ -52,7 +52,7 @@ export interface JobBytes {
   readonly bodyLength: number;
   /**
    * Kept in memory only (NewJob.transient): a Gearman foreground job. Said by the in-memory
-   * store, whose job record this is; a cluster's registry asks its database instead.
+   * store, from its job record; a cluster's registry asks its database instead.
    */
   readonly transient?: boolean;
 }

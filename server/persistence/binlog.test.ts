@@ -9,12 +9,13 @@ import { crc32 } from 'node:zlib';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Job } from '../engine/records.js';
-import { Harness } from '../engine/testing.js';
+import { Harness, fieldsOf } from '../engine/testing.js';
 import { Binlog } from './binlog.js';
 import { Cleanups, KiB, MAX_PAYLOAD, MiB, dirBytes, patternBody, startBinlog, turn, durableFields, waitFor } from './testing.js';
 import { nodeFileSystem, type FileSystem } from './file-system.js';
 import { FORMAT_VERSION, SEGMENT_HEADER_BYTES, encodeJob, encodeSegmentHeader, jobRecordBytes, segmentFileName } from './format.js';
 import { countLive, recover, type Recovery } from './recovery.js';
+import { jobState, jobCounters, jobFile, jobBody, jobDeadlineAt, jobImageOf } from '../engine/records.js';
 
 /** The checksum salt of the segments these tests write by hand. */
 const SALT = 0x5a17_0001;
@@ -285,21 +286,21 @@ describe('a full disk', () => {
       const r = h.engine.reserveJob(w.session, spin);
       if (!r.ok) {
         expect(r).toEqual({ ok: false, code: 'INTERNAL_ERROR' });
-        expect(h.engine.job(spin)!.state).toBe(i === 0 ? 'ready' : 'buried');
+        expect(jobState(h.engine.job(spin)!)).toBe(i === 0 ? 'ready' : 'buried');
         refused = 'reserve-job';
         break;
       }
       const b = h.engine.bury(w.session, spin, 1);
       if (!b.ok) {
         expect(b).toEqual({ ok: false, code: 'INTERNAL_ERROR' });
-        expect(h.engine.job(spin)!.state).toBe('reserved');
+        expect(jobState(h.engine.job(spin)!)).toBe('reserved');
         refused = 'bury';
       }
       if (i % 100 === 0) await settle(binlog);
     }
     expect(refused).not.toBeNull();
     const spun = h.engine.job(spin)!;
-    expect(spun.buries).toBeGreaterThan(400); // 64 KiB of headroom: ~450 reserve-job + bury pairs
+    expect(jobCounters(spun).buries).toBeGreaterThan(400); // 64 KiB of headroom: ~450 reserve-job + bury pairs
     expect(h.problems(idBefore + 10)).toEqual([]);
     expect(ffs.usage()).toBeLessThanOrEqual(ffs.budget);
     await settle(binlog);
@@ -517,9 +518,9 @@ describe('segments and stats', () => {
     expect(st.currentIndex).toBeGreaterThanOrEqual(4);
     expect(st.recordsWritten).toBe(60);
     expect(st.recordsMigrated).toBe(0);
-    expect(jobs[0]!.file).toBe(1);
-    expect(jobs.at(-1)!.file).toBe(st.currentIndex);
-    for (let i = 1; i < jobs.length; i++) expect(jobs[i]!.file).toBeGreaterThanOrEqual(jobs[i - 1]!.file);
+    expect(jobFile(jobs[0]!)).toBe(1);
+    expect(jobFile(jobs.at(-1)!)).toBe(st.currentIndex);
+    for (let i = 1; i < jobs.length; i++) expect(jobFile(jobs[i]!)).toBeGreaterThanOrEqual(jobFile(jobs[i - 1]!));
 
     // Closed segments are cut to their records and stay within segmentBytes.
     const sizes = new Map<number, number>();
@@ -543,8 +544,8 @@ describe('segments and stats', () => {
     const rec = replay(dir);
     expect(rec.problems).toEqual([]);
     for (const i of [...sizes.keys()].slice(0, -1)) expect(rec.segments.find((sg) => sg.index === i)!.bytes).toBe(sizes.get(i));
-    for (const job of h.engine.allJobs()) expect(rec.jobs.get(job.id)!.file).toBe(job.file);
-    expect(rec.jobs.get(jobs[0]!.id)).toMatchObject({ state: 'buried', file: 1 });
+    for (const job of h.engine.allJobs()) expect(jobFile(rec.jobs.get(job.id)!)).toBe(jobFile(job));
+    expect(fieldsOf(rec.jobs.get(jobs[0]!.id))).toMatchObject({ state: 'buried', file: 1 });
   });
 
   it.skipIf(process.getuid?.() !== 0)('gives every segment it creates to the owner it was given (-u as root)', async () => {
@@ -565,9 +566,9 @@ describe('segments and stats', () => {
     const big = c.put({ body: patternBody(40 * KiB, 1) });
     const b = c.put({ body: 'b' });
     await settle(binlog);
-    expect(a.file).toBe(1);
-    expect(big.file).toBe(2);
-    expect(b.file).toBe(2);
+    expect(jobFile(a)).toBe(1);
+    expect(jobFile(big)).toBe(2);
+    expect(jobFile(b)).toBe(2);
     expect(fs.statSync(path.join(dir, segmentFileName(1))).size).toBe(SEGMENT_HEADER_BYTES + jobRecordBytes(7, 1));
     const rec = replay(dir);
     expect(rec.problems).toEqual([]);
@@ -590,9 +591,9 @@ describe('segments and stats', () => {
       const rec = replay(dir);
       expect(rec.problems, `segmentBytes ${segmentBytes}`).toEqual([]);
       expect([...rec.jobs.keys()].sort((x, y) => x - y)).toEqual([big.id, b.id]);
-      expect(rec.jobs.get(big.id)).toMatchObject({ state: 'buried', priority: 4, buries: 1 });
-      expect(rec.jobs.get(big.id)!.body.equals(big.body)).toBe(true);
-      expect(rec.jobs.get(b.id)!.file).toBe(b.file);
+      expect(fieldsOf(rec.jobs.get(big.id))).toMatchObject({ state: 'buried', priority: 4, buries: 1 });
+      expect(jobBody(rec.jobs.get(big.id)!).equals(jobBody(big))).toBe(true);
+      expect(jobFile(rec.jobs.get(b.id)!)).toBe(jobFile(b));
       expect(binlog.stats().recordsWritten).toBe(5); // put, put, put, delete, bury
     }
   });
@@ -605,13 +606,13 @@ describe('segments and stats', () => {
     first.binlog.close();
     const second = startBinlog(dir, cleanups);
     expect(second.binlog.stats()).toMatchObject({ oldestIndex: 1, currentIndex: 2, recordsWritten: 0 });
-    expect(second.h.engine.job(1)!.file).toBe(1);
+    expect(jobFile(second.h.engine.job(1)!)).toBe(1);
     second.c.put({ body: 'two' });
     await settle(second.binlog);
     second.binlog.close();
     const third = startBinlog(dir, cleanups);
     expect(third.h.engine.jobTotal).toBe(2);
-    expect(third.h.engine.job(2)!.file).toBe(2);
+    expect(jobFile(third.h.engine.job(2)!)).toBe(2);
     expect(third.binlog.stats().currentIndex).toBe(3);
   });
 
@@ -624,9 +625,7 @@ describe('segments and stats', () => {
     // A later segment of a future format version: recovery leaves it in place for a human.
     const img = [...first.h.engine.allJobs()][0]!;
     const rec = Buffer.alloc(jobRecordBytes(7, 5));
-    // The rarer counters and the packed fields are accessors (Job), which a spread does not copy.
-    const { timeouts, releases, buries, kicks, strikes, buryCause, buriedSeq, priority, createdAt, deadlineAt, delayMs, ttrMs } = img;
-    const fields = { ...img, timeouts, releases, buries, kicks, strikes, buryCause, buriedSeq, priority, createdAt, deadlineAt, delayMs, ttrMs, id: 50, body: Buffer.from('stale') };
+    const fields = { ...jobImageOf(img), id: 50, body: Buffer.from('stale') };
     encodeJob(rec, 0, fields, 'ready', 'default', SALT);
     const damaged = Buffer.concat([encodeSegmentHeader(2, 0, SALT), rec]);
     damaged.writeUInt32LE(FORMAT_VERSION + 1, 8);
@@ -681,7 +680,7 @@ describe('compaction', () => {
     expect(maxSettled).toBeLessThanOrEqual(bound);
     expect(maxSeen).toBeLessThanOrEqual(bound);
     expect(fs.existsSync(path.join(dir, segmentFileName(1)))).toBe(false);
-    expect(buried.file).toBeGreaterThan(1);
+    expect(jobFile(buried)).toBeGreaterThan(1);
     expect(s.fatal).toEqual([]);
     // Compaction keeps its live counts right: nothing to warn about.
     expect(s.logs.filter((l) => !l.startsWith('info '))).toEqual([]);
@@ -689,13 +688,13 @@ describe('compaction', () => {
     const rec = replay(dir);
     expect(rec.problems).toEqual([]);
     expect([...rec.jobs.keys()]).toEqual([buried.id]);
-    expect(rec.jobs.get(buried.id)).toMatchObject({
+    expect(fieldsOf(rec.jobs.get(buried.id))).toMatchObject({
       state: 'buried',
       priority: 11,
       reserves: 1,
       buries: 1,
-      buriedSeq: buried.buriedSeq,
-      file: buried.file,
+      buriedSeq: jobCounters(buried).buriedSeq,
+      file: jobFile(buried),
       body: Buffer.from('the one that stays'),
     });
     expect(rec.nextId).toBe(h.engine.nextId);
@@ -720,7 +719,7 @@ describe('compaction', () => {
     }
     await settle(binlog);
     let liveBytes = 0;
-    for (const job of keep) liveBytes += jobRecordBytes(7, job.body.length);
+    for (const job of keep) liveBytes += jobRecordBytes(7, jobBody(job).length);
     const bound = Math.max(2 * liveBytes, 3 * segmentBytes) + segmentBytes + 64;
 
     let maxSettled = 0; // above the bound only if compaction did not get there
@@ -737,8 +736,8 @@ describe('compaction', () => {
       if (putFailed !== null) break;
       // Some live jobs change state as compaction moves them.
       const k = keep[(round * 13) % keep.length]!;
-      if (k.state === 'buried') expect(h.engine.kickJob(k.id).ok).toBe(true);
-      else if (k.state === 'ready') {
+      if (jobState(k) === 'buried') expect(h.engine.kickJob(k.id).ok).toBe(true);
+      else if (jobState(k) === 'ready') {
         expect(h.engine.reserveJob(w.session, k.id).ok).toBe(true);
         expect(h.engine.bury(w.session, k.id, 3).ok).toBe(true);
       }
@@ -773,7 +772,7 @@ describe('compaction', () => {
       expect(durableFields(after.engine.job(job.id)!), `job ${job.id}`).toEqual(want);
     }
     expect(after.engine.jobTotal).toBe(h.engine.jobTotal);
-    for (const job of h.engine.allJobs()) expect(rec.jobs.get(job.id)!.file).toBe(job.file);
+    for (const job of h.engine.allJobs()) expect(jobFile(rec.jobs.get(job.id)!)).toBe(jobFile(job));
   });
 
   it('moves the jobs of a segment recovered from a damaged header forward and deletes it; a restart then finds them all', async () => {
@@ -799,7 +798,7 @@ describe('compaction', () => {
     const second = startBinlog(dir, cleanups, { segmentBytes });
     expect(second.recovery.problems).toHaveLength(1);
     expect(second.recovery.problems[0]).toMatch(/^.*binlog\.1\.bp:0: header damaged .* 55 records \(50 jobs\) recovered, 32 bytes skipped/);
-    for (const job of second.h.engine.allJobs()) expect(job.file).toBe(1);
+    for (const job of second.h.engine.allJobs()) expect(jobFile(job)).toBe(1);
     expect(second.binlog.stats()).toMatchObject({ oldestIndex: 1, currentIndex: 2 });
     // Churn until compaction has moved the 50 jobs out of segment 1 and deleted it.
     for (let round = 0; round < 100 && fs.existsSync(seg1); round++) {
@@ -811,7 +810,7 @@ describe('compaction', () => {
     expect(second.binlog.stats().recordsMigrated).toBeGreaterThanOrEqual(50);
     expect(second.fatal).toEqual([]);
     expect(second.logs.filter((l) => !l.startsWith('info '))).toEqual([]);
-    for (const job of second.h.engine.allJobs()) expect(job.file).toBeGreaterThan(1);
+    for (const job of second.h.engine.allJobs()) expect(jobFile(job)).toBeGreaterThan(1);
     second.binlog.close();
 
     const third = startBinlog(dir, cleanups, { segmentBytes });
@@ -833,7 +832,7 @@ describe('compaction', () => {
     }
     first.binlog.close();
     const second = startBinlog(dir, cleanups, { segmentBytes });
-    expect(second.h.engine.job(keeper.id)).toMatchObject({ state: 'delayed', deadlineAt: keeper.deadlineAt });
+    expect(fieldsOf(second.h.engine.job(keeper.id))).toMatchObject({ state: 'delayed', deadlineAt: jobDeadlineAt(keeper) });
     for (let t = 0; t < 200; t++) await turn();
     expect(dirBytes(dir)).toBeLessThanOrEqual(4 * segmentBytes + 64);
     second.c.put({ body: 'more' });
@@ -842,7 +841,7 @@ describe('compaction', () => {
     const third = startBinlog(dir, cleanups, { segmentBytes });
     expect(third.recovery.problems).toEqual([]);
     expect(third.h.engine.jobTotal).toBe(2);
-    expect(third.h.engine.job(keeper.id)).toMatchObject({ state: 'delayed', deadlineAt: keeper.deadlineAt, body: Buffer.from('keeper') });
+    expect(fieldsOf(third.h.engine.job(keeper.id))).toMatchObject({ state: 'delayed', deadlineAt: jobDeadlineAt(keeper), body: Buffer.from('keeper') });
   });
 });
 
@@ -863,7 +862,7 @@ describe('the dead-letter rule across restarts', () => {
       expect(h.engine.reserveJob(w.session, job.id).ok).toBe(true);
       expect(h.engine.release(w.session, job.id, 0, 0).ok).toBe(true);
     }
-    expect(dead.state).toBe('buried');
+    expect(jobState(dead)).toBe('buried');
     // Churn until the segment holding the settings records is compacted away.
     for (let round = 0; round < 150; round++) {
       for (let i = 0; i < 20; i++) {
@@ -882,15 +881,15 @@ describe('the dead-letter rule across restarts', () => {
     expect(rec.h.engine.ownTubeSettings('gone')).toEqual({ deadLetterAfter: 9 });
     expect(rec.h.engine.ownTubeSettings('cleared')).toBeNull();
     expect([...rec.tubeFiles.keys()].sort()).toEqual(['default', 'gone']);
-    expect(rec.jobs.get(struck.id)).toMatchObject({ state: 'ready', strikes: 2, buryCause: 0 });
-    expect(rec.jobs.get(dead.id)).toMatchObject({ state: 'buried', strikes: 3, buryCause: 3 - 1 });
+    expect(fieldsOf(rec.jobs.get(struck.id))).toMatchObject({ state: 'ready', strikes: 2, buryCause: 0 });
+    expect(fieldsOf(rec.jobs.get(dead.id))).toMatchObject({ state: 'buried', strikes: 3, buryCause: 3 - 1 });
     expectSameJobs(h, rec.h);
     // After the restart the limit holds: one more release of the struck job buries it.
     const after = rec.h;
     const worker = after.open();
     expect(after.engine.reserveJob(worker.session, struck.id).ok).toBe(true);
     expect(after.engine.release(worker.session, struck.id, 0, 0).ok).toBe(true);
-    expect(after.engine.job(struck.id)!.state).toBe('buried');
+    expect(jobState(after.engine.job(struck.id)!)).toBe('buried');
   });
 });
 

@@ -26,6 +26,8 @@ import { BinlogDirError } from './dir-error.js';
 import { nodeFileSystem, type FileSystem } from './file-system.js';
 import { IdMark } from './id-mark.js';
 import type { SegmentOnDisk, TubeFile } from './recovery.js';
+import { setJobFile, jobFile, jobBody, jobState, fillJobImage, newJobImage } from '../engine/records.js';
+import { bodyLengthOf } from '../engine/body-store.js';
 
 export interface BinlogOptions {
   dir: string;
@@ -131,6 +133,8 @@ export class Binlog implements Journal, Durability {
   private source: JobSource | null = null;
 
   private readonly batch = Buffer.allocUnsafe(BATCH_BYTES);
+  /** What a record is encoded from, refilled for each job (engine job records pack their fields). */
+  private readonly image = newJobImage(NO_BODY);
   private batchLen = 0;
   private batchPos = 0;
   private commitQueued = false;
@@ -221,10 +225,10 @@ export class Binlog implements Journal, Durability {
 
   put(job: Job): boolean {
     const tubeBytes = job.tube.name.length;
-    const size = jobRecordBytes(tubeBytes, job.bodyLength);
+    const size = jobRecordBytes(tubeBytes, bodyLengthOf(job));
     if (!this.claim(size, true)) return false;
     this.appendJob(job, size);
-    job.file = this.current.index;
+    setJobFile(job, this.current.index);
     this.current.live++;
     this.liveBytes += size;
     return true;
@@ -235,7 +239,7 @@ export class Binlog implements Journal, Durability {
   }
 
   update(job: Job): void {
-    encodeState(this.batch, this.slot(STATE_RECORD_BYTES), job, durableState(job), this.current.salt);
+    encodeState(this.batch, this.slot(STATE_RECORD_BYTES), fillJobImage(job, this.image), durableState(job), this.current.salt);
     this.appended(STATE_RECORD_BYTES);
   }
 
@@ -243,9 +247,9 @@ export class Binlog implements Journal, Durability {
     if (!this.claim(DELETE_RECORD_BYTES, false)) return false;
     encodeDelete(this.batch, this.slot(DELETE_RECORD_BYTES), job.id, this.current.salt);
     this.appended(DELETE_RECORD_BYTES);
-    const seg = this.byIndex.get(job.file);
+    const seg = this.byIndex.get(jobFile(job));
     if (seg !== undefined) seg.live--;
-    this.liveBytes -= jobRecordBytes(job.tube.name.length, job.bodyLength);
+    this.liveBytes -= jobRecordBytes(job.tube.name.length, bodyLengthOf(job));
     return true;
   }
 
@@ -271,12 +275,12 @@ export class Binlog implements Journal, Durability {
   }
 
   rewrite(job: Job, oldTubeNameBytes: number, oldBodyBytes: number): void {
-    const size = jobRecordBytes(job.tube.name.length, job.bodyLength);
-    const old = this.byIndex.get(job.file);
+    const size = jobRecordBytes(job.tube.name.length, bodyLengthOf(job));
+    const old = this.byIndex.get(jobFile(job));
     if (old !== undefined) old.live--;
     this.liveBytes += size - jobRecordBytes(oldTubeNameBytes, oldBodyBytes);
     this.appendJob(job, size);
-    job.file = this.current.index;
+    setJobFile(job, this.current.index);
     this.current.live++;
   }
 
@@ -428,17 +432,21 @@ export class Binlog implements Journal, Durability {
   }
 
   private appendJob(job: Job, size: number): void {
+    const img = fillJobImage(job, this.image);
+    img.body = jobBody(job);
     if (size <= this.batch.length) {
-      encodeJob(this.batch, this.slot(size), job, durableState(job), job.tube.name, this.current.salt);
+      encodeJob(this.batch, this.slot(size), img, durableState(job), job.tube.name, this.current.salt);
+      img.body = NO_BODY; // do not pin the job's slab
       this.appended(size);
       return;
     }
     // Too big to batch: written now, at its place after everything batched before it, as its
     // head and then the body straight from the store (no copy of a body that may be 1 GiB).
     this.flushBatchOf(this.current);
-    const head = encodeJobHead(job, durableState(job), job.tube.name, this.current.salt);
+    const head = encodeJobHead(img, durableState(job), job.tube.name, this.current.salt);
     this.write(this.current.fd, head, this.current.used);
-    this.write(this.current.fd, job.body, this.current.used + head.length);
+    this.write(this.current.fd, img.body, this.current.used + head.length);
+    img.body = NO_BODY;
     this.current.used += size;
     this.batchPos = this.current.used;
     this.noteAppended();
@@ -636,11 +644,11 @@ export class Binlog implements Journal, Durability {
         break;
       }
       const job = next.value;
-      if (job.file !== head.index) continue;
-      const size = jobRecordBytes(job.tube.name.length, job.bodyLength);
+      if (jobFile(job) !== head.index) continue;
+      const size = jobRecordBytes(job.tube.name.length, bodyLengthOf(job));
       if (!this.claim(size, true)) return this.retryCompactionLater();
       // Moving a job forward is rewriting its full record unchanged.
-      this.rewrite(job, job.tube.name.length, job.bodyLength);
+      this.rewrite(job, job.tube.name.length, bodyLengthOf(job));
       this.recordsMigrated++;
       written += size;
     }
@@ -649,7 +657,7 @@ export class Binlog implements Journal, Durability {
       // A full pass found fewer jobs than the count says: recount rather than loop forever.
       this.log.warn({ segment: head.index, live: head.live }, 'binlog: segment live count was off; recounted');
       head.live = 0;
-      for (const job of source.allJobs()) if (job.file === head.index) head.live++;
+      for (const job of source.allJobs()) if (jobFile(job) === head.index) head.live++;
     }
     setImmediate(this.compactSlice);
   };
@@ -713,6 +721,8 @@ export class Binlog implements Journal, Durability {
 }
 
 /** A reservation is not kept across a restart, so a reserved job is stored as ready. */
+const NO_BODY = Buffer.alloc(0);
+
 function durableState(job: Job): JobState {
-  return job.state === 'reserved' ? 'ready' : job.state;
+  return jobState(job) === 'reserved' ? 'ready' : jobState(job);
 }

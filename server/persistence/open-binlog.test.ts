@@ -15,6 +15,7 @@ import { LOCK_FILE } from './dir-lock.js';
 import { ID_MARK_FILE } from './id-mark.js';
 import { BinlogDirError, openBinlog } from './open-binlog.js';
 import { Cleanups, MiB } from './testing.js';
+import { jobBody } from '../engine/records.js';
 
 const cleanups = new Cleanups();
 afterEach(() => cleanups.run());
@@ -86,7 +87,7 @@ describe('openBinlog and files it cannot use', () => {
     const binlog = new Binlog({ dir, segmentBytes: MiB, fsyncMs: null, log: silent, onFatal: () => undefined });
     const h = new Harness({ journal: binlog });
     const opened = openBinlog(dir, binlog, h.engine, silent);
-    expect(h.engine.job(1)?.body.toString()).toBe('kept');
+    expect(jobBody(h.engine.job(1)!).toString()).toBe('kept');
     binlog.close();
     opened.lock.release();
   });

@@ -27,6 +27,17 @@ import {
 import { ID_MARK_FILE, IdMark } from './id-mark.js';
 import { countLive, recover, type SegmentOnDisk } from './recovery.js';
 import { jobImage, jobRecord } from './testing.js';
+import {
+  jobState,
+  jobPriority,
+  jobDelayMs,
+  jobTtrMs,
+  jobCreatedAt,
+  jobDeadlineAt,
+  jobCounters,
+  jobBody,
+  jobFile,
+} from '../engine/records.js';
 
 /** The checksum salt of the segments these tests write by hand. */
 const SALT = 0x5a17_0001;
@@ -104,22 +115,22 @@ function imageOf(job: Job): Image {
   return {
     id: job.id,
     tube: job.tube.name,
-    state: job.state,
-    priority: job.priority,
-    delayMs: job.delayMs,
-    ttrMs: job.ttrMs,
-    createdAt: job.createdAt,
-    deadlineAt: job.deadlineAt,
-    buriedSeq: job.buriedSeq,
+    state: jobState(job),
+    priority: jobPriority(job),
+    delayMs: jobDelayMs(job),
+    ttrMs: jobTtrMs(job),
+    createdAt: jobCreatedAt(job),
+    deadlineAt: jobDeadlineAt(job),
+    buriedSeq: jobCounters(job).buriedSeq,
     reserves: job.reserves,
-    timeouts: job.timeouts,
-    releases: job.releases,
-    buries: job.buries,
-    kicks: job.kicks,
-    strikes: job.strikes,
-    buryCause: job.buryCause,
-    body: job.body,
-    file: job.file,
+    timeouts: jobCounters(job).timeouts,
+    releases: jobCounters(job).releases,
+    buries: jobCounters(job).buries,
+    kicks: jobCounters(job).kicks,
+    strikes: jobCounters(job).strikes,
+    buryCause: jobCounters(job).buryCause,
+    body: jobBody(job),
+    file: jobFile(job),
   };
 }
 
@@ -188,8 +199,8 @@ async function settle(binlog: Binlog): Promise<void> {
 
 /** What recovery must return for a live engine job: a reservation is not kept. */
 function expectedImage(job: Job): Image {
-  const state: JobState = job.state === 'reserved' ? 'ready' : job.state;
-  return { ...imageOf(job), state, deadlineAt: state === 'delayed' ? job.deadlineAt : 0 };
+  const state: JobState = jobState(job) === 'reserved' ? 'ready' : jobState(job);
+  return { ...imageOf(job), state, deadlineAt: state === 'delayed' ? jobDeadlineAt(job) : 0 };
 }
 
 function buriedIds(h: Harness, tube: string): number[] {
@@ -220,7 +231,7 @@ describe('recover() on a binlog written by the engine', () => {
     const order = [b[2]!, b[0]!, b[1]!];
     for (const job of order) {
       expect(h.engine.reserveJob(w.session, job.id).ok).toBe(true);
-      expect(h.engine.bury(w.session, job.id, job.priority + 1000).ok).toBe(true);
+      expect(h.engine.bury(w.session, job.id, jobPriority(job) + 1000).ok).toBe(true);
       h.clock.advance(1);
     }
 
@@ -253,8 +264,8 @@ describe('recover() on a binlog written by the engine', () => {
     expect(h.engine.reserveJob(w.session, deletedWhileReserved.id).ok).toBe(true);
     expect(h.engine.delete(w.session, deletedWhileReserved.id).ok).toBe(true);
 
-    expect(h.engine.job(reserved.id)!.state).toBe('reserved');
-    expect(h.engine.job(delayed.id)!.state).toBe('delayed');
+    expect(jobState(h.engine.job(reserved.id)!)).toBe('reserved');
+    expect(jobState(h.engine.job(delayed.id)!)).toBe('delayed');
     await settle(binlog);
 
     const rec = replay(dir);
@@ -284,7 +295,7 @@ describe('recover() on a binlog written by the engine', () => {
     expect(rec.nextId).toBe(lastId + 1);
     expect(rec.segments.map((s) => s.index)).toEqual([1]);
     expect(rec.segments[0]!.live).toBe(live1.length);
-    expect(rec.liveBytes).toBe(live1.reduce((n, j) => n + jobRecordBytes(j.tube.name.length, j.body.length), 0));
+    expect(rec.liveBytes).toBe(live1.reduce((n, j) => n + jobRecordBytes(j.tube.name.length, jobBody(j).length), 0));
 
     // Restored into a fresh engine: same states, buried order by buriedSeq, delays absolute.
     const h2 = rec.h;
@@ -293,7 +304,7 @@ describe('recover() on a binlog written by the engine', () => {
     expect(buriedIds(h2, 'default')).toEqual(order.map((j) => j.id));
     expect(buriedIds(h2, 'default')).toEqual(buriedIds(h, 'default'));
     expect(h2.engine.stats).toMatchObject({ buried: 3, delayed: 2, reserved: 0, ready: live1.length - 5 });
-    expect(h2.engine.job(delayed.id)!.deadlineAt).toBe(T0 + 1 + 5000);
+    expect(jobDeadlineAt(h2.engine.job(delayed.id)!)).toBe(T0 + 1 + 5000);
     expect(h2.engine.nextId).toBe(lastId + 1);
   });
 
@@ -307,7 +318,7 @@ describe('recover() on a binlog written by the engine', () => {
     const file = path.join(dir, segmentFileName(1));
     const intact = fs.readFileSync(file);
     const lastAt = SEGMENT_HEADER_BYTES + 2 * jobRecordBytes(7, 3);
-    const lastEnd = lastAt + jobRecordBytes(7, jobs[2]!.body.length);
+    const lastEnd = lastAt + jobRecordBytes(7, jobBody(jobs[2]!).length);
     expect(intact.length).toBe(lastEnd); // close() trims the preallocated space
 
     for (let k = 1; k < lastEnd - lastAt; k++) {

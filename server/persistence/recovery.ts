@@ -19,6 +19,8 @@ import {
 import { requireRegularFile, withFile } from './dir-error.js';
 import { IdMark } from './id-mark.js';
 import { findSalt, type SaltSource } from './salt-recovery.js';
+import { jobFile } from '../engine/records.js';
+import { bodyLengthOf } from '../engine/body-store.js';
 
 /** Where replayed records go (the engine's restore methods). */
 export interface RecoverySink {
@@ -253,9 +255,9 @@ export function countLive(segments: SegmentOnDisk[], jobs: Iterable<Job>, tubeFi
   const byIndex = new Map(segments.map((s) => [s.index, s]));
   let liveBytes = 0;
   for (const job of jobs) {
-    const seg = byIndex.get(job.file);
+    const seg = byIndex.get(jobFile(job));
     if (seg !== undefined) seg.live++;
-    liveBytes += jobRecordBytes(job.tube.name.length, job.bodyLength);
+    liveBytes += jobRecordBytes(job.tube.name.length, bodyLengthOf(job));
   }
   for (const { file, bytes } of tubeFiles.values()) {
     const seg = byIndex.get(file);

@@ -14,6 +14,7 @@ import { Binlog } from './binlog.js';
 import type { FileSystem } from './file-system.js';
 import { JOB_RECORD_FIXED_BYTES, encodeJob, jobRecordBytes } from './format.js';
 import { countLive, recover, type Recovery } from './recovery.js';
+import { jobState, jobPriority, jobDelayMs, jobTtrMs, jobCreatedAt, jobDeadlineAt, jobCounters, jobBody } from '../engine/records.js';
 
 export const KiB = 1024;
 export const MiB = 1024 * 1024;
@@ -95,26 +96,26 @@ export async function waitFor(cond: () => boolean, ms = 2000): Promise<boolean> 
 
 /** The fields a restart must keep, as the binlog stores them (reserved jobs are ready). */
 export function durableFields(job: Job): Record<string, unknown> {
-  const state: JobState = job.state === 'reserved' ? 'ready' : job.state;
+  const state: JobState = jobState(job) === 'reserved' ? 'ready' : jobState(job);
   return {
     id: job.id,
     tube: job.tube.name,
     state,
-    priority: job.priority,
-    delayMs: job.delayMs,
-    ttrMs: job.ttrMs,
-    createdAt: job.createdAt,
-    deadlineAt: state === 'delayed' ? job.deadlineAt : 0,
-    buriedSeq: job.buriedSeq,
+    priority: jobPriority(job),
+    delayMs: jobDelayMs(job),
+    ttrMs: jobTtrMs(job),
+    createdAt: jobCreatedAt(job),
+    deadlineAt: state === 'delayed' ? jobDeadlineAt(job) : 0,
+    buriedSeq: jobCounters(job).buriedSeq,
     reserves: job.reserves,
-    timeouts: job.timeouts,
-    releases: job.releases,
-    buries: job.buries,
-    kicks: job.kicks,
-    strikes: job.strikes,
-    buryCause: job.buryCause,
+    timeouts: jobCounters(job).timeouts,
+    releases: jobCounters(job).releases,
+    buries: jobCounters(job).buries,
+    kicks: jobCounters(job).kicks,
+    strikes: jobCounters(job).strikes,
+    buryCause: jobCounters(job).buryCause,
     // As text: deep equality on many Buffers is slow.
-    body: job.body.toString('base64'),
+    body: jobBody(job).toString('base64'),
   };
 }
 
