@@ -117,7 +117,7 @@ export class MemoryOperations implements Operations {
 
   peek(id: number): JobBytes | undefined {
     const job = this.engine.job(id);
-    return job === undefined ? undefined : new DoorJob().of(job);
+    return job === undefined ? undefined : new DoorJob(job);
   }
 
   job(id: number): JobSnapshot | undefined {
@@ -380,36 +380,32 @@ export class MemoryOperations implements Operations {
 
 /**
  * An engine job record as the doors read it (JobBytes). The engine's records are plain objects
- * whose packed fields are read through functions (engine/records.ts), so a client hands out this
- * view instead: one per client, refilled for each job it answers with, and valid, as every
- * JobBytes this store hands out, until that client's next operation.
+ * whose packed fields are read through functions (engine/records.ts), so the store answers with
+ * this instead: one small object per answer, which a pipelining door may hold while it runs the
+ * client's next commands. The body it points at is valid until the next operation, as with every
+ * JobBytes this store hands out.
  */
 class DoorJob implements JobBytes {
-  id = 0;
-  tubeName = '';
-  bodyBuf: Buffer = EMPTY_BODY;
-  bodyOffset = 0;
-  bodyLength = 0;
-  transient = false;
+  readonly id: number;
+  readonly tubeName: string;
+  readonly bodyBuf: Buffer;
+  readonly bodyOffset: number;
+  readonly bodyLength: number;
+  readonly transient: boolean;
 
-  of(job: Job): this {
+  constructor(job: Job) {
     this.id = job.id;
     this.tubeName = job.tube.name;
     this.bodyBuf = job.slab.buf;
     this.bodyOffset = bodyOffsetOf(job);
     this.bodyLength = bodyLengthOf(job);
     this.transient = isTransient(job);
-    return this;
   }
 }
 
 /** One client of the in-memory store: a thin holder of its engine session. */
 class MemoryClient implements ClientOperations {
   private readonly session: Session;
-  /** The job this client answered with last (see DoorJob), and the answers that carry it, reused. */
-  private readonly answered = new DoorJob();
-  private readonly okJob: { ok: true; value: JobBytes } = { ok: true, value: this.answered };
-  private readonly reservedJob: { kind: 'reserved'; job: JobBytes } = { kind: 'reserved', job: this.answered };
   /** The tube of this client's last submit. */
   private lastTube: Tube | null = null;
 
@@ -420,9 +416,8 @@ class MemoryClient implements ClientOperations {
     options: ConnectOptions,
     private readonly onActivity: () => void,
   ) {
-    const answered = this.answered;
     const engineDelegate: SessionDelegate = {
-      reserved: (job) => delegate.reserved(answered.of(job)),
+      reserved: (job) => delegate.reserved(new DoorJob(job)),
       timedOut: () => delegate.timedOut(),
       deadlineSoon: () => delegate.deadlineSoon(),
       woken: () => delegate.woken(),
@@ -487,11 +482,9 @@ class MemoryClient implements ClientOperations {
     return this.answer(result);
   }
 
-  /** The engine's answer with its job record as this client's DoorJob: no object per answer. */
+  /** The engine's answer, its job record as the doors read it. */
   private answer(result: Result<Job>): Result<JobBytes> {
-    if (!result.ok) return result;
-    this.answered.of(result.value);
-    return this.okJob;
+    return result.ok ? ok(new DoorJob(result.value)) : result;
   }
 
   /** The reused request, filled for `job` into `tube` (no object per put). */
@@ -528,9 +521,7 @@ class MemoryClient implements ClientOperations {
 
   reserve(timeoutMs: number | null): ReserveOutcome<JobBytes> {
     const outcome = this.engine.reserve(this.session, timeoutMs);
-    if (outcome.kind !== 'reserved') return outcome;
-    this.answered.of(outcome.job);
-    return this.reservedJob;
+    return outcome.kind === 'reserved' ? { kind: 'reserved', job: new DoorJob(outcome.job) } : outcome;
   }
 
   reserveJob(id: number): Result<JobBytes> {
@@ -568,7 +559,7 @@ class MemoryClient implements ClientOperations {
   }
 
   private shown(job: Job | undefined): JobBytes | undefined {
-    return job === undefined ? undefined : this.answered.of(job);
+    return job === undefined ? undefined : new DoorJob(job);
   }
 
   kick(bound: number): Pending<number> {
