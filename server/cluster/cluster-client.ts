@@ -12,6 +12,7 @@ import type {
   ClientDelegate,
   ClientOperations,
   ConnectOptions,
+  MadeJob,
   JobBytes,
   NewJob,
   ReleaseOutcome,
@@ -160,7 +161,7 @@ export class ClusterClient implements ClientOperations {
     return ok(0);
   }
 
-  put(_id: number, job: NewJob): Promise<Result<JobBytes>> | Result<JobBytes> {
+  put(_id: number, job: NewJob): Promise<Result<MadeJob>> | Result<MadeJob> {
     this.admitted = false;
     return this.submit(this.used, job);
   }
@@ -172,7 +173,7 @@ export class ClusterClient implements ClientOperations {
     this.store.useUpIds(1);
   }
 
-  submit(tube: string, job: NewJob): Promise<Result<JobBytes>> | Result<JobBytes> {
+  submit(tube: string, job: NewJob): Promise<Result<MadeJob>> | Result<MadeJob> {
     this.producer = true;
     if (this.store.isTooBig(job.body.length)) return fail('JOB_TOO_BIG');
     if (this.store.draining) return fail('DRAINING');

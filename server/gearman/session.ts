@@ -6,6 +6,7 @@ import {
   type FailureCode,
   type JobBytes,
   type JobUpdate,
+  type MadeJob,
   type JobWatcher,
   type NewJob,
   type Pending,
@@ -127,7 +128,7 @@ export class GearmanSession {
     return result.then((r) => this.created(r, s.fn, unique, s.background, { ok: true, id: 0 }));
   }
 
-  private created(r: Result<JobBytes>, fn: string, unique: Buffer, background: boolean, answer: { ok: true; id: number }): SubmitAnswer {
+  private created(r: Result<MadeJob>, fn: string, unique: Buffer, background: boolean, answer: { ok: true; id: number }): SubmitAnswer {
     if (!r.ok) return { ok: false, refusal: r.code };
     const id = r.value.id;
     this.registry.created(id, fn, unique);

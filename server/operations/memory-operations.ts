@@ -28,6 +28,7 @@ import {
   type CountedCommand,
   type Durability,
   type JobBytes,
+  type MadeJob,
   type JobChange,
   type JobPage,
   type JobScan,
@@ -476,10 +477,10 @@ class MemoryClient implements ClientOperations {
   /** The request handed to the engine, reused: the engine copies what it keeps. */
   private readonly request: PutRequest;
 
-  put(id: number, job: NewJob): Result<JobBytes> {
+  put(id: number, job: NewJob): Result<MadeJob> {
     const result = this.engine.put(this.requestFor(this.session.used, id, job));
     this.request.body = EMPTY_BODY; // do not pin the caller's buffer
-    return this.answer(result);
+    return result; // the engine's job record says the id: no object made per put
   }
 
   /** The engine's answer, its job record as the doors read it. */
@@ -501,7 +502,7 @@ class MemoryClient implements ClientOperations {
     return request;
   }
 
-  submit(tube: string, job: NewJob): Result<JobBytes> {
+  submit(tube: string, job: NewJob): Result<MadeJob> {
     const engine = this.engine;
     engine.markProducer(this.session);
     if (engine.isTooBig(job.body.length)) return fail('JOB_TOO_BIG');
@@ -516,7 +517,7 @@ class MemoryClient implements ClientOperations {
     this.request.body = EMPTY_BODY;
     this.request.tube = this.session.used;
     if (!result.ok) engine.dropTubeIfUnused(target);
-    return this.answer(result);
+    return result;
   }
 
   reserve(timeoutMs: number | null): ReserveOutcome<JobBytes> {

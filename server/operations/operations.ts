@@ -57,6 +57,14 @@ export interface JobBytes {
   readonly transient?: boolean;
 }
 
+/**
+ * What a put or a submit answers with: the new job's id. A store answers with whatever record it
+ * has that says it (the engine's job record, a cluster's JobBytes): no object made to answer.
+ */
+export interface MadeJob {
+  readonly id: number;
+}
+
 /** A tube's name (the in-memory store answers with its tube record behind this read-only shape). */
 export interface TubeName {
   readonly name: string;
@@ -296,14 +304,14 @@ export interface ClientOperations {
    * protocol may need to answer before other checks.)
    */
   admitPut(bytes: number): Result<number>;
-  /** Puts into the used tube under the id `admitPut` gave; answers with the job (its id, its body). */
-  put(id: number, job: NewJob): Pending<Result<JobBytes>>;
+  /** Puts into the used tube under the id `admitPut` gave; answers with the job's id. */
+  put(id: number, job: NewJob): Pending<Result<MadeJob>>;
   /**
    * Puts into `tube` (created if needed, and dropped again if the put fails) without changing
    * the used tube: a Gearman submit names its function in every packet. JOB_TOO_BIG, DRAINING,
    * OUT_OF_MEMORY.
    */
-  submit(tube: string, job: NewJob): Pending<Result<JobBytes>>;
+  submit(tube: string, job: NewJob): Pending<Result<MadeJob>>;
   /** `timeoutMs` null waits for ever. */
   reserve(timeoutMs: number | null): Pending<ReserveOutcome<JobBytes>>;
   reserveJob(id: number): Pending<Result<JobBytes>>;

@@ -7,6 +7,7 @@ import {
   type ClientOperations,
   type Counters,
   type JobBytes,
+  type MadeJob,
   type JobReads,
   type JobSnapshot,
   type NewJob,
@@ -288,7 +289,7 @@ export class BeanstalkConnection implements FrameHandler, ClientDelegate, LinkOw
 
   // ---- replies (bound once per connection, so settling a result allocates nothing) -------------
 
-  private readonly onInserted = (r: Result<JobBytes>): void => {
+  private readonly onInserted = (r: Result<MadeJob>): void => {
     if (r.ok) this.sendWordNumber(WORD.INSERTED, r.value.id);
     else this.send(failureReply(r.code));
   };
