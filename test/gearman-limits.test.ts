@@ -11,7 +11,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKET } from '../server/protocol/gearman/packets.js';
 import { GearmanTestClient, requestPacket } from './support/gearman-client.js';
-import { startGearmanServer } from './support/gearman-server.js';
+import { GEARMAN_IN_CLUSTER, startGearmanServer } from './support/gearman-server.js';
 import type { ServerProcess } from './support/servers.js';
 
 let server: ServerProcess;
@@ -68,7 +68,11 @@ describe('Gearman limits', () => {
       }
       worker.request(PACKET.WORK_COMPLETE, handle!, 'done');
       await echoes(other, 'after');
-      expect(serverRssMiB() - before).toBeLessThan(320); // a sanity bound: the client let go is what shows the cap
+      // A sanity bound: the client let go is what shows the cap. A cluster node also relays each
+      // packet through the database (a copy, then a hex-encoded statement parameter twice its
+      // size): about 240 MB more of short-lived buffers and strings, which RSS shows until a full
+      // collection returns them, later or sooner as the machine's load has it (336 MiB seen once).
+      expect(serverRssMiB() - before).toBeLessThan(GEARMAN_IN_CLUSTER ? 560 : 320);
       // The slow client was closed: what it can still read ends well short of 80 MB.
       const received = await new Promise<number>((resolve) => {
         let bytes = 0;
