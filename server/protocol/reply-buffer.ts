@@ -1,9 +1,6 @@
 import type { Durability, JobBytes } from '../operations/operations.js';
 import { LastMemory, viewOf } from './buffer-view.js';
 
-/** A part of a packet: text (Latin-1), bytes, or a range of a buffer. */
-export type PacketPart = string | Buffer | readonly [Buffer, number, number];
-
 /** First slab size: under half of Node's buffer pool, so small slabs are cheap slices of it. */
 const SMALL_SLAB = 4000;
 
@@ -74,32 +71,6 @@ export class ReplyBuffer {
     crlfAt(slab, p);
     body.bodyBuf.copy(slab, p + 2, body.bodyOffset, body.bodyOffset + n);
     crlfAt(slab, p + 2 + n);
-  }
-
-  /**
-   * A binary packet (Gearman's): `\0RES`, type and size as big-endian u32, then `parts` joined
-   * by NULs, written straight into the slab. A string part is Latin-1 (one byte per char); a
-   * part given as [buf, start, end] is copied from that range.
-   */
-  packet(type: number, parts: readonly PacketPart[]): void {
-    let size = parts.length > 0 ? parts.length - 1 : 0;
-    for (const p of parts) size += typeof p === 'string' ? p.length : Buffer.isBuffer(p) ? p.length : p[2] - p[1];
-    let p = this.packetHeader(type, size);
-    const slab = this.slab;
-    for (let i = 0; i < parts.length; i++) {
-      if (i > 0) slab[p++] = 0;
-      const part = parts[i]!;
-      if (typeof part === 'string') {
-        p += slab.write(part, p, 'latin1');
-      } else if (Buffer.isBuffer(part)) {
-        part.copy(slab, p);
-        p += part.length;
-      } else {
-        const [buf, start, end] = part;
-        buf.copy(slab, p, start, end);
-        p += end - start;
-      }
-    }
   }
 
   /**

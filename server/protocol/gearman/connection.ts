@@ -9,7 +9,6 @@ import { GearmanSession, type SessionNews, type SubmitAnswer, type SubmitRefusal
 import type { Acl } from '../../acl/acl.js';
 import type { ConnectionAccess } from '../../acl/connection-access.js';
 import { ClientLink, type LinkContext, type LinkOwner } from '../client-link.js';
-import type { PacketPart } from '../reply-buffer.js';
 import { viewOf } from '../buffer-view.js';
 import { runAdminCommand, type GearmanAdminContext } from './admin.js';
 import { byType, encodePacket, packetName, PACKET, REQUEST_ARGS, splitArgs } from './packets.js';
@@ -151,6 +150,7 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       if (handleEnd < 0) return this.sendError('INVALID_PACKET');
       return this.workResult(type, work === FINAL, buf, start, end, handleEnd, null);
     }
+    if (type === PACKET.ECHO_REQ) return this.echo(buf, start, end);
     if (type === PACKET.GRAB_JOB_UNIQ || type === PACKET.GRAB_JOB_ALL) {
       // GRAB_JOB_ALL is answered with JOB_ASSIGN_UNIQ, as gearmand does when there is no reducer.
       return this.link.settle(this.session.grab(), this.onGrabbedUniq);
@@ -178,8 +178,6 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
         return this.getStatus(args[0]!);
       case PACKET.GET_STATUS_UNIQUE:
         return this.getStatusUnique(args[0]!);
-      case PACKET.ECHO_REQ:
-        return this.sendPacket(PACKET.ECHO_RES, [data]);
       case PACKET.OPTION_REQ:
         if (args[0]!.toString('latin1') !== 'exceptions') return this.sendError('UNKNOWN_OPTION');
         this.exceptions = true;
@@ -192,6 +190,13 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
       default:
         return this.sendError('INVALID_COMMAND');
     }
+  }
+
+  /** ECHO_RES: the request's data, copied from the packet into the reply (no view, no array). */
+  private echo(buf: Buffer, start: number, end: number): void {
+    if (this.link.finished) return;
+    this.link.out.dataPacket(PACKET.ECHO_RES, buf, start, end);
+    this.link.flushSoon();
   }
 
   oversized(): void {
@@ -438,12 +443,6 @@ export class GearmanConnection implements GearmanFrameHandler, ClientDelegate, L
   private send(packet: Buffer): void {
     if (this.link.finished) return;
     this.link.out.bytes(packet);
-    this.link.flushSoon();
-  }
-
-  private sendPacket(type: number, parts: readonly PacketPart[]): void {
-    if (this.link.finished) return;
-    this.link.out.packet(type, parts);
     this.link.flushSoon();
   }
 
