@@ -15,7 +15,7 @@ import { OrderedSet } from '../common/ordered-set.js';
 import { ReadyQueue } from './ready-queue.js';
 import type { Rotation } from './rotation.js';
 import type { TubeGate } from './tube-gate.js';
-import { bodyLengthOf, bodyOffsetOf, bodyView, type BodyHolder, type BodySlab } from './body-store.js';
+import { bodyView, type BodyHolder, type BodySlab } from './body-store.js';
 
 /** `jobFile` of a job that is never journaled (PutRequest.transient). */
 export const TRANSIENT_FILE = -1;

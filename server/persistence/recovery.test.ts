@@ -30,13 +30,10 @@ import { jobImage, jobRecord } from './testing.js';
 import {
   jobState,
   jobPriority,
-  jobDelayMs,
-  jobTtrMs,
-  jobCreatedAt,
   jobDeadlineAt,
-  jobCounters,
   jobBody,
   jobFile,
+  jobImageOf,
 } from '../engine/records.js';
 
 /** The checksum salt of the segments these tests write by hand. */
@@ -112,26 +109,7 @@ type Image = JobImage & { file: number };
 
 /** A restored job as recovery describes it, with the segment that holds its full record. */
 function imageOf(job: Job): Image {
-  return {
-    id: job.id,
-    tube: job.tube.name,
-    state: jobState(job),
-    priority: jobPriority(job),
-    delayMs: jobDelayMs(job),
-    ttrMs: jobTtrMs(job),
-    createdAt: jobCreatedAt(job),
-    deadlineAt: jobDeadlineAt(job),
-    buriedSeq: jobCounters(job).buriedSeq,
-    reserves: job.reserves,
-    timeouts: jobCounters(job).timeouts,
-    releases: jobCounters(job).releases,
-    buries: jobCounters(job).buries,
-    kicks: jobCounters(job).kicks,
-    strikes: jobCounters(job).strikes,
-    buryCause: jobCounters(job).buryCause,
-    body: jobBody(job),
-    file: jobFile(job),
-  };
+  return { ...jobImageOf(job), file: jobFile(job) };
 }
 
 interface Replay {

@@ -14,7 +14,7 @@ import { Binlog } from './binlog.js';
 import type { FileSystem } from './file-system.js';
 import { JOB_RECORD_FIXED_BYTES, encodeJob, jobRecordBytes } from './format.js';
 import { countLive, recover, type Recovery } from './recovery.js';
-import { jobState, jobPriority, jobDelayMs, jobTtrMs, jobCreatedAt, jobDeadlineAt, jobCounters, jobBody } from '../engine/records.js';
+import { jobState, jobImageOf } from '../engine/records.js';
 
 export const KiB = 1024;
 export const MiB = 1024 * 1024;
@@ -97,25 +97,13 @@ export async function waitFor(cond: () => boolean, ms = 2000): Promise<boolean> 
 /** The fields a restart must keep, as the binlog stores them (reserved jobs are ready). */
 export function durableFields(job: Job): Record<string, unknown> {
   const state: JobState = jobState(job) === 'reserved' ? 'ready' : jobState(job);
+  const image = jobImageOf(job);
   return {
-    id: job.id,
-    tube: job.tube.name,
+    ...image,
     state,
-    priority: jobPriority(job),
-    delayMs: jobDelayMs(job),
-    ttrMs: jobTtrMs(job),
-    createdAt: jobCreatedAt(job),
-    deadlineAt: state === 'delayed' ? jobDeadlineAt(job) : 0,
-    buriedSeq: jobCounters(job).buriedSeq,
-    reserves: job.reserves,
-    timeouts: jobCounters(job).timeouts,
-    releases: jobCounters(job).releases,
-    buries: jobCounters(job).buries,
-    kicks: jobCounters(job).kicks,
-    strikes: jobCounters(job).strikes,
-    buryCause: jobCounters(job).buryCause,
+    deadlineAt: state === 'delayed' ? image.deadlineAt : 0,
     // As text: deep equality on many Buffers is slow.
-    body: jobBody(job).toString('base64'),
+    body: image.body.toString('base64'),
   };
 }
 
