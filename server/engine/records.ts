@@ -352,11 +352,8 @@ export function copyJobCounts(into: JobCounts, job: Job): void {
   into.strikes = more.strikes;
 }
 
-/**
- * `into` (reused by the caller: a binlog writes a record per change), made what a binlog record
- * stores of the job, but its body, which only a JOB record carries (`jobImageOf` has it).
- */
-export function fillJobImage(job: Job, into: JobImage): JobImage {
+/** `into` (a view or an image reused for many jobs), made what every description of a job says (JobBasics). */
+export function fillJobBasics(job: Job, into: JobBasics): void {
   into.id = job.id;
   into.tube = job.tube.name;
   into.state = jobState(job);
@@ -366,6 +363,14 @@ export function fillJobImage(job: Job, into: JobImage): JobImage {
   into.createdAt = jobCreatedAt(job);
   into.deadlineAt = jobDeadlineAt(job);
   copyJobCounts(into, job);
+}
+
+/**
+ * `into` (reused by the caller: a binlog writes a record per change), made what a binlog record
+ * stores of the job, but its body, which only a JOB record carries (`jobImageOf` has it).
+ */
+export function fillJobImage(job: Job, into: JobImage): JobImage {
+  fillJobBasics(job, into);
   into.buriedSeq = job.more.buriedSeq;
   into.buryCause = job.more.buryCause;
   return into;

@@ -5,14 +5,11 @@ import type { Engine, Job, PutRequest, Session, Tube } from '../engine/engine.js
 import {
   BURY_CAUSES,
   TRANSIENT_FILE,
-  copyJobCounts,
+  fillJobBasics,
   isTransient,
   type SessionDelegate,
   jobState,
   jobCreatedAt,
-  jobPriority,
-  jobDelayMs,
-  jobTtrMs,
   jobDeadlineAt,
   jobFile,
   jobCounters,
@@ -676,17 +673,9 @@ function emptyView(): JobView {
 
 /** `reservedBy`: the holding session's id (0: none). */
 function fillView(job: Job, view: JobView, reservedBy: number): JobView {
-  view.id = job.id;
-  view.tube = job.tube.name;
-  view.state = jobState(job);
-  view.priority = jobPriority(job);
-  view.delayMs = jobDelayMs(job);
-  view.ttrMs = jobTtrMs(job);
-  view.createdAt = jobCreatedAt(job);
-  view.deadlineAt = jobDeadlineAt(job);
+  fillJobBasics(job, view);
   view.file = jobFile(job);
   view.reservedBy = reservedBy;
-  copyJobCounts(view, job);
   view.buryCause = BURY_CAUSES[jobCounters(job).buryCause] ?? 'none';
   view.bodyLength = bodyLengthOf(job);
   view.bodyStamp = bodyStamp(job);
