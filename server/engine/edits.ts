@@ -45,14 +45,14 @@ export class JobEditor {
     const job = this.jobs.get(id);
     if (job === undefined) return fail('NOT_FOUND');
     if (jobState(job) === 'reserved') return fail('JOB_RESERVED');
-    const bodyLength = edit.body?.length ?? bodyLengthOf(job);
+    const oldBodyBytes = bodyLengthOf(job);
+    const bodyLength = edit.body?.length ?? oldBodyBytes;
     // Only a new body is held to -z: a job kept from a run with a larger -z can still be edited.
     if (edit.body !== undefined && edit.body.length > this.host.maxJobSize) return fail('JOB_TOO_BIG');
-    if (bodyLength > bodyLengthOf(job) && !this.host.hasRoomFor(bodyLength - bodyLengthOf(job))) return fail('OUT_OF_MEMORY');
+    if (bodyLength > oldBodyBytes && !this.host.hasRoomFor(bodyLength - oldBodyBytes)) return fail('OUT_OF_MEMORY');
     const tubeName = edit.tube ?? job.tube.name;
     if (!this.host.journalOf(job).canRewrite(tubeName.length, bodyLength)) return fail('OUT_OF_MEMORY');
     const oldTubeBytes = job.tube.name.length;
-    const oldBodyBytes = bodyLengthOf(job);
     const from = jobState(job);
     const oldTube = job.tube;
     const moving = tubeName !== oldTube.name;

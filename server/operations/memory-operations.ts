@@ -158,7 +158,7 @@ export class MemoryOperations implements Operations {
           const step = jobs.next();
           if (step.done === true) return true;
           const job = step.value;
-          if (!visit(fillView(job, view, holders.get(job)?.id ?? 0), job.slab.buf.subarray(bodyOffsetOf(job), bodyOffsetOf(job) + bodyLengthOf(job)))) return false;
+          if (!visit(fillView(job, view, holders.get(job)?.id ?? 0), jobBody(job))) return false;
         }
         return false;
       },
