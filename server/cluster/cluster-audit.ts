@@ -39,7 +39,11 @@ interface AuditRow {
 }
 
 export class ClusterAuditLog implements AuditLog {
-  private readonly pending = new Set<Promise<void>>();
+  /**
+   * The last write queued. Writes go one after another: on separate pool connections two of them
+   * could commit, and take their sequence numbers, in the other order than the actions they record.
+   */
+  private tail: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly pool: Queryable,
@@ -50,14 +54,16 @@ export class ClusterAuditLog implements AuditLog {
 
   append(record: AuditRecord): void {
     const { at, user, role, action, target, result } = record;
-    const write = run(this.pool, APPEND, [at, this.nodeId(), user, role, action, JSON.stringify(target), JSON.stringify(result), this.rows])
-      .then(() => undefined)
-      .catch((err: unknown) => {
-        // The change is made; only its record is lost.
-        this.log.error({ err: (err as Error).message, action }, 'audit log: writing to PostgreSQL failed');
-      });
-    this.pending.add(write);
-    void write.finally(() => this.pending.delete(write));
+    const params = [at, this.nodeId(), user, role, action, JSON.stringify(target), JSON.stringify(result), this.rows];
+    this.tail = this.tail
+      .then(() => run(this.pool, APPEND, params))
+      .then(
+        () => undefined,
+        (err: unknown) => {
+          // The change is made; only its record is lost.
+          this.log.error({ err: (err as Error).message, action }, 'audit log: writing to PostgreSQL failed');
+        },
+      );
   }
 
   async page(before: number | null, limit: number): Promise<AuditPageDto> {
@@ -79,6 +85,6 @@ export class ClusterAuditLog implements AuditLog {
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.pending);
+    await this.tail;
   }
 }
