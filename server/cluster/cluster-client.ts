@@ -33,6 +33,8 @@ interface Held {
   tube: string;
   reserves: number;
   deadlineAt: number;
+  /** Touches (or holds) of the job whose answer has not come yet. */
+  extending: number;
 }
 
 
@@ -266,7 +268,7 @@ export class ClusterClient implements ClientOperations {
 
   private holding(row: ReservedRow): JobBytes {
     this.store.taken(row);
-    this.held.set(row.id, { tube: row.tube, reserves: row.reserves, deadlineAt: row.due_at });
+    this.held.set(row.id, { tube: row.tube, reserves: row.reserves, deadlineAt: row.due_at, extending: 0 });
     this.schedule();
     return jobBytes(row);
   }
@@ -359,6 +361,7 @@ export class ClusterClient implements ClientOperations {
   private async extend(id: number, deadlineAt: number | null): Promise<Result<void>> {
     const held = this.held.get(id);
     if (held === undefined) return fail('NOT_FOUND');
+    held.extending++;
     try {
       const deadline = deadlineAt === null || Number.isFinite(deadlineAt) ? deadlineAt : Number.MAX_SAFE_INTEGER;
       const [row] = await run<{ due_at: number }>(this.store.pool, this.store.sql.touch, [id, ...this.token(id), deadline, this.store.now()]);
@@ -371,6 +374,8 @@ export class ClusterClient implements ClientOperations {
       return OK_VOID;
     } catch (err) {
       return this.store.failed(err);
+    } finally {
+      held.extending--;
     }
   }
 
@@ -563,9 +568,11 @@ export class ClusterClient implements ClientOperations {
           this.held.delete(id);
           this.store.jobTimeouts++;
           this.store.reservationEnded(row.tube, row.state, row.due_at);
-        } else if (this.held.get(id) === held && held.deadlineAt < this.store.now()) {
+        } else if (this.held.get(id) === held && held.extending === 0 && held.deadlineAt < this.store.now()) {
           // Not touched meanwhile: the token no longer holds the job (its node was reaped, or
-          // another node expired it); this client holds nothing.
+          // another node expired it); this client holds nothing. A touch still in flight may be
+          // what kept the job (its answer, on another connection, can come after this one): its
+          // own answer says whether the job is still held.
           this.held.delete(id);
         }
       } catch (err) {
